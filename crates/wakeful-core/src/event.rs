@@ -1,0 +1,486 @@
+//! Events (SPEC §2, §4, §7): the entries of a session's ordered log.
+//!
+//! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
+//! JSON object:
+//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?}`.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Why a monitor ended (`stop_reason` on the wire, tagged by `kind`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MonitorStopReason {
+    /// The source process exited with this code.
+    #[serde(rename = "exit")]
+    ExitCode {
+        /// The exit code.
+        code: i32,
+    },
+    /// The source process was killed by this signal (not by wakeful).
+    Signal {
+        /// The signal number.
+        signal: i32,
+    },
+    /// `timeout_ms` elapsed.
+    Timeout,
+    /// `idle_timeout_ms` elapsed without output.
+    IdleTimeout,
+    /// `max_events` lines events were delivered.
+    MaxEvents,
+    /// The `until` condition was met.
+    Until,
+    /// A user or agent stopped it.
+    #[serde(rename = "stopped")]
+    UserStopped,
+    /// Its session ended (or the embedding registry was dropped).
+    SessionEnded,
+    /// The daemon stopped (or died) while it ran.
+    DaemonStopped,
+    /// A WebSocket source was closed by its server.
+    WsClosed {
+        /// The close code (1005 when the server gave none).
+        code: u16,
+    },
+    /// A WebSocket frame exceeded 1 MiB.
+    WsFrameTooLarge,
+}
+
+impl MonitorStopReason {
+    /// Whether this ending is a failure of the watched thing (a non-zero exit
+    /// or a signal the monitor did not send), so the event should carry the
+    /// last lines.
+    pub fn is_abnormal(&self) -> bool {
+        matches!(
+            self,
+            MonitorStopReason::ExitCode { code } if *code != 0
+        ) || matches!(self, MonitorStopReason::Signal { .. })
+    }
+}
+
+impl fmt::Display for MonitorStopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MonitorStopReason::ExitCode { code } => write!(f, "exited with code {code}"),
+            MonitorStopReason::Signal { signal } => write!(f, "killed by signal {signal}"),
+            MonitorStopReason::Timeout => f.write_str("timed out"),
+            MonitorStopReason::IdleTimeout => f.write_str("idle timeout (no output)"),
+            MonitorStopReason::MaxEvents => f.write_str("max_events reached"),
+            MonitorStopReason::Until => f.write_str("until condition met"),
+            MonitorStopReason::UserStopped => f.write_str("stopped"),
+            MonitorStopReason::SessionEnded => f.write_str("session ended"),
+            MonitorStopReason::DaemonStopped => f.write_str("daemon stopped"),
+            MonitorStopReason::WsClosed { code } => write!(f, "WebSocket closed with code {code}"),
+            MonitorStopReason::WsFrameTooLarge => f.write_str("WebSocket frame over 1 MiB"),
+        }
+    }
+}
+
+/// The `kind` of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A monitor began.
+    Started,
+    /// A batch of lines.
+    Lines,
+    /// Lines were counted but not delivered (rate limit).
+    Suppressed,
+    /// A monitor ended.
+    Stopped,
+    /// A monitor could not run.
+    Failed,
+    /// A persistent monitor was restarted after a daemon restart.
+    Rearmed,
+}
+
+impl EventKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Started => "started",
+            EventKind::Lines => "lines",
+            EventKind::Suppressed => "suppressed",
+            EventKind::Stopped => "stopped",
+            EventKind::Failed => "failed",
+            EventKind::Rearmed => "rearmed",
+        }
+    }
+
+    /// Whether events of this kind end their monitor.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, EventKind::Stopped | EventKind::Failed)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an event says, by kind. The variant names are the vocabulary agent
+/// authors already use (`MonitorStarted`, `MonitorEvent`, `MonitorStopped`,
+/// `MonitorFailed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventBody {
+    /// `started`: every monitor begins with exactly one.
+    MonitorStarted,
+    /// `lines`: one or more lines (at most 50 and 32 KiB, or a single longer line).
+    MonitorEvent {
+        /// The lines, without their newline; invalid UTF-8 replaced.
+        lines: Vec<String>,
+        /// Output-file line number of the first line (1-based).
+        from_line: u64,
+        /// Output-file line number of the last line.
+        to_line: u64,
+    },
+    /// `suppressed`: lines counted over the rate limit.
+    MonitorSuppressed {
+        /// Exact number of lines not delivered.
+        count: u64,
+        /// First suppressed output-file line.
+        from_line: u64,
+        /// Last suppressed output-file line.
+        to_line: u64,
+    },
+    /// `stopped`: the monitor ended; exactly one of `stopped`/`failed` per monitor.
+    MonitorStopped {
+        /// Why.
+        reason: MonitorStopReason,
+        /// The last lines (up to 20) when the ending calls for them.
+        last_lines: Vec<String>,
+    },
+    /// `failed`: the monitor could not run (spawn error, connection refused…).
+    MonitorFailed {
+        /// What went wrong.
+        error: String,
+        /// The last lines, if any were read.
+        last_lines: Vec<String>,
+    },
+    /// `rearmed`: a persistent monitor was restarted after a daemon restart.
+    MonitorRearmed,
+}
+
+impl EventBody {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            EventBody::MonitorStarted => EventKind::Started,
+            EventBody::MonitorEvent { .. } => EventKind::Lines,
+            EventBody::MonitorSuppressed { .. } => EventKind::Suppressed,
+            EventBody::MonitorStopped { .. } => EventKind::Stopped,
+            EventBody::MonitorFailed { .. } => EventKind::Failed,
+            EventBody::MonitorRearmed => EventKind::Rearmed,
+        }
+    }
+}
+
+/// An event that has not yet been given its place in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingEvent {
+    /// The owning session.
+    pub session: String,
+    /// The monitor that produced it.
+    pub monitor_id: String,
+    /// When it was produced.
+    pub ts: DateTime<Utc>,
+    /// What an agent should read.
+    pub text: String,
+    /// Typed content.
+    pub body: EventBody,
+}
+
+impl PendingEvent {
+    /// Gives the event its place in the log.
+    pub fn with_seq(self, seq: u64) -> Event {
+        Event {
+            seq,
+            session: self.session,
+            monitor_id: self.monitor_id,
+            ts: self.ts,
+            text: self.text,
+            body: self.body,
+        }
+    }
+}
+
+/// One entry of the durable, totally ordered event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "WireEvent", try_from = "WireEvent")]
+pub struct Event {
+    /// Global, strictly increasing, never reused.
+    pub seq: u64,
+    /// The owning session.
+    pub session: String,
+    /// The monitor that produced it.
+    pub monitor_id: String,
+    /// When it was produced (RFC 3339 with milliseconds on the wire).
+    pub ts: DateTime<Utc>,
+    /// What an agent should read: one human sentence, or the lines.
+    pub text: String,
+    /// Typed content.
+    pub body: EventBody,
+}
+
+impl Event {
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        self.body.kind()
+    }
+}
+
+/// Formats a timestamp as the wire does: RFC 3339, milliseconds, `Z`.
+pub fn format_ts(ts: &DateTime<Utc>) -> String {
+    ts.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireEvent {
+    seq: u64,
+    session: String,
+    monitor_id: String,
+    kind: EventKind,
+    ts: String,
+    text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lines: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from_line: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    to_line: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<MonitorStopReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl From<Event> for WireEvent {
+    fn from(e: Event) -> Self {
+        let kind = e.kind();
+        let mut w = WireEvent {
+            seq: e.seq,
+            session: e.session,
+            monitor_id: e.monitor_id,
+            kind,
+            ts: format_ts(&e.ts),
+            text: e.text,
+            lines: None,
+            count: None,
+            from_line: None,
+            to_line: None,
+            stop_reason: None,
+            error: None,
+        };
+        match e.body {
+            EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
+            EventBody::MonitorEvent {
+                lines,
+                from_line,
+                to_line,
+            } => {
+                w.count = Some(lines.len() as u64);
+                w.lines = Some(lines);
+                w.from_line = Some(from_line);
+                w.to_line = Some(to_line);
+            }
+            EventBody::MonitorSuppressed {
+                count,
+                from_line,
+                to_line,
+            } => {
+                w.count = Some(count);
+                w.from_line = Some(from_line);
+                w.to_line = Some(to_line);
+            }
+            EventBody::MonitorStopped { reason, last_lines } => {
+                w.stop_reason = Some(reason);
+                if !last_lines.is_empty() {
+                    w.lines = Some(last_lines);
+                }
+            }
+            EventBody::MonitorFailed { error, last_lines } => {
+                w.error = Some(error);
+                if !last_lines.is_empty() {
+                    w.lines = Some(last_lines);
+                }
+            }
+        }
+        w
+    }
+}
+
+/// Why a wire object is not a valid event.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// `ts` is not RFC 3339.
+    #[error("event ts `{0}` is not an RFC 3339 timestamp")]
+    Timestamp(String),
+    /// A field the kind requires is absent.
+    #[error("a `{kind}` event needs the field `{field}`")]
+    Missing {
+        /// The event kind.
+        kind: EventKind,
+        /// The missing field.
+        field: &'static str,
+    },
+}
+
+impl TryFrom<WireEvent> for Event {
+    type Error = WireError;
+    fn try_from(w: WireEvent) -> Result<Self, Self::Error> {
+        let ts = DateTime::parse_from_rfc3339(&w.ts)
+            .map_err(|_| WireError::Timestamp(w.ts.clone()))?
+            .with_timezone(&Utc);
+        let need = |field: &'static str| WireError::Missing {
+            kind: w.kind,
+            field,
+        };
+        let body = match w.kind {
+            EventKind::Started => EventBody::MonitorStarted,
+            EventKind::Rearmed => EventBody::MonitorRearmed,
+            EventKind::Lines => EventBody::MonitorEvent {
+                lines: w.lines.clone().ok_or_else(|| need("lines"))?,
+                from_line: w.from_line.unwrap_or(0),
+                to_line: w.to_line.unwrap_or(0),
+            },
+            EventKind::Suppressed => EventBody::MonitorSuppressed {
+                count: w.count.ok_or_else(|| need("count"))?,
+                from_line: w.from_line.ok_or_else(|| need("from_line"))?,
+                to_line: w.to_line.ok_or_else(|| need("to_line"))?,
+            },
+            EventKind::Stopped => EventBody::MonitorStopped {
+                reason: w.stop_reason.clone().ok_or_else(|| need("stop_reason"))?,
+                last_lines: w.lines.clone().unwrap_or_default(),
+            },
+            EventKind::Failed => EventBody::MonitorFailed {
+                error: w.error.clone().unwrap_or_default(),
+                last_lines: w.lines.clone().unwrap_or_default(),
+            },
+        };
+        Ok(Event {
+            seq: w.seq,
+            session: w.session,
+            monitor_id: w.monitor_id,
+            ts,
+            text: w.text,
+            body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn ev(body: EventBody, text: &str) -> Event {
+        Event {
+            seq: 7,
+            session: "s1".into(),
+            monitor_id: "mon-abc".into(),
+            ts: Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap(),
+            text: text.into(),
+            body,
+        }
+    }
+
+    /// The wire shapes of every kind, pinned by golden fixtures.
+    #[test]
+    fn wire_shapes_match_golden_fixture() {
+        let events = vec![
+            ev(EventBody::MonitorStarted, "started: build (command: make)"),
+            ev(
+                EventBody::MonitorEvent {
+                    lines: vec!["a".into(), "b".into()],
+                    from_line: 3,
+                    to_line: 4,
+                },
+                "a\nb",
+            ),
+            ev(
+                EventBody::MonitorSuppressed {
+                    count: 100,
+                    from_line: 5,
+                    to_line: 104,
+                },
+                "[100 lines suppressed]",
+            ),
+            ev(
+                EventBody::MonitorStopped {
+                    reason: MonitorStopReason::ExitCode { code: 7 },
+                    last_lines: vec!["boom".into()],
+                },
+                "exited with code 7",
+            ),
+            ev(
+                EventBody::MonitorStopped {
+                    reason: MonitorStopReason::WsClosed { code: 1000 },
+                    last_lines: vec![],
+                },
+                "closed",
+            ),
+            ev(
+                EventBody::MonitorFailed {
+                    error: "spawn failed".into(),
+                    last_lines: vec![],
+                },
+                "failed",
+            ),
+            ev(EventBody::MonitorRearmed, "rearmed"),
+        ];
+        let got: Vec<String> = events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let golden = include_str!("../tests/fixtures/events.jsonl");
+        let want: Vec<&str> = golden.lines().collect();
+        assert_eq!(got, want);
+        for (line, event) in want.iter().zip(&events) {
+            let back: Event = serde_json::from_str(line).unwrap();
+            assert_eq!(&back, event);
+        }
+    }
+
+    #[test]
+    fn stop_reasons_use_spec_kinds() {
+        let cases = [
+            (
+                MonitorStopReason::ExitCode { code: 1 },
+                r#"{"kind":"exit","code":1}"#,
+            ),
+            (
+                MonitorStopReason::Signal { signal: 9 },
+                r#"{"kind":"signal","signal":9}"#,
+            ),
+            (MonitorStopReason::Timeout, r#"{"kind":"timeout"}"#),
+            (MonitorStopReason::IdleTimeout, r#"{"kind":"idle_timeout"}"#),
+            (MonitorStopReason::MaxEvents, r#"{"kind":"max_events"}"#),
+            (MonitorStopReason::Until, r#"{"kind":"until"}"#),
+            (MonitorStopReason::UserStopped, r#"{"kind":"stopped"}"#),
+            (
+                MonitorStopReason::SessionEnded,
+                r#"{"kind":"session_ended"}"#,
+            ),
+            (
+                MonitorStopReason::DaemonStopped,
+                r#"{"kind":"daemon_stopped"}"#,
+            ),
+            (
+                MonitorStopReason::WsClosed { code: 1001 },
+                r#"{"kind":"ws_closed","code":1001}"#,
+            ),
+            (
+                MonitorStopReason::WsFrameTooLarge,
+                r#"{"kind":"ws_frame_too_large"}"#,
+            ),
+        ];
+        for (reason, json) in cases {
+            assert_eq!(serde_json::to_string(&reason).unwrap(), json);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! # wakeful-core
+//!
+//! The vocabulary of wakeful and the pure logic that turns a source's bytes into
+//! events. Nothing in this crate performs IO or reads the clock: every state
+//! machine takes the current [`std::time::Instant`] as an argument, so it can be
+//! unit-tested deterministically.
+//!
+//! - [`params`]: what a monitor is asked to do ([`MonitorSpec`]) and its validation.
+//! - [`event`]: the events a monitor produces ([`Event`], [`EventBody`],
+//!   [`MonitorStopReason`]) and their JSON wire shape.
+//! - [`lines`]: splitting a byte stream into lines ([`LineSplitter`]).
+//! - [`batch`]: leading-edge batching of lines into events ([`Batcher`]).
+//! - [`rate`]: the per-monitor token bucket and suppression reports ([`RateGate`]).
+//! - [`machine`]: everything above combined with filters, `until`, limits and
+//!   timeouts into one per-monitor state machine ([`MonitorMachine`]).
+//! - [`text`]: making event text safe to show to a model.
+//! - [`session`]: which session a client speaks for.
+
+pub mod batch;
+pub mod event;
+pub mod lines;
+pub mod machine;
+pub mod params;
+pub mod rate;
+pub mod session;
+pub mod text;
+
+pub use batch::Batcher;
+pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};
+pub use lines::{Line, LineSplitter, Stream};
+pub use machine::{MonitorMachine, Step};
+pub use params::{MonitorSpec, ParamError, Source, StderrMode, Until};
+pub use rate::RateGate;

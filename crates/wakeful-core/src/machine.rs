@@ -1,0 +1,659 @@
+//! One monitor's event logic as a pure state machine.
+//!
+//! [`MonitorMachine`] takes the lines a source produced and the passing of
+//! time, and decides which events to emit and when the monitor must stop. It
+//! combines the `filter`, the `until` modes, the `stderr` routing, the
+//! [`Batcher`], the [`RateGate`], `max_events`, `timeout_ms`,
+//! `idle_timeout_ms` and the tail of the last 20 lines. The IO edge (a
+//! process supervisor) feeds it and executes its decisions; it never sleeps or
+//! reads a clock here.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+
+use crate::batch::Batcher;
+use crate::event::{EventBody, MonitorStopReason};
+use crate::lines::{Line, Stream};
+use crate::params::{MonitorSpec, ParamError, StderrMode, Until};
+use crate::rate::{Admit, RateGate, Suppressed};
+
+/// How many lines the tail keeps for endings that report them.
+pub const TAIL_LINES: usize = 20;
+/// Longest tail line, in bytes, before it is cut.
+pub const TAIL_LINE_BYTES: usize = 1_000;
+/// The sentence agents already know from Claude Code's Monitor tool.
+pub const TIMEOUT_TEXT: &str = "[Monitor timed out — re-arm if needed.]";
+
+/// An event body with its text, ready to be stamped with session, id and time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emit {
+    /// The typed content.
+    pub body: EventBody,
+    /// What an agent reads.
+    pub text: String,
+}
+
+/// What a call into the machine produced.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Events to append, in order.
+    pub emits: Vec<Emit>,
+    /// Set once, when the machine decides the monitor must stop.
+    pub stop: Option<MonitorStopReason>,
+}
+
+/// Counters a listing shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Lines read from the source (every stream).
+    pub lines: u64,
+    /// `lines` events delivered.
+    pub events: u64,
+    /// Lines delivered in `lines` events.
+    pub delivered_lines: u64,
+    /// Lines counted by `suppressed` reports.
+    pub suppressed_lines: u64,
+}
+
+/// How the source ended, as the IO edge observed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceEnd {
+    /// The process exited with a code.
+    Exited(i32),
+    /// The process died of a signal.
+    Signaled(i32),
+    /// A non-process source ended for this reason (e.g. `ws_closed`).
+    Ended(MonitorStopReason),
+    /// The source could not run or broke; the monitor `failed`.
+    Failed(String),
+}
+
+/// The per-monitor state machine; see the module docs.
+#[derive(Debug)]
+pub struct MonitorMachine {
+    monitor_id: String,
+    description: String,
+    filter: Option<Regex>,
+    until: Option<Until>,
+    until_match: Option<Regex>,
+    stderr: StderrMode,
+    batcher: Batcher,
+    gate: RateGate,
+    tail: VecDeque<String>,
+    max_events: Option<u64>,
+    timeout_at: Option<Instant>,
+    idle: Option<Duration>,
+    last_activity: Instant,
+    after_at: Option<Instant>,
+    stop: Option<MonitorStopReason>,
+    counters: Counters,
+}
+
+impl MonitorMachine {
+    /// A machine for `spec`, started at `now`.
+    pub fn new(
+        monitor_id: impl Into<String>,
+        spec: &MonitorSpec,
+        now: Instant,
+    ) -> Result<Self, ParamError> {
+        let compiled = spec.validate()?;
+        let after_at = match spec.until {
+            Some(Until::After(ms)) => Some(now + Duration::from_millis(ms)),
+            _ => None,
+        };
+        Ok(MonitorMachine {
+            monitor_id: monitor_id.into(),
+            description: spec.description.clone(),
+            filter: compiled.filter,
+            until: spec.until.clone(),
+            until_match: compiled.until_match,
+            stderr: spec.stderr,
+            batcher: Batcher::new(spec.effective_batch()),
+            gate: RateGate::new(now),
+            tail: VecDeque::with_capacity(TAIL_LINES),
+            max_events: spec.max_events,
+            timeout_at: spec.effective_timeout().map(|t| now + t),
+            idle: spec.idle_timeout_ms.map(Duration::from_millis),
+            last_activity: now,
+            after_at,
+            stop: None,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The stop decided so far, if any.
+    pub fn stop_decided(&self) -> Option<&MonitorStopReason> {
+        self.stop.as_ref()
+    }
+
+    /// The `started` event.
+    pub fn started(&self, source_summary: &str) -> Emit {
+        Emit {
+            body: EventBody::MonitorStarted,
+            text: format!("started: {} ({source_summary})", self.description),
+        }
+    }
+
+    /// Asks the monitor to stop for `reason` (user stop, session end, daemon
+    /// stop). The first decision wins.
+    pub fn request_stop(&mut self, reason: MonitorStopReason) {
+        if self.stop.is_none() {
+            self.stop = Some(reason);
+        }
+    }
+
+    /// One complete line from the source.
+    pub fn on_line(&mut self, now: Instant, line: Line) -> Step {
+        self.counters.lines += 1;
+        self.last_activity = now;
+        self.push_tail(&line);
+        let mut step = Step::default();
+        if self.stop.is_some() {
+            return step;
+        }
+        if line.stream == Stream::Stderr && self.stderr == StderrMode::File {
+            return step;
+        }
+        match &self.until {
+            Some(Until::Exit) | Some(Until::After(_)) => return step,
+            Some(Until::Match(_)) => {
+                let hit = self
+                    .until_match
+                    .as_ref()
+                    .is_some_and(|re| re.is_match(&line.text));
+                if hit {
+                    // The matching line is always delivered, whatever the rate.
+                    self.counters.events += 1;
+                    self.counters.delivered_lines += 1;
+                    step.emits.push(Emit {
+                        text: line.text.clone(),
+                        body: EventBody::MonitorEvent {
+                            lines: vec![line.text],
+                            from_line: line.file_line,
+                            to_line: line.file_line,
+                        },
+                    });
+                    self.decide(&mut step, MonitorStopReason::Until);
+                }
+                return step;
+            }
+            None => {}
+        }
+        if let Some(f) = &self.filter {
+            if !f.is_match(&line.text) {
+                return step;
+            }
+        }
+        let mut out = Vec::new();
+        self.batcher.push(line, &mut out);
+        self.deliver(now, out, &mut step);
+        step
+    }
+
+    /// The source has nothing more readable right now (leading edge).
+    pub fn drained(&mut self, now: Instant) -> Step {
+        let mut step = Step::default();
+        let mut out = Vec::new();
+        self.batcher.drained(now, &mut out);
+        self.deliver(now, out, &mut step);
+        step
+    }
+
+    /// The earliest instant at which [`MonitorMachine::on_tick`] has work.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.stop.is_some() {
+            return None;
+        }
+        [
+            self.batcher.next_deadline(),
+            self.gate.next_deadline(),
+            self.timeout_at,
+            self.idle.map(|d| self.last_activity + d),
+            self.after_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Time has passed: close batch windows, emit held reports, decide
+    /// timeouts.
+    pub fn on_tick(&mut self, now: Instant) -> Step {
+        let mut step = Step::default();
+        if self.stop.is_some() {
+            return step;
+        }
+        let mut out = Vec::new();
+        self.batcher.on_deadline(now, &mut out);
+        self.deliver(now, out, &mut step);
+        if self.gate.next_deadline().is_some_and(|d| d <= now) {
+            if let Some(r) = self.gate.on_deadline(now) {
+                step.emits.push(self.suppressed(r));
+            }
+        }
+        if self.timeout_at.is_some_and(|t| now >= t) {
+            self.decide(&mut step, MonitorStopReason::Timeout);
+        } else if self.after_at.is_some_and(|t| now >= t) {
+            self.decide(&mut step, MonitorStopReason::Until);
+        } else if self.idle.is_some_and(|d| now >= self.last_activity + d) {
+            self.decide(&mut step, MonitorStopReason::IdleTimeout);
+        }
+        step
+    }
+
+    /// The source ended (after any stop decision was carried out): flush what
+    /// is held and produce the single `stopped` or `failed` event.
+    pub fn finish(&mut self, now: Instant, end: SourceEnd) -> Vec<Emit> {
+        let mut step = Step::default();
+        if self.stop.is_none() {
+            let mut out = Vec::new();
+            self.batcher.flush(&mut out);
+            self.deliver(now, out, &mut step);
+        }
+        if let Some(r) = self.gate.finish(now) {
+            step.emits.push(self.suppressed(r));
+        }
+        let last: Vec<String> = self.tail.iter().cloned().collect();
+        let decided = self.stop.clone();
+        let final_emit = match (decided, end) {
+            (None, SourceEnd::Failed(error)) | (Some(_), SourceEnd::Failed(error)) => Emit {
+                text: with_lines(format!("{}: failed: {error}", self.description), &last),
+                body: EventBody::MonitorFailed {
+                    error,
+                    last_lines: last,
+                },
+            },
+            (Some(reason), _) => self.stopped(reason, last),
+            (None, SourceEnd::Exited(code)) => {
+                self.stopped(MonitorStopReason::ExitCode { code }, last)
+            }
+            (None, SourceEnd::Signaled(signal)) => {
+                self.stopped(MonitorStopReason::Signal { signal }, last)
+            }
+            (None, SourceEnd::Ended(reason)) => self.stopped(reason, last),
+        };
+        step.emits.push(final_emit);
+        step.emits
+    }
+
+    fn stopped(&self, reason: MonitorStopReason, last: Vec<String>) -> Emit {
+        let with_tail =
+            reason.is_abnormal() || matches!(self.until, Some(Until::Exit) | Some(Until::After(_)));
+        let last_lines = if with_tail { last } else { Vec::new() };
+        let head = match &reason {
+            MonitorStopReason::Timeout => format!("{TIMEOUT_TEXT} {}", self.description),
+            MonitorStopReason::Until => match &self.until {
+                Some(Until::Match(re)) => {
+                    format!("{}: stopped: a line matched `{re}`", self.description)
+                }
+                Some(Until::After(ms)) => {
+                    format!(
+                        "{}: stopped after {ms} ms (until after:{ms})",
+                        self.description
+                    )
+                }
+                _ => format!("{}: {reason}", self.description),
+            },
+            _ => format!("{}: {reason}", self.description),
+        };
+        Emit {
+            text: with_lines(head, &last_lines),
+            body: EventBody::MonitorStopped { reason, last_lines },
+        }
+    }
+
+    fn suppressed(&mut self, r: Suppressed) -> Emit {
+        self.counters.suppressed_lines += r.count;
+        Emit {
+            text: format!(
+                "[{} lines suppressed by the rate limit (output lines {}–{}); read them with: wakeful output {} --from-line {} --to-line {}]",
+                r.count, r.from_line, r.to_line, self.monitor_id, r.from_line, r.to_line
+            ),
+            body: EventBody::MonitorSuppressed {
+                count: r.count,
+                from_line: r.from_line,
+                to_line: r.to_line,
+            },
+        }
+    }
+
+    fn deliver(&mut self, now: Instant, batches: Vec<Vec<Line>>, step: &mut Step) {
+        for batch in batches {
+            if self.stop.is_some() {
+                return;
+            }
+            let (Some(first), Some(last)) = (batch.first(), batch.last()) else {
+                continue;
+            };
+            let (from, to) = (first.file_line, last.file_line);
+            let n = batch.len() as u64;
+            match self.gate.admit(now, n, from, to) {
+                Admit::Deliver(report) => {
+                    if let Some(r) = report {
+                        step.emits.push(self.suppressed(r));
+                    }
+                    self.counters.events += 1;
+                    self.counters.delivered_lines += n;
+                    let lines: Vec<String> = batch.into_iter().map(|l| l.text).collect();
+                    step.emits.push(Emit {
+                        text: lines.join("\n"),
+                        body: EventBody::MonitorEvent {
+                            lines,
+                            from_line: from,
+                            to_line: to,
+                        },
+                    });
+                    if self.max_events.is_some_and(|m| self.counters.events >= m) {
+                        self.decide(step, MonitorStopReason::MaxEvents);
+                    }
+                }
+                Admit::Suppress(report) => {
+                    if let Some(r) = report {
+                        step.emits.push(self.suppressed(r));
+                    }
+                }
+            }
+        }
+    }
+
+    fn decide(&mut self, step: &mut Step, reason: MonitorStopReason) {
+        if self.stop.is_none() {
+            self.stop = Some(reason.clone());
+            step.stop = Some(reason);
+        }
+    }
+
+    fn push_tail(&mut self, line: &Line) {
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        let prefix = if line.stream == Stream::Stderr {
+            "[stderr] "
+        } else {
+            ""
+        };
+        let mut text = format!("{prefix}{}", line.text);
+        if text.len() > TAIL_LINE_BYTES {
+            let mut cut = TAIL_LINE_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        self.tail.push_back(text);
+    }
+}
+
+fn with_lines(head: String, lines: &[String]) -> String {
+    if lines.is_empty() {
+        head
+    } else {
+        format!("{head}\nlast lines:\n{}", lines.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn line(n: u64, text: &str) -> Line {
+        Line {
+            stream: Stream::Stdout,
+            text: text.into(),
+            file_line: n,
+        }
+    }
+
+    fn kinds(emits: &[Emit]) -> Vec<EventKind> {
+        emits.iter().map(|e| e.body.kind()).collect()
+    }
+
+    fn machine(spec: &MonitorSpec, t0: Instant) -> MonitorMachine {
+        MonitorMachine::new("mon-1", spec, t0).unwrap()
+    }
+
+    #[test]
+    fn line_then_exit_zero() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        assert!(m.on_line(t0, line(1, "abc")).emits.is_empty());
+        let s = m.drained(t0);
+        assert_eq!(s.emits[0].text, "abc");
+        let end = m.finish(t0, SourceEnd::Exited(0));
+        assert_eq!(kinds(&end), [EventKind::Stopped]);
+        assert_eq!(end[0].text, "d: exited with code 0");
+    }
+
+    #[test]
+    fn nonzero_exit_carries_last_20_lines() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "build"), t0);
+        for i in 1..=30 {
+            m.on_line(t0, line(i, &format!("l{i}")));
+        }
+        let end = m.finish(t0, SourceEnd::Exited(7));
+        let last = end.last().unwrap();
+        match &last.body {
+            EventBody::MonitorStopped { reason, last_lines } => {
+                assert_eq!(reason, &MonitorStopReason::ExitCode { code: 7 });
+                assert_eq!(last_lines.len(), 20);
+                assert_eq!(last_lines[0], "l11");
+                assert_eq!(last_lines[19], "l30");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(last
+            .text
+            .starts_with("build: exited with code 7\nlast lines:\nl11"));
+    }
+
+    #[test]
+    fn timeout_is_decided_at_its_deadline_with_the_known_text() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "tail");
+        spec.timeout_ms = Some(2_000);
+        let mut m = machine(&spec, t0);
+        assert_eq!(m.next_deadline(), Some(t0 + 2_000 * MS));
+        assert_eq!(m.on_tick(t0 + 1_999 * MS).stop, None);
+        assert_eq!(
+            m.on_tick(t0 + 2_000 * MS).stop,
+            Some(MonitorStopReason::Timeout)
+        );
+        assert_eq!(m.next_deadline(), None);
+        // The process then dies of our SIGTERM: the reason stays `timeout`.
+        let end = m.finish(t0 + 2_010 * MS, SourceEnd::Signaled(15));
+        assert!(end[0].text.contains(TIMEOUT_TEXT));
+        assert!(matches!(
+            end[0].body,
+            EventBody::MonitorStopped {
+                reason: MonitorStopReason::Timeout,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn persistent_has_no_timeout_deadline() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.persistent = true;
+        assert_eq!(machine(&spec, t0).next_deadline(), None);
+    }
+
+    #[test]
+    fn idle_timeout_moves_with_activity() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.idle_timeout_ms = Some(1_000);
+        spec.persistent = true;
+        let mut m = machine(&spec, t0);
+        m.on_line(t0 + 500 * MS, line(1, "a"));
+        m.drained(t0 + 500 * MS);
+        assert_eq!(m.next_deadline(), Some(t0 + 1_500 * MS));
+        assert_eq!(m.on_tick(t0 + 1_499 * MS).stop, None);
+        assert_eq!(
+            m.on_tick(t0 + 1_500 * MS).stop,
+            Some(MonitorStopReason::IdleTimeout)
+        );
+    }
+
+    #[test]
+    fn filter_selects_lines_and_stderr_defaults_to_file_only() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.filter = Some("ERROR|panic".into());
+        let mut m = machine(&spec, t0);
+        m.on_line(t0, line(1, "ok"));
+        m.on_line(t0, line(2, "ERROR one"));
+        m.on_line(
+            t0,
+            Line {
+                stream: Stream::Stderr,
+                text: "ERROR on stderr".into(),
+                file_line: 3,
+            },
+        );
+        let s = m.drained(t0);
+        assert_eq!(s.emits.len(), 1);
+        assert_eq!(s.emits[0].text, "ERROR one");
+
+        spec.stderr = StderrMode::Events;
+        let mut m = machine(&spec, t0);
+        m.on_line(
+            t0,
+            Line {
+                stream: Stream::Stderr,
+                text: "ERROR on stderr".into(),
+                file_line: 1,
+            },
+        );
+        assert_eq!(m.drained(t0).emits[0].text, "ERROR on stderr");
+    }
+
+    #[test]
+    fn until_match_delivers_the_match_and_stops() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "server");
+        spec.until = Some(Until::Match("listening on \\d+".into()));
+        let mut m = machine(&spec, t0);
+        assert!(m.on_line(t0, line(1, "booting")).emits.is_empty());
+        let s = m.on_line(t0, line(2, "listening on 8080"));
+        assert_eq!(s.stop, Some(MonitorStopReason::Until));
+        assert_eq!(s.emits[0].text, "listening on 8080");
+        let end = m.finish(t0, SourceEnd::Signaled(15));
+        assert!(matches!(
+            &end[0].body,
+            EventBody::MonitorStopped { reason: MonitorStopReason::Until, last_lines } if last_lines.is_empty()
+        ));
+    }
+
+    #[test]
+    fn until_exit_emits_no_lines_and_reports_the_tail() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "make");
+        spec.until = Some(Until::Exit);
+        let mut m = machine(&spec, t0);
+        for i in 1..=3 {
+            assert!(m.on_line(t0, line(i, "out")).emits.is_empty());
+        }
+        assert!(m.drained(t0).emits.is_empty());
+        let end = m.finish(t0, SourceEnd::Exited(0));
+        assert_eq!(kinds(&end), [EventKind::Stopped]);
+        assert!(
+            matches!(&end[0].body, EventBody::MonitorStopped { last_lines, .. } if last_lines.len() == 3)
+        );
+    }
+
+    #[test]
+    fn until_after_stops_at_its_deadline() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.until = Some(Until::After(1_500));
+        let mut m = machine(&spec, t0);
+        assert_eq!(m.next_deadline(), Some(t0 + 1_500 * MS));
+        assert_eq!(
+            m.on_tick(t0 + 1_500 * MS).stop,
+            Some(MonitorStopReason::Until)
+        );
+    }
+
+    #[test]
+    fn max_events_stops_after_the_nth_event() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.max_events = Some(2);
+        spec.batch_ms = Some(0);
+        let mut m = machine(&spec, t0);
+        m.on_line(t0, line(1, "a"));
+        assert_eq!(m.drained(t0).stop, None);
+        m.on_line(t0, line(2, "b"));
+        assert_eq!(m.drained(t0).stop, Some(MonitorStopReason::MaxEvents));
+        m.on_line(t0, line(3, "c"));
+        assert!(m.drained(t0).emits.is_empty());
+        assert_eq!(m.counters().events, 2);
+    }
+
+    #[test]
+    fn flood_is_accounted_exactly() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        let mut emits = Vec::new();
+        let total = 100_000u64;
+        for i in 1..=total {
+            let now = t0 + Duration::from_millis(i / 1000); // 1000 lines per ms
+            emits.extend(m.on_line(now, line(i, "x")).emits);
+            if i % 500 == 0 {
+                emits.extend(m.drained(now).emits);
+                if m.next_deadline().is_some_and(|d| d <= now) {
+                    emits.extend(m.on_tick(now).emits);
+                }
+            }
+        }
+        emits.extend(m.finish(t0 + 200 * MS, SourceEnd::Exited(0)));
+        let delivered: u64 = emits
+            .iter()
+            .map(|e| match &e.body {
+                EventBody::MonitorEvent { lines, .. } => lines.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        let suppressed: u64 = emits
+            .iter()
+            .map(|e| match &e.body {
+                EventBody::MonitorSuppressed { count, .. } => *count,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(delivered + suppressed, total);
+        assert!(kinds(&emits).contains(&EventKind::Suppressed));
+        assert_eq!(m.counters().delivered_lines, delivered);
+        assert_eq!(m.counters().suppressed_lines, suppressed);
+        assert_eq!(kinds(&emits).last(), Some(&EventKind::Stopped));
+    }
+
+    #[test]
+    fn user_stop_wins_over_the_exit_status() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        m.request_stop(MonitorStopReason::UserStopped);
+        let end = m.finish(t0, SourceEnd::Signaled(15));
+        assert!(matches!(
+            end[0].body,
+            EventBody::MonitorStopped {
+                reason: MonitorStopReason::UserStopped,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,471 @@
+//! Monitor parameters (SPEC §3): what a monitor watches and how its output
+//! becomes events, with the defaults and limits of the contract.
+//!
+//! A [`MonitorSpec`] is plain data, as it arrives from a flag, a socket message
+//! or an MCP tool call. [`MonitorSpec::validate`] checks every limit (out of
+//! range is an error, never clamped) and compiles the regular expressions into
+//! a [`CompiledSpec`] that the state machines use.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// Default `timeout_ms`: five minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+/// Smallest accepted `timeout_ms`.
+pub const MIN_TIMEOUT_MS: u64 = 1_000;
+/// Largest accepted `timeout_ms`: one hour.
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// Smallest accepted `idle_timeout_ms`.
+pub const MIN_IDLE_TIMEOUT_MS: u64 = 1_000;
+/// Largest accepted `max_events`.
+pub const MAX_MAX_EVENTS: u64 = 1_000_000;
+/// Default `batch_ms`.
+pub const DEFAULT_BATCH_MS: u64 = 200;
+/// Largest accepted `batch_ms`.
+pub const MAX_BATCH_MS: u64 = 5_000;
+/// Longest accepted description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 200;
+/// Longest accepted regular expression (filter or `until match:`), in bytes.
+pub const MAX_REGEX_LEN: usize = 4_096;
+
+/// What a monitor watches. Exactly one source per monitor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// A shell command, run as `sh -c COMMAND` in its own process group.
+    Command {
+        /// The command text given to `sh -c`.
+        command: String,
+    },
+}
+
+impl Source {
+    /// A one-line human summary, used in `started` events and listings.
+    pub fn summary(&self) -> String {
+        match self {
+            Source::Command { command } => format!("command: {command}"),
+        }
+    }
+
+    /// The source kind as it appears on the wire (`"command"`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Command { .. } => "command",
+        }
+    }
+}
+
+/// Where a command's stderr lines go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StderrMode {
+    /// Only to the output file, prefixed `[stderr] ` (the default).
+    #[default]
+    File,
+    /// To the output file and, like stdout lines, into events.
+    Events,
+}
+
+impl FromStr for StderrMode {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "file" => Ok(StderrMode::File),
+            "events" => Ok(StderrMode::Events),
+            other => Err(ParamError::Stderr(other.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for StderrMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StderrMode::File => "file",
+            StderrMode::Events => "events",
+        })
+    }
+}
+
+/// When a monitor stops by itself, besides its source ending.
+///
+/// Written as `exit`, `match:<regex>` or `after:<ms>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Until {
+    /// No line events; one `stopped` event when the source ends, with the
+    /// exit status and the last 20 lines.
+    Exit,
+    /// Stop after the first line matching the regex; that line is delivered.
+    Match(String),
+    /// Stop after this many milliseconds, with the last 20 lines.
+    After(u64),
+}
+
+impl FromStr for Until {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "exit" {
+            return Ok(Until::Exit);
+        }
+        if let Some(re) = s.strip_prefix("match:") {
+            if re.is_empty() {
+                return Err(ParamError::Until(s.to_string()));
+            }
+            return Ok(Until::Match(re.to_string()));
+        }
+        if let Some(ms) = s.strip_prefix("after:") {
+            return match ms.parse::<u64>() {
+                Ok(ms) if ms >= 1 => Ok(Until::After(ms)),
+                _ => Err(ParamError::Until(s.to_string())),
+            };
+        }
+        Err(ParamError::Until(s.to_string()))
+    }
+}
+
+impl fmt::Display for Until {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Until::Exit => f.write_str("exit"),
+            Until::Match(re) => write!(f, "match:{re}"),
+            Until::After(ms) => write!(f, "after:{ms}"),
+        }
+    }
+}
+
+impl Serialize for Until {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Until {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Everything a monitor is asked to do (SPEC §3). Plain data; see
+/// [`MonitorSpec::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorSpec {
+    /// What to watch.
+    pub source: Source,
+    /// Shown with every event; 1–200 characters.
+    pub description: String,
+    /// Stop after this long (default 300000, 1000–3600000). Must be unset for
+    /// persistent monitors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// No timeout; restarted (`rearmed`) when the daemon restarts.
+    #[serde(default)]
+    pub persistent: bool,
+    /// Stop when the source produced nothing for this long (≥ 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Stop after this many `lines` events (1–1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
+    /// Only lines matching this regex become events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// `exit`, `match:<regex>` or `after:<ms>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+    /// Idempotency key within the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Where stderr lines go (`file` or `events`).
+    #[serde(default)]
+    pub stderr: StderrMode,
+    /// Coalescing window after a leading-edge event (default 200, 0–5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_ms: Option<u64>,
+    /// Working directory (default: the caller's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment for the command, on top of the caller's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+impl MonitorSpec {
+    /// A command monitor with every other parameter at its default.
+    pub fn command(command: impl Into<String>, description: impl Into<String>) -> Self {
+        MonitorSpec {
+            source: Source::Command {
+                command: command.into(),
+            },
+            description: description.into(),
+            timeout_ms: None,
+            persistent: false,
+            idle_timeout_ms: None,
+            max_events: None,
+            filter: None,
+            until: None,
+            key: None,
+            stderr: StderrMode::File,
+            batch_ms: None,
+            cwd: None,
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// The effective timeout: `None` for persistent monitors.
+    pub fn effective_timeout(&self) -> Option<Duration> {
+        if self.persistent {
+            None
+        } else {
+            Some(Duration::from_millis(
+                self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
+            ))
+        }
+    }
+
+    /// The effective batching window.
+    pub fn effective_batch(&self) -> Duration {
+        Duration::from_millis(self.batch_ms.unwrap_or(DEFAULT_BATCH_MS))
+    }
+
+    /// Checks every limit of SPEC §3 and compiles the regular expressions.
+    /// Nothing is clamped: a value out of range is an error that says which
+    /// parameter, what was given and what is accepted.
+    pub fn validate(&self) -> Result<CompiledSpec, ParamError> {
+        let chars = self.description.chars().count();
+        if self.description.trim().is_empty() || chars > MAX_DESCRIPTION_CHARS {
+            return Err(ParamError::Description(chars));
+        }
+        match &self.source {
+            Source::Command { command } => {
+                if command.trim().is_empty() {
+                    return Err(ParamError::EmptyCommand);
+                }
+                if command.contains('\0') {
+                    return Err(ParamError::NulInCommand);
+                }
+            }
+        }
+        if self.persistent && self.timeout_ms.is_some() {
+            return Err(ParamError::PersistentWithTimeout);
+        }
+        if let Some(t) = self.timeout_ms {
+            if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&t) {
+                return Err(ParamError::Timeout(t));
+            }
+        }
+        if let Some(t) = self.idle_timeout_ms {
+            if t < MIN_IDLE_TIMEOUT_MS {
+                return Err(ParamError::IdleTimeout(t));
+            }
+        }
+        if let Some(n) = self.max_events {
+            if !(1..=MAX_MAX_EVENTS).contains(&n) {
+                return Err(ParamError::MaxEvents(n));
+            }
+        }
+        if let Some(b) = self.batch_ms {
+            if b > MAX_BATCH_MS {
+                return Err(ParamError::BatchMs(b));
+            }
+        }
+        if let Some(k) = &self.key {
+            if k.is_empty() || k.len() > 200 {
+                return Err(ParamError::Key);
+            }
+        }
+        for name in self.env.keys() {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(ParamError::EnvName(name.clone()));
+            }
+        }
+        let filter = self
+            .filter
+            .as_deref()
+            .map(|re| compile("filter", re))
+            .transpose()?;
+        let until_match = match &self.until {
+            Some(Until::Match(re)) => Some(compile("until", re)?),
+            _ => None,
+        };
+        Ok(CompiledSpec {
+            filter,
+            until_match,
+        })
+    }
+}
+
+fn compile(param: &'static str, re: &str) -> Result<Regex, ParamError> {
+    if re.len() > MAX_REGEX_LEN {
+        return Err(ParamError::Regex {
+            param,
+            message: format!(
+                "the expression is {} bytes long; at most {MAX_REGEX_LEN} are accepted",
+                re.len()
+            ),
+        });
+    }
+    Regex::new(re).map_err(|e| ParamError::Regex {
+        param,
+        message: e.to_string(),
+    })
+}
+
+/// The regular expressions of a validated [`MonitorSpec`].
+#[derive(Debug, Clone)]
+pub struct CompiledSpec {
+    /// Compiled `filter`.
+    pub filter: Option<Regex>,
+    /// Compiled `until match:` expression.
+    pub until_match: Option<Regex>,
+}
+
+/// A parameter that breaks the contract. Each message names the parameter,
+/// what was wrong and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// `description` empty or too long.
+    #[error("description must be 1–{MAX_DESCRIPTION_CHARS} characters and not blank (got {0}); say what the monitor watches, e.g. \"cargo build errors\"")]
+    Description(usize),
+    /// Empty command text.
+    #[error("the command is empty; give the shell command to watch after `--`")]
+    EmptyCommand,
+    /// A NUL byte in the command text.
+    #[error("the command contains a NUL byte, which no shell command can")]
+    NulInCommand,
+    /// `timeout_ms` out of range.
+    #[error("timeout_ms must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS} (got {0}); use persistent for a monitor without a timeout")]
+    Timeout(u64),
+    /// `timeout_ms` given for a persistent monitor.
+    #[error("a persistent monitor has no timeout; drop timeout_ms or persistent")]
+    PersistentWithTimeout,
+    /// `idle_timeout_ms` too small.
+    #[error("idle_timeout_ms must be at least {MIN_IDLE_TIMEOUT_MS} (got {0})")]
+    IdleTimeout(u64),
+    /// `max_events` out of range.
+    #[error("max_events must be between 1 and {MAX_MAX_EVENTS} (got {0})")]
+    MaxEvents(u64),
+    /// `batch_ms` out of range.
+    #[error("batch_ms must be between 0 and {MAX_BATCH_MS} (got {0})")]
+    BatchMs(u64),
+    /// `stderr` not `file` or `events`.
+    #[error("stderr must be `file` or `events` (got `{0}`)")]
+    Stderr(String),
+    /// `until` not one of its three forms.
+    #[error("until must be `exit`, `match:<regex>` or `after:<ms>` with ms ≥ 1 (got `{0}`)")]
+    Until(String),
+    /// A regex that does not compile.
+    #[error("{param} is not a valid regular expression: {message}")]
+    Regex {
+        /// Which parameter (`filter` or `until`).
+        param: &'static str,
+        /// What the regex compiler said.
+        message: String,
+    },
+    /// An empty or over-long key.
+    #[error("key must be 1–200 bytes")]
+    Key,
+    /// A malformed environment variable name.
+    #[error(
+        "environment variable name `{0}` is invalid; use --env NAME=VALUE with a name without `=`"
+    )]
+    EnvName(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> MonitorSpec {
+        MonitorSpec::command("echo hi", "greeting")
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let s = spec();
+        assert!(s.validate().is_ok());
+        assert_eq!(s.effective_timeout(), Some(Duration::from_millis(300_000)));
+        assert_eq!(s.effective_batch(), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn timeout_out_of_range_is_rejected_not_clamped() {
+        for bad in [0, 999, 3_600_001] {
+            let mut s = spec();
+            s.timeout_ms = Some(bad);
+            assert_eq!(s.validate().unwrap_err(), ParamError::Timeout(bad));
+        }
+        for good in [1_000, 3_600_000] {
+            let mut s = spec();
+            s.timeout_ms = Some(good);
+            assert!(s.validate().is_ok());
+        }
+    }
+
+    #[test]
+    fn every_limit_is_checked() {
+        let mut s = spec();
+        s.description = String::new();
+        assert!(matches!(s.validate(), Err(ParamError::Description(0))));
+        s.description = "x".repeat(201);
+        assert!(matches!(s.validate(), Err(ParamError::Description(201))));
+        let mut s = spec();
+        s.idle_timeout_ms = Some(999);
+        assert!(matches!(s.validate(), Err(ParamError::IdleTimeout(999))));
+        let mut s = spec();
+        s.max_events = Some(0);
+        assert!(matches!(s.validate(), Err(ParamError::MaxEvents(0))));
+        let mut s = spec();
+        s.batch_ms = Some(5_001);
+        assert!(matches!(s.validate(), Err(ParamError::BatchMs(5_001))));
+        let mut s = spec();
+        s.filter = Some("(".into());
+        assert!(matches!(
+            s.validate(),
+            Err(ParamError::Regex {
+                param: "filter",
+                ..
+            })
+        ));
+        let mut s = spec();
+        s.persistent = true;
+        assert_eq!(s.effective_timeout(), None);
+        s.timeout_ms = Some(5_000);
+        assert_eq!(s.validate().unwrap_err(), ParamError::PersistentWithTimeout);
+        let mut s = spec();
+        s.source = Source::Command {
+            command: "  ".into(),
+        };
+        assert_eq!(s.validate().unwrap_err(), ParamError::EmptyCommand);
+    }
+
+    #[test]
+    fn until_parses_and_round_trips() {
+        assert_eq!("exit".parse::<Until>().unwrap(), Until::Exit);
+        assert_eq!(
+            "match:ready.*".parse::<Until>().unwrap(),
+            Until::Match("ready.*".into())
+        );
+        assert_eq!("after:1500".parse::<Until>().unwrap(), Until::After(1500));
+        for bad in ["", "match:", "after:", "after:x", "after:0", "soon"] {
+            assert!(bad.parse::<Until>().is_err(), "{bad}");
+        }
+        let json = serde_json::to_string(&Until::After(5)).unwrap();
+        assert_eq!(json, "\"after:5\"");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = serde_json::from_str::<MonitorSpec>(
+            r#"{"source":{"kind":"command","command":"x"},"description":"d","timout_ms":5}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("timout_ms"), "{err}");
+    }
+}
