@@ -8,6 +8,7 @@
 //! - [`params`]: what a monitor is asked to do ([`MonitorSpec`]) and its validation.
 //! - [`event`]: the events a monitor produces ([`Event`], [`EventBody`],
 //!   [`MonitorStopReason`]) and their JSON wire shape.
+//! - [`info`]: what a listing shows about a monitor ([`MonitorInfo`]).
 //! - [`lines`]: splitting a byte stream into lines ([`LineSplitter`]).
 //! - [`batch`]: leading-edge batching of lines into events ([`Batcher`]).
 //! - [`rate`]: the per-monitor token bucket and suppression reports ([`RateGate`]).
@@ -18,6 +19,7 @@
 
 pub mod batch;
 pub mod event;
+pub mod info;
 pub mod lines;
 pub mod machine;
 pub mod params;
@@ -27,6 +29,7 @@ pub mod text;
 
 pub use batch::Batcher;
 pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};
+pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};
 pub use params::{MonitorSpec, ParamError, Source, StderrMode, Until};

@@ -135,9 +135,17 @@ impl MonitorMachine {
 
     /// The `started` event.
     pub fn started(&self, source_summary: &str) -> Emit {
+        let redundant = source_summary
+            .split_once(": ")
+            .is_some_and(|(_, what)| what == self.description);
+        let text = if redundant {
+            format!("started: {source_summary}")
+        } else {
+            format!("started: {} ({source_summary})", self.description)
+        };
         Emit {
             body: EventBody::MonitorStarted,
-            text: format!("started: {} ({source_summary})", self.description),
+            text,
         }
     }
 

@@ -1,0 +1,86 @@
+//! The monitor parameters of SPEC §3 as command-line flags, shared by
+//! `start`, `watch` and `run`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+use wakeful_core::{MonitorSpec, Source, StderrMode, Until};
+
+/// Flags that shape a monitor (SPEC §3).
+#[derive(Debug, Clone, Args)]
+pub struct MonitorArgs {
+    /// What the monitor watches, shown with every event (1–200 characters).
+    /// Default: the command text, cut to 200 characters.
+    #[arg(long, short = 'd')]
+    pub description: Option<String>,
+    /// Stop after this many milliseconds (default 300000; 1000–3600000).
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// No timeout; re-armed when the daemon restarts.
+    #[arg(long)]
+    pub persistent: bool,
+    /// Stop when the source printed nothing for this long (≥ 1000).
+    #[arg(long, value_name = "MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Stop after this many `lines` events (1–1000000).
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<u64>,
+    /// Only lines matching this regex become events (the output file gets all).
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// `exit` (one event at the end, with the last lines), `match:REGEX`
+    /// (stop after the first matching line) or `after:MS`.
+    #[arg(long, value_name = "exit|match:RE|after:MS")]
+    pub until: Option<Until>,
+    /// Idempotency key: a start with a key an active monitor of the session
+    /// holds returns that monitor instead of starting another.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// `file`: stderr only to the output file; `events`: also as events.
+    #[arg(long, value_name = "file|events", default_value = "file")]
+    pub stderr: StderrMode,
+    /// Lines within this window after the first form one event (0–5000).
+    #[arg(long, value_name = "MS")]
+    pub batch_ms: Option<u64>,
+    /// Working directory of the command (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variable for the command; repeat for more.
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
+}
+
+impl MonitorArgs {
+    /// The spec for `source`.
+    pub fn to_spec(&self, source: Source) -> MonitorSpec {
+        let description = self.description.clone().unwrap_or_else(|| {
+            let summary = match &source {
+                Source::Command { command } => command.clone(),
+            };
+            summary.chars().take(200).collect()
+        });
+        MonitorSpec {
+            source,
+            description,
+            timeout_ms: self.timeout_ms,
+            persistent: self.persistent,
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_events: self.max_events,
+            filter: self.filter.clone(),
+            until: self.until.clone(),
+            key: self.key.clone(),
+            stderr: self.stderr,
+            batch_ms: self.batch_ms,
+            cwd: self.cwd.clone(),
+            env: self.env.iter().cloned().collect::<BTreeMap<_, _>>(),
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! What a listing shows about a monitor (SPEC §2 `MonitorInfo`, §7 `list --json`).
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::event::MonitorStopReason;
+use crate::params::Source;
+
+/// Whether a monitor still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MonitorState {
+    /// Its source is being watched.
+    Running,
+    /// It ended; `stop_reason` says why.
+    Ended,
+}
+
+/// A monitor as listings show it. Serialized, this is one element of
+/// `wakeful list --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonitorInfo {
+    /// `mon-…`.
+    pub id: String,
+    /// The owning session.
+    pub session: String,
+    /// What it watches, in words.
+    pub description: String,
+    /// What it watches.
+    pub source: Source,
+    /// Whether it is re-armed after a daemon restart.
+    pub persistent: bool,
+    /// Its timeout; `null` for persistent monitors.
+    pub timeout_ms: Option<u64>,
+    /// Its idempotency key, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Running or ended.
+    pub state: MonitorState,
+    /// Why it ended.
+    pub stop_reason: Option<MonitorStopReason>,
+    /// When it started (RFC 3339).
+    #[serde(with = "ts")]
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    #[serde(with = "ts_opt")]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// `lines` events delivered.
+    pub events: u64,
+    /// Lines read from the source.
+    pub lines: u64,
+    /// Lines counted by `suppressed` events.
+    pub suppressed_lines: u64,
+    /// The complete output file.
+    pub output_path: PathBuf,
+}
+
+impl MonitorInfo {
+    /// Whether it is still running.
+    pub fn is_active(&self) -> bool {
+        self.state == MonitorState::Running
+    }
+}
+
+mod ts {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::event::format_ts(t))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        let s = String::deserialize(d)?;
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod ts_opt {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_str(&crate::event::format_ts(t)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        let s = Option::<String>::deserialize(d)?;
+        s.map(|s| {
+            DateTime::parse_from_rfc3339(&s)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(serde::de::Error::custom)
+        })
+        .transpose()
+    }
+}

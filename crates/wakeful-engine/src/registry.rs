@@ -1,0 +1,537 @@
+//! The embeddable [`MonitorRegistry`]: start, list and stop monitors, and
+//! subscribe to their events.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use wakeful_engine::{MonitorRegistry, RegistryConfig};
+//! use wakeful_core::{EventBody, MonitorSpec};
+//!
+//! let registry = MonitorRegistry::new(RegistryConfig::default());
+//! let mut events = registry.subscribe();
+//! let started = registry
+//!     .start(MonitorSpec::command("cargo build 2>&1", "cargo build"))
+//!     .await?;
+//! while let Ok(event) = events.recv().await {
+//!     if event.monitor_id != started.info.id {
+//!         continue;
+//!     }
+//!     println!("{}", event.text);
+//!     if event.kind().is_terminal() {
+//!         break;
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Dropping the last handle of a registry ends every monitor it runs with
+//! `session_ended`; their final events still reach subscribers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{broadcast, mpsc, watch};
+
+use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorStopReason, ParamError};
+
+use crate::journal::{Journal, JournalEntry, MemoryJournal};
+use crate::monitor::{self, Launch, MonitorTask};
+
+/// Ended monitors stay listed this long.
+pub const ENDED_RETENTION: Duration = Duration::from_secs(3600);
+/// Capacity of the journal channel (entries waiting to be numbered).
+const JOURNAL_QUEUE: usize = 4096;
+/// Most entries numbered in one batch.
+const JOURNAL_BATCH: usize = 1024;
+
+/// How a registry runs its monitors.
+#[derive(Debug, Clone)]
+pub struct RegistryConfig {
+    /// The session of monitors started with [`MonitorRegistry::start`].
+    pub session: String,
+    /// Where output files go (`<dir>/<monitor id>.log`).
+    pub output_dir: PathBuf,
+    /// Most active monitors per session.
+    pub max_active_per_session: usize,
+    /// How processes are launched and stopped.
+    pub launch: Launch,
+    /// How many events a subscriber may fall behind before it misses some
+    /// (and is told how many).
+    pub subscriber_capacity: usize,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        let uid = nix::unistd::getuid();
+        RegistryConfig {
+            session: wakeful_core::session::DEFAULT_SESSION.to_string(),
+            output_dir: std::env::temp_dir()
+                .join(format!("wakeful-{uid}"))
+                .join("output"),
+            max_active_per_session: 8,
+            launch: Launch::default(),
+            subscriber_capacity: 4096,
+        }
+    }
+}
+
+/// Options of one start beyond its [`MonitorSpec`].
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// The session (default: the registry's).
+    pub session: Option<String>,
+    /// Keep this id (a re-armed monitor); default: a new one.
+    pub id: Option<String>,
+    /// Emit `rearmed` instead of `started`.
+    pub rearm: bool,
+    /// The caller's environment (default: this process's).
+    pub base_env: Option<BTreeMap<String, String>>,
+    /// The caller's working directory (default: this process's).
+    pub base_cwd: Option<PathBuf>,
+}
+
+/// The result of a start.
+#[derive(Debug, Clone)]
+pub struct Started {
+    /// The monitor (the one already running, for a held key).
+    pub info: MonitorInfo,
+    /// True when the key was held and nothing new was started.
+    pub already_running: bool,
+}
+
+/// Why a start was refused. Nothing was started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A parameter breaks the contract.
+    #[error(transparent)]
+    Invalid(#[from] ParamError),
+    /// The working directory does not exist.
+    #[error("working directory {0} does not exist or is not a directory")]
+    Cwd(PathBuf),
+    /// The session already has its maximum of active monitors.
+    #[error("session `{session}` already has {max} active monitors (the limit): {}; stop one (`wakeful stop ID`) or re-arm with the same key", active.iter().map(|(id, d)| format!("{id} \"{d}\"")).collect::<Vec<_>>().join(", "))]
+    Limit {
+        /// The session.
+        session: String,
+        /// The limit.
+        max: usize,
+        /// The active monitors: id and description.
+        active: Vec<(String, String)>,
+    },
+    /// The registry's journal is gone (its owner is shutting down).
+    #[error("the monitor registry is shutting down")]
+    Closed,
+}
+
+/// Why a stop was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    /// No active monitor has this id.
+    #[error(
+        "monitor {0} not found (unknown, or already ended); `wakeful list` shows the active ones"
+    )]
+    NotFound(String),
+}
+
+/// Events as a subscriber receives them.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: broadcast::Receiver<Event>,
+}
+
+/// Why [`Subscription::recv`] returned no event.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecvError {
+    /// The subscriber fell behind and missed this many events.
+    #[error("fell behind and missed {0} events")]
+    Lagged(u64),
+    /// The registry is gone and every event was received.
+    #[error("the registry is closed")]
+    Closed,
+}
+
+impl Subscription {
+    /// The next event, in log order.
+    pub async fn recv(&mut self) -> Result<Event, RecvError> {
+        self.rx.recv().await.map_err(|e| match e {
+            broadcast::error::RecvError::Lagged(n) => RecvError::Lagged(n),
+            broadcast::error::RecvError::Closed => RecvError::Closed,
+        })
+    }
+}
+
+struct Entry {
+    status: Arc<Mutex<MonitorInfo>>,
+    stop_tx: watch::Sender<Option<MonitorStopReason>>,
+    done: watch::Receiver<bool>,
+}
+
+struct Inner {
+    config: RegistryConfig,
+    monitors: Mutex<HashMap<String, Entry>>,
+    journal: mpsc::Sender<JournalEntry>,
+    events: broadcast::Sender<Event>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        // A panic while holding the lock leaves plain data behind; keep going.
+        self.monitors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for entry in self
+            .monitors
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            let _ = entry.stop_tx.send(Some(MonitorStopReason::SessionEnded));
+        }
+    }
+}
+
+/// Starts, lists and stops monitors; see the module docs. Cloning gives
+/// another handle to the same registry.
+#[derive(Clone)]
+pub struct MonitorRegistry {
+    inner: Arc<Inner>,
+}
+
+/// The short name used in the issue tracker and docs.
+pub type Registry = MonitorRegistry;
+
+fn info_of(status: &Arc<Mutex<MonitorInfo>>) -> MonitorInfo {
+    status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+impl MonitorRegistry {
+    /// A registry with an in-memory journal. Must be called inside a tokio
+    /// runtime.
+    pub fn new(config: RegistryConfig) -> Self {
+        Self::with_journal(config, MemoryJournal::default())
+    }
+
+    /// A registry whose events are numbered (and kept) by `journal`.
+    pub fn with_journal(config: RegistryConfig, journal: impl Journal) -> Self {
+        let (tx, rx) = mpsc::channel(JOURNAL_QUEUE);
+        let (events, _) = broadcast::channel(config.subscriber_capacity.max(16));
+        let pump_events = events.clone();
+        std::thread::Builder::new()
+            .name("wakeful-journal".into())
+            .spawn(move || pump(journal, rx, pump_events))
+            .map_err(|e| tracing::error!("cannot start the journal thread: {e}"))
+            .ok();
+        MonitorRegistry {
+            inner: Arc::new(Inner {
+                config,
+                monitors: Mutex::new(HashMap::new()),
+                journal: tx,
+                events,
+            }),
+        }
+    }
+
+    /// The registry's configuration.
+    pub fn config(&self) -> &RegistryConfig {
+        &self.inner.config
+    }
+
+    /// Receives every event numbered from now on.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription {
+            rx: self.inner.events.subscribe(),
+        }
+    }
+
+    /// Starts a monitor in the registry's session.
+    pub async fn start(&self, spec: MonitorSpec) -> Result<Started, StartError> {
+        self.start_with(spec, StartOptions::default()).await
+    }
+
+    /// Starts a monitor with explicit options. Validation, the key and the
+    /// session limit are checked first; on any error nothing is started.
+    pub async fn start_with(
+        &self,
+        spec: MonitorSpec,
+        opts: StartOptions,
+    ) -> Result<Started, StartError> {
+        spec.validate()?;
+        let cwd = match (&spec.cwd, &opts.base_cwd) {
+            (Some(c), Some(base)) => Some(base.join(c)),
+            (Some(c), None) => Some(c.clone()),
+            (None, base) => base.clone(),
+        };
+        if let Some(cwd) = cwd {
+            if !cwd.is_dir() {
+                return Err(StartError::Cwd(cwd));
+            }
+        }
+        let session = opts
+            .session
+            .clone()
+            .unwrap_or_else(|| self.inner.config.session.clone());
+        let id = opts.id.clone().unwrap_or_else(new_monitor_id);
+        let (stop_tx, stop_rx) = watch::channel(None);
+        let (done_tx, done_rx) = watch::channel(false);
+        let info = MonitorInfo {
+            id: id.clone(),
+            session: session.clone(),
+            description: spec.description.clone(),
+            source: spec.source.clone(),
+            persistent: spec.persistent,
+            timeout_ms: spec.effective_timeout().map(|d| d.as_millis() as u64),
+            key: spec.key.clone(),
+            state: wakeful_core::MonitorState::Running,
+            stop_reason: None,
+            started_at: Utc::now(),
+            ended_at: None,
+            events: 0,
+            lines: 0,
+            suppressed_lines: 0,
+            output_path: self.inner.config.output_dir.join(format!("{id}.log")),
+        };
+        let status = Arc::new(Mutex::new(info.clone()));
+        {
+            let mut monitors = self.inner.lock();
+            let active: Vec<MonitorInfo> = monitors
+                .values()
+                .map(|e| info_of(&e.status))
+                .filter(|i| i.session == session && i.is_active())
+                .collect();
+            if let Some(key) = &spec.key {
+                if let Some(held) = active.iter().find(|i| i.key.as_ref() == Some(key)) {
+                    return Ok(Started {
+                        info: held.clone(),
+                        already_running: true,
+                    });
+                }
+            }
+            if active.len() >= self.inner.config.max_active_per_session {
+                return Err(StartError::Limit {
+                    session,
+                    max: self.inner.config.max_active_per_session,
+                    active: active.into_iter().map(|i| (i.id, i.description)).collect(),
+                });
+            }
+            monitors.insert(
+                id.clone(),
+                Entry {
+                    status: status.clone(),
+                    stop_tx,
+                    done: done_rx,
+                },
+            );
+        }
+        if self
+            .inner
+            .journal
+            .send(JournalEntry::Registered(info.clone()))
+            .await
+            .is_err()
+        {
+            self.inner.lock().remove(&id);
+            return Err(StartError::Closed);
+        }
+        let mut launch = self.inner.config.launch.clone();
+        launch.base_env = opts.base_env;
+        launch.base_cwd = opts.base_cwd;
+        let task = MonitorTask {
+            spec,
+            launch,
+            rearm: opts.rearm,
+            status,
+            stop_rx,
+            sink: self.inner.journal.clone(),
+        };
+        tokio::spawn(async move {
+            monitor::run(task).await;
+            let _ = done_tx.send(true);
+        });
+        Ok(Started {
+            info,
+            already_running: false,
+        })
+    }
+
+    /// Active monitors first (oldest first), then those that ended within
+    /// the last hour (most recent first).
+    pub fn list(&self) -> Vec<MonitorInfo> {
+        let cutoff = Utc::now() - chrono::Duration::from_std(ENDED_RETENTION).unwrap_or_default();
+        let mut monitors = self.inner.lock();
+        monitors.retain(|_, e| {
+            let i = info_of(&e.status);
+            i.is_active() || i.ended_at.is_some_and(|t| t >= cutoff)
+        });
+        let mut all: Vec<MonitorInfo> = monitors.values().map(|e| info_of(&e.status)).collect();
+        drop(monitors);
+        all.sort_by(|a, b| {
+            b.is_active()
+                .cmp(&a.is_active())
+                .then_with(|| match a.is_active() {
+                    true => a.started_at.cmp(&b.started_at),
+                    false => b.ended_at.cmp(&a.ended_at),
+                })
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        all
+    }
+
+    /// One monitor, active or recently ended.
+    pub fn get(&self, id: &str) -> Option<MonitorInfo> {
+        self.inner.lock().get(id).map(|e| info_of(&e.status))
+    }
+
+    /// Keeps an ended monitor listed (a daemon restoring its recent history).
+    pub fn insert_ended(&self, info: MonitorInfo) {
+        let (stop_tx, _) = watch::channel(None);
+        let (_, done) = watch::channel(true);
+        self.inner.lock().insert(
+            info.id.clone(),
+            Entry {
+                status: Arc::new(Mutex::new(info)),
+                stop_tx,
+                done,
+            },
+        );
+    }
+
+    /// Stops an active monitor (`stopped`) and waits until it has ended.
+    pub async fn stop(&self, id: &str) -> Result<MonitorInfo, StopError> {
+        self.stop_with(id, MonitorStopReason::UserStopped).await
+    }
+
+    /// Stops an active monitor for `reason` and waits until it has ended.
+    pub async fn stop_with(
+        &self,
+        id: &str,
+        reason: MonitorStopReason,
+    ) -> Result<MonitorInfo, StopError> {
+        let (mut done, status) = {
+            let monitors = self.inner.lock();
+            let entry = monitors
+                .get(id)
+                .filter(|e| info_of(&e.status).is_active())
+                .ok_or_else(|| StopError::NotFound(id.to_string()))?;
+            let _ = entry.stop_tx.send(Some(reason));
+            (entry.done.clone(), entry.status.clone())
+        };
+        let _ = done.wait_for(|d| *d).await;
+        Ok(info_of(&status))
+    }
+
+    /// Waits until monitor `id` has ended (returns at once for unknown ids).
+    pub async fn wait_ended(&self, id: &str) -> Option<MonitorInfo> {
+        let (mut done, status) = {
+            let monitors = self.inner.lock();
+            let entry = monitors.get(id)?;
+            (entry.done.clone(), entry.status.clone())
+        };
+        let _ = done.wait_for(|d| *d).await;
+        Some(info_of(&status))
+    }
+
+    /// Stops every active monitor of `session` (`session_ended`); returns
+    /// their ids once all have ended.
+    pub async fn end_session(&self, session: &str) -> Vec<String> {
+        self.stop_where(|i| i.session == session, MonitorStopReason::SessionEnded)
+            .await
+    }
+
+    /// Stops every active monitor for `reason` and waits for them.
+    pub async fn shutdown(&self, reason: MonitorStopReason) -> Vec<String> {
+        self.stop_where(|_| true, reason).await
+    }
+
+    async fn stop_where(
+        &self,
+        pred: impl Fn(&MonitorInfo) -> bool,
+        reason: MonitorStopReason,
+    ) -> Vec<String> {
+        let targets: Vec<(String, watch::Receiver<bool>)> = {
+            let monitors = self.inner.lock();
+            monitors
+                .iter()
+                .filter(|(_, e)| {
+                    let i = info_of(&e.status);
+                    i.is_active() && pred(&i)
+                })
+                .map(|(id, e)| {
+                    let _ = e.stop_tx.send(Some(reason.clone()));
+                    (id.clone(), e.done.clone())
+                })
+                .collect()
+        };
+        let mut ids = Vec::with_capacity(targets.len());
+        for (id, mut done) in targets {
+            let _ = done.wait_for(|d| *d).await;
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// Waits until every entry sent so far has been journaled (and so
+    /// broadcast): after this, a new subscriber misses nothing that
+    /// happened before.
+    pub async fn sync(&self) {
+        // The journal is FIFO: an entry sent after everything else is
+        // processed after it. A counters entry for no monitor is harmless.
+        let _ = self
+            .inner
+            .journal
+            .send(JournalEntry::Counters {
+                monitor_id: String::new(),
+                events: 0,
+                lines: 0,
+                suppressed_lines: 0,
+            })
+            .await;
+    }
+}
+
+fn pump(
+    mut journal: impl Journal,
+    mut rx: mpsc::Receiver<JournalEntry>,
+    events: broadcast::Sender<Event>,
+) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = Vec::with_capacity(64);
+        batch.push(first);
+        while batch.len() < JOURNAL_BATCH {
+            match rx.try_recv() {
+                Ok(e) => batch.push(e),
+                Err(_) => break,
+            }
+        }
+        match journal.append(batch) {
+            Ok(numbered) => {
+                for e in numbered {
+                    // No subscriber is not an error.
+                    let _ = events.send(e);
+                }
+            }
+            Err(e) => tracing::error!("journal: {e}"),
+        }
+    }
+}
+
+/// A new monitor id: `mon-` and 10 random base-32 characters.
+pub fn new_monitor_id() -> String {
+    new_id("mon")
+}
+
+/// A new id with `prefix`: `prefix-` and 10 random base-32 characters.
+pub fn new_id(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let mut s = String::with_capacity(prefix.len() + 11);
+    s.push_str(prefix);
+    s.push('-');
+    for _ in 0..10 {
+        s.push(ALPHABET[fastrand::usize(..ALPHABET.len())] as char);
+    }
+    s
+}

@@ -1,0 +1,521 @@
+//! The engine against real processes: process groups, stops, floods, line
+//! handling, timeouts. No fixed sleeps: every wait is on a condition with one
+//! deadline.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use wakeful_core::{Event, EventBody, EventKind, MonitorSpec, MonitorStopReason, StderrMode};
+use wakeful_engine::process::{all_processes, live_group_members};
+use wakeful_engine::{Launch, MonitorRegistry, RegistryConfig, Subscription};
+
+fn registry(dir: &Path, grace: Duration) -> MonitorRegistry {
+    MonitorRegistry::new(RegistryConfig {
+        session: "test".into(),
+        output_dir: dir.join("output"),
+        launch: Launch {
+            grace,
+            ..Launch::default()
+        },
+        ..RegistryConfig::default()
+    })
+}
+
+/// Collects the events of monitor `id` until its final event.
+async fn until_end(sub: &mut Subscription, id: &str, limit: Duration) -> Vec<Event> {
+    let mut got = Vec::new();
+    let res = tokio::time::timeout(limit, async {
+        loop {
+            let e = sub.recv().await.expect("event stream");
+            if e.monitor_id == id {
+                let end = e.kind().is_terminal();
+                got.push(e);
+                if end {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    assert!(
+        res.is_ok(),
+        "monitor {id} did not end within {limit:?}: {got:#?}"
+    );
+    got
+}
+
+/// Waits for the first `lines` event of `id` containing `needle`.
+async fn until_line(sub: &mut Subscription, id: &str, needle: &str) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let e = sub.recv().await.expect("event stream");
+            if e.monitor_id == id && e.kind() == EventKind::Lines && e.text.contains(needle) {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no line with {needle:?}"));
+}
+
+/// Live (non-zombie) processes whose environment marks them as belonging to
+/// monitor `id`: every descendant inherits `WAKEFUL_MONITOR_ID`.
+fn live_of_monitor(id: &str) -> Vec<i32> {
+    let marker = format!("WAKEFUL_MONITOR_ID={id}");
+    all_processes()
+        .into_iter()
+        .filter(|p| p.is_live())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/environ", p.pid))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Waits until `cond` holds, up to `limit`.
+async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn lines_of(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .flat_map(|e| match &e.body {
+            EventBody::MonitorEvent { lines, .. } => lines.clone(),
+            _ => vec![],
+        })
+        .collect()
+}
+
+fn final_reason(events: &[Event]) -> MonitorStopReason {
+    match &events.last().expect("events").body {
+        EventBody::MonitorStopped { reason, .. } => reason.clone(),
+        other => panic!("not stopped: {other:?}"),
+    }
+}
+
+fn own_zombie_children() -> usize {
+    let me = std::process::id() as i32;
+    all_processes()
+        .iter()
+        .filter(|p| p.ppid == me && p.state == 'Z')
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_kills_tail_grep_pipeline_and_background_sleep() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    std::fs::write(&log, "").unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let cmd = format!(
+        "sleep 600 & echo pgid=$$; tail -F {} | grep --line-buffered X",
+        log.display()
+    );
+    let id = reg
+        .start(MonitorSpec::command(cmd, "tail grep"))
+        .await
+        .unwrap()
+        .info
+        .id;
+    until_line(&mut sub, &id, "pgid=").await;
+    // The pipeline is reading: a matching line arrives as an event.
+    std::fs::write(&log, "a X line\nno match\n").unwrap();
+    until_line(&mut sub, &id, "a X line").await;
+    assert!(
+        eventually(Duration::from_secs(5), || live_of_monitor(&id).len() >= 4).await,
+        "sh, sleep, tail and grep should run: {:?}",
+        live_of_monitor(&id)
+    );
+    let pgid = {
+        let pids = live_of_monitor(&id);
+        wakeful_engine::process::proc_info(pids[0]).unwrap().pgrp
+    };
+    assert!(live_group_members(pgid).len() >= 4);
+
+    let info = reg.stop(&id).await.unwrap();
+    assert_eq!(info.stop_reason, Some(MonitorStopReason::UserStopped));
+    // Counted right after stop() returned: nothing of the group is left.
+    assert_eq!(
+        live_group_members(pgid),
+        vec![],
+        "survivors in group {pgid}"
+    );
+    assert_eq!(live_of_monitor(&id), Vec::<i32>::new());
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    assert_eq!(final_reason(&events), MonitorStopReason::UserStopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_ignoring_sigterm_is_killed_after_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = Duration::from_millis(700);
+    let reg = registry(dir.path(), grace);
+    let mut sub = reg.subscribe();
+    let cmd = "trap '' TERM; sh -c \"trap '' TERM; echo ready; sleep 600\" & wait";
+    let id = reg
+        .start(MonitorSpec::command(cmd, "stubborn"))
+        .await
+        .unwrap()
+        .info
+        .id;
+    until_line(&mut sub, &id, "ready").await;
+    let t0 = Instant::now();
+    reg.stop(&id).await.unwrap();
+    let took = t0.elapsed();
+    assert!(took >= grace, "killed before the grace period: {took:?}");
+    assert!(took < grace + Duration::from_secs(2), "took {took:?}");
+    assert_eq!(live_of_monitor(&id), Vec::<i32>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_exit_ends_monitor_even_if_grandchild_holds_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let t0 = Instant::now();
+    let id = reg
+        .start(MonitorSpec::command("echo done; sleep 600 &", "bg"))
+        .await
+        .unwrap()
+        .info
+        .id;
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(lines_of(&events), ["done"]);
+    assert_eq!(
+        final_reason(&events),
+        MonitorStopReason::ExitCode { code: 0 }
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || live_of_monitor(&id).is_empty()).await,
+        "survivors: {:?}",
+        live_of_monitor(&id)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instant_dump_of_5000_lines_is_accounted_exactly() {
+    flood(5_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn million_line_flood_is_accounted_exactly_in_bounded_memory() {
+    let rss_before = rss_kib();
+    flood(1_000_000).await;
+    let grown = rss_kib().saturating_sub(rss_before);
+    // 1,000,000 lines are ~6.9 MB of text; the engine must not hold them.
+    assert!(grown < 40_000, "RSS grew by {grown} KiB");
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+async fn flood(n: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let mut spec = MonitorSpec::command(format!("seq 1 {n}"), "flood");
+    spec.timeout_ms = Some(120_000);
+    let started = reg.start(spec).await.unwrap();
+    let id = started.info.id.clone();
+    let events = until_end(&mut sub, &id, Duration::from_secs(120)).await;
+    let file = std::fs::read(&started.info.output_path).unwrap();
+    assert_eq!(file.iter().filter(|b| **b == b'\n').count() as u64, n);
+    let delivered = lines_of(&events).len() as u64;
+    let suppressed: u64 = events
+        .iter()
+        .map(|e| match e.body {
+            EventBody::MonitorSuppressed { count, .. } => count,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(
+        delivered + suppressed,
+        n,
+        "delivered {delivered} + suppressed {suppressed}"
+    );
+    assert!(events.iter().any(|e| e.kind() == EventKind::Suppressed));
+    // Delivered lines are the file's lines, in order, without gaps or repeats
+    // inside each event.
+    for e in &events {
+        if let EventBody::MonitorEvent {
+            lines,
+            from_line,
+            to_line,
+        } = &e.body
+        {
+            assert_eq!(lines.first().unwrap(), &from_line.to_string());
+            assert_eq!(lines.last().unwrap(), &to_line.to_string());
+            assert!(lines.len() <= 50);
+        }
+    }
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    let info = reg.get(&id).unwrap();
+    assert_eq!(info.lines, n);
+    assert_eq!(info.suppressed_lines, suppressed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nonzero_exit_reports_code_and_last_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let id = reg
+        .start(MonitorSpec::command(
+            "for i in $(seq 1 25); do echo line$i; done; echo boom >&2; exit 7",
+            "failing",
+        ))
+        .await
+        .unwrap()
+        .info
+        .id;
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    match &events.last().unwrap().body {
+        EventBody::MonitorStopped { reason, last_lines } => {
+            assert_eq!(reason, &MonitorStopReason::ExitCode { code: 7 });
+            assert_eq!(last_lines.len(), 20);
+            assert_eq!(last_lines.first().unwrap(), "line7");
+            assert_eq!(last_lines.last().unwrap(), "[stderr] boom");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(events[0].kind(), EventKind::Started);
+    assert_eq!(
+        events.iter().filter(|e| e.kind().is_terminal()).count(),
+        1,
+        "exactly one final event"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn line_edge_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+
+    // printf abc: one line "abc".
+    let s = reg
+        .start(MonitorSpec::command("printf abc", "p"))
+        .await
+        .unwrap();
+    let events = until_end(&mut sub, &s.info.id, Duration::from_secs(5)).await;
+    assert_eq!(lines_of(&events), ["abc"]);
+
+    // Invalid UTF-8 and CRLF: replaced and stripped in events, byte-exact in the file.
+    let s = reg
+        .start(MonitorSpec::command(
+            r"printf 'bad \377\376 end\r\nok\n'",
+            "u",
+        ))
+        .await
+        .unwrap();
+    let events = until_end(&mut sub, &s.info.id, Duration::from_secs(5)).await;
+    assert_eq!(lines_of(&events), ["bad \u{fffd}\u{fffd} end", "ok"]);
+    assert_eq!(
+        std::fs::read(&s.info.output_path).unwrap(),
+        b"bad \xff\xfe end\r\nok\n"
+    );
+
+    // A 1 MiB line: cut in its event, whole in the file.
+    let s = reg
+        .start(MonitorSpec::command(
+            "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo after",
+            "big",
+        ))
+        .await
+        .unwrap();
+    let events = until_end(&mut sub, &s.info.id, Duration::from_secs(10)).await;
+    let lines = lines_of(&events);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[0],
+        format!(
+            "{}…[truncated {} bytes]",
+            "x".repeat(65536),
+            1048576 - 65536
+        )
+    );
+    assert_eq!(lines[1], "after");
+    let file = std::fs::read(&s.info.output_path).unwrap();
+    assert_eq!(file.len(), 1048576 + 1 + 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_second_timeout_is_on_time_with_the_known_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let mut spec = MonitorSpec::command("echo waiting; sleep 600", "sleeper");
+    spec.timeout_ms = Some(2_000);
+    let t0 = Instant::now();
+    let id = reg.start(spec).await.unwrap().info.id;
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(1_700) && took <= Duration::from_millis(2_300),
+        "took {took:?}"
+    );
+    assert_eq!(final_reason(&events), MonitorStopReason::Timeout);
+    assert!(events
+        .last()
+        .unwrap()
+        .text
+        .contains("[Monitor timed out — re-arm if needed.]"));
+    assert!(live_of_monitor(&id).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_cwd_stdin_and_stderr_routing() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let mut spec = MonitorSpec::command(
+        "echo id=$WAKEFUL_MONITOR_ID session=$WAKEFUL_SESSION extra=$EXTRA; pwd; cat; echo to-stderr >&2",
+        "env",
+    );
+    spec.env.insert("EXTRA".into(), "yes".into());
+    spec.cwd = Some(dir.path().to_path_buf());
+    spec.stderr = StderrMode::Events;
+    let s = reg.start(spec).await.unwrap();
+    let events = until_end(&mut sub, &s.info.id, Duration::from_secs(5)).await;
+    let lines = lines_of(&events);
+    assert_eq!(lines[0], format!("id={} session=test extra=yes", s.info.id));
+    assert_eq!(
+        lines[1],
+        dir.path().canonicalize().unwrap().display().to_string()
+    );
+    // `cat` read /dev/null: nothing, and it did not hang.
+    assert_eq!(lines[2], "to-stderr");
+    let file = std::fs::read_to_string(&s.info.output_path).unwrap();
+    assert!(file.ends_with("[stderr] to-stderr\n"), "{file}");
+    assert_eq!(
+        final_reason(&events),
+        MonitorStopReason::ExitCode { code: 0 }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_leaked_fds_and_no_zombies() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    // Warm up once so lazily created runtime fds are counted in the baseline.
+    let s = reg
+        .start(MonitorSpec::command("true", "warm"))
+        .await
+        .unwrap();
+    until_end(&mut sub, &s.info.id, Duration::from_secs(5)).await;
+    let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = fds();
+    for i in 0..20 {
+        let s = reg
+            .start(MonitorSpec::command(format!("echo {i}; echo e >&2"), "fd"))
+            .await
+            .unwrap();
+        until_end(&mut sub, &s.info.id, Duration::from_secs(5)).await;
+    }
+    assert!(
+        eventually(Duration::from_secs(2), || fds() <= before).await,
+        "fds {before} -> {}",
+        fds()
+    );
+    assert_eq!(own_zombie_children(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_registry_ends_monitors_with_session_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_secs(2));
+    let mut sub = reg.subscribe();
+    let id = reg
+        .start(MonitorSpec::command("echo up; sleep 600", "long"))
+        .await
+        .unwrap()
+        .info
+        .id;
+    until_line(&mut sub, &id, "up").await;
+    drop(reg);
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    assert_eq!(final_reason(&events), MonitorStopReason::SessionEnded);
+    assert!(eventually(Duration::from_secs(2), || live_of_monitor(&id).is_empty()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_limit_and_list_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = MonitorRegistry::new(RegistryConfig {
+        session: "s".into(),
+        output_dir: dir.path().join("out"),
+        max_active_per_session: 2,
+        ..RegistryConfig::default()
+    });
+    let mut sub = reg.subscribe();
+    let mut keyed = MonitorSpec::command("sleep 600", "keyed");
+    keyed.key = Some("k".into());
+    let a = reg.start(keyed.clone()).await.unwrap();
+    let again = reg.start(keyed).await.unwrap();
+    assert!(again.already_running);
+    assert_eq!(again.info.id, a.info.id);
+    let b = reg
+        .start(MonitorSpec::command("sleep 600", "b"))
+        .await
+        .unwrap();
+    let err = reg
+        .start(MonitorSpec::command("sleep 600", "c"))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&a.info.id) && msg.contains(&b.info.id),
+        "{msg}"
+    );
+    // Another session is unaffected.
+    let other = reg
+        .start_with(
+            MonitorSpec::command("true", "other"),
+            wakeful_engine::StartOptions {
+                session: Some("t".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    until_end(&mut sub, &other.info.id, Duration::from_secs(5)).await;
+    let list = reg.list();
+    let ids: Vec<&str> = list.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            a.info.id.as_str(),
+            b.info.id.as_str(),
+            other.info.id.as_str()
+        ]
+    );
+    assert!(reg.stop("mon-nope").await.is_err());
+    assert_eq!(reg.end_session("s").await.len(), 2);
+    assert!(reg.list().iter().all(|i| !i.is_active()));
+}
