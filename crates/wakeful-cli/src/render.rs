@@ -61,3 +61,32 @@ pub fn watch_exit_code(e: &Event) -> u8 {
         _ => 0,
     }
 }
+
+/// A table of monitors for `list`.
+pub fn monitor_table(
+    out: &mut impl Write,
+    list: &[wakeful_core::MonitorInfo],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  DESCRIPTION",
+        "ID", "STATE", "SESSION", "EVENTS", "LINES", "SUPPRESSED"
+    )?;
+    for m in list {
+        let state = match (&m.state, &m.stop_reason) {
+            (wakeful_core::MonitorState::Running, _) => "running".to_string(),
+            (_, Some(r)) => serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v["kind"].as_str().map(String::from))
+                .unwrap_or_else(|| "ended".into()),
+            _ => "ended".to_string(),
+        };
+        let session: String = m.session.chars().take(14).collect();
+        writeln!(
+            out,
+            "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
+            m.id, state, session, m.events, m.lines, m.suppressed_lines, m.description
+        )?;
+    }
+    Ok(())
+}

@@ -9,6 +9,7 @@
 //! - [`event`]: the events a monitor produces ([`Event`], [`EventBody`],
 //!   [`MonitorStopReason`]) and their JSON wire shape.
 //! - [`info`]: what a listing shows about a monitor ([`MonitorInfo`]).
+//! - [`journal`]: the interface between the engine and a store ([`journal::Journal`]).
 //! - [`lines`]: splitting a byte stream into lines ([`LineSplitter`]).
 //! - [`batch`]: leading-edge batching of lines into events ([`Batcher`]).
 //! - [`rate`]: the per-monitor token bucket and suppression reports ([`RateGate`]).
@@ -20,6 +21,7 @@
 pub mod batch;
 pub mod event;
 pub mod info;
+pub mod journal;
 pub mod lines;
 pub mod machine;
 pub mod params;

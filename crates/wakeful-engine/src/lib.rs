@@ -8,20 +8,17 @@
 //!
 //! - [`MonitorRegistry`]: the embeddable entry point (start, list, stop,
 //!   subscribe); see [`registry`] for an example.
-//! - [`journal`]: where events get their `seq` (in memory here; the daemon
-//!   plugs in its SQLite store).
 //! - [`process`]: process groups and the process table.
 //! - [`output`]: output files.
 
-pub mod journal;
 mod monitor;
 pub mod output;
 pub mod process;
 pub mod registry;
 
-pub use journal::{Journal, JournalEntry, JournalError, MemoryJournal};
 pub use monitor::Launch;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
     StartOptions, Started, StopError, Subscription,
 };
+pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal};

@@ -24,9 +24,9 @@ use wakeful_core::{
     PendingEvent, Source, Stream,
 };
 
-use crate::journal::JournalEntry;
 use crate::output::OutputFile;
 use crate::process::{self, GroupGuard};
+use wakeful_core::journal::JournalEntry;
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
 const READ_CHUNK: usize = 64 * 1024;
@@ -62,13 +62,23 @@ impl Default for Launch {
     }
 }
 
+/// What a monitor's owner can ask of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// End the monitor for this reason (its final event says so).
+    Stop(MonitorStopReason),
+    /// Stop its processes but do not end it: no final event, so that the
+    /// next owner can re-arm it.
+    Suspend,
+}
+
 /// Everything a monitor task needs.
 pub(crate) struct MonitorTask {
     pub spec: MonitorSpec,
     pub launch: Launch,
     pub rearm: bool,
     pub status: Arc<Mutex<MonitorInfo>>,
-    pub stop_rx: watch::Receiver<Option<MonitorStopReason>>,
+    pub stop_rx: watch::Receiver<Option<Control>>,
     pub sink: mpsc::Sender<JournalEntry>,
 }
 
@@ -295,10 +305,14 @@ pub(crate) async fn run(task: MonitorTask) {
     driver.emit(vec![first]).await;
     // A stop requested before the process even started.
     let early = stop_rx.borrow().clone();
-    if let Some(reason) = early {
-        driver.machine.request_stop(reason);
-        driver.finish(SourceEnd::Exited(0)).await;
-        return;
+    match early {
+        Some(Control::Stop(reason)) => {
+            driver.machine.request_stop(reason);
+            driver.finish(SourceEnd::Exited(0)).await;
+            return;
+        }
+        Some(Control::Suspend) => return,
+        None => {}
     }
     match &spec.source {
         Source::Command { command } => {
@@ -378,7 +392,7 @@ async fn run_command(
     spec: &MonitorSpec,
     command: &str,
     launch: &Launch,
-    stop_rx: &mut watch::Receiver<Option<MonitorStopReason>>,
+    stop_rx: &mut watch::Receiver<Option<Control>>,
 ) {
     let mut child = match build_command(spec, command, launch, &driver.id, &driver.session).spawn()
     {
@@ -415,6 +429,7 @@ async fn run_command(
     let mut drain_until: Option<tokio::time::Instant> = None;
     let mut terminator: Option<tokio::task::JoinHandle<()>> = None;
     let mut failure: Option<String> = None;
+    let mut suspended = false;
 
     loop {
         if exit.is_some() && out.is_none() && err.is_none() {
@@ -431,10 +446,18 @@ async fn run_command(
         let mut step = Step::default();
         tokio::select! {
             changed = stop_rx.changed(), if terminator.is_none() => {
-                let reason = if changed.is_ok() {
+                let control = if changed.is_ok() {
                     stop_rx.borrow().clone()
                 } else {
-                    Some(MonitorStopReason::SessionEnded)
+                    Some(Control::Stop(MonitorStopReason::SessionEnded))
+                };
+                let reason = match control {
+                    Some(Control::Stop(reason)) => Some(reason),
+                    Some(Control::Suspend) => {
+                        suspended = true;
+                        Some(MonitorStopReason::DaemonStopped)
+                    }
+                    None => None,
                 };
                 if let Some(reason) = reason {
                     driver.machine.request_stop(reason);
@@ -502,6 +525,9 @@ async fn run_command(
     process::terminate_group(pid, launch.grace).await;
     process::reap_group_zombies(pid, None);
     guard.disarm();
+    if suspended {
+        return;
+    }
 
     let end = match failure {
         Some(f) => SourceEnd::Failed(f),

@@ -36,8 +36,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorStopReason, ParamError};
 
-use crate::journal::{Journal, JournalEntry, MemoryJournal};
+pub use crate::monitor::Control;
+
 use crate::monitor::{self, Launch, MonitorTask};
+use wakeful_core::journal::{Journal, JournalEntry, MemoryJournal};
 
 /// Ended monitors stay listed this long.
 pub const ENDED_RETENTION: Duration = Duration::from_secs(3600);
@@ -164,7 +166,7 @@ impl Subscription {
 
 struct Entry {
     status: Arc<Mutex<MonitorInfo>>,
-    stop_tx: watch::Sender<Option<MonitorStopReason>>,
+    stop_tx: watch::Sender<Option<Control>>,
     done: watch::Receiver<bool>,
 }
 
@@ -173,6 +175,7 @@ struct Inner {
     monitors: Mutex<HashMap<String, Entry>>,
     journal: mpsc::Sender<JournalEntry>,
     events: broadcast::Sender<Event>,
+    latest: watch::Receiver<u64>,
 }
 
 impl Inner {
@@ -190,7 +193,9 @@ impl Drop for Inner {
             .unwrap_or_else(|p| p.into_inner())
             .values()
         {
-            let _ = entry.stop_tx.send(Some(MonitorStopReason::SessionEnded));
+            let _ = entry
+                .stop_tx
+                .send(Some(Control::Stop(MonitorStopReason::SessionEnded)));
         }
     }
 }
@@ -218,12 +223,19 @@ impl MonitorRegistry {
 
     /// A registry whose events are numbered (and kept) by `journal`.
     pub fn with_journal(config: RegistryConfig, journal: impl Journal) -> Self {
+        Self::with_journal_at(config, journal, 0)
+    }
+
+    /// Like [`MonitorRegistry::with_journal`], for a journal whose last
+    /// event already has seq `latest`.
+    pub fn with_journal_at(config: RegistryConfig, journal: impl Journal, latest: u64) -> Self {
         let (tx, rx) = mpsc::channel(JOURNAL_QUEUE);
         let (events, _) = broadcast::channel(config.subscriber_capacity.max(16));
+        let (latest_tx, latest_rx) = watch::channel(latest);
         let pump_events = events.clone();
         std::thread::Builder::new()
             .name("wakeful-journal".into())
-            .spawn(move || pump(journal, rx, pump_events))
+            .spawn(move || pump(journal, rx, pump_events, latest_tx))
             .map_err(|e| tracing::error!("cannot start the journal thread: {e}"))
             .ok();
         MonitorRegistry {
@@ -232,6 +244,7 @@ impl MonitorRegistry {
                 monitors: Mutex::new(HashMap::new()),
                 journal: tx,
                 events,
+                latest: latest_rx,
             }),
         }
     }
@@ -246,6 +259,25 @@ impl MonitorRegistry {
         Subscription {
             rx: self.inner.events.subscribe(),
         }
+    }
+
+    /// The seq of the last journaled event; changes whenever events are
+    /// journaled. Followers wait on it instead of polling.
+    pub fn latest_seq(&self) -> watch::Receiver<u64> {
+        self.inner.latest.clone()
+    }
+
+    /// Sends an entry of the owner's (an acknowledgement, an event of a
+    /// monitor that is not running here) through the journal, in order with
+    /// the monitors' entries, and waits until it has been appended.
+    pub async fn record(&self, entry: JournalEntry) -> Result<(), StartError> {
+        self.inner
+            .journal
+            .send(entry)
+            .await
+            .map_err(|_| StartError::Closed)?;
+        self.sync().await;
+        Ok(())
     }
 
     /// Starts a monitor in the registry's session.
@@ -327,13 +359,13 @@ impl MonitorRegistry {
                 },
             );
         }
-        if self
-            .inner
-            .journal
-            .send(JournalEntry::Registered(info.clone()))
-            .await
-            .is_err()
-        {
+        let registered = JournalEntry::Registered {
+            info: info.clone(),
+            spec: spec.clone(),
+            base_env: opts.base_env.clone(),
+            base_cwd: opts.base_cwd.clone(),
+        };
+        if self.inner.journal.send(registered).await.is_err() {
             self.inner.lock().remove(&id);
             return Err(StartError::Closed);
         }
@@ -417,7 +449,7 @@ impl MonitorRegistry {
                 .get(id)
                 .filter(|e| info_of(&e.status).is_active())
                 .ok_or_else(|| StopError::NotFound(id.to_string()))?;
-            let _ = entry.stop_tx.send(Some(reason));
+            let _ = entry.stop_tx.send(Some(Control::Stop(reason)));
             (entry.done.clone(), entry.status.clone())
         };
         let _ = done.wait_for(|d| *d).await;
@@ -447,10 +479,25 @@ impl MonitorRegistry {
         self.stop_where(|_| true, reason).await
     }
 
+    /// Stops the processes of every active monitor matching `pred` without
+    /// ending the monitors: no final event is emitted, so a later owner can
+    /// re-arm them (persistent monitors across a daemon restart).
+    pub async fn suspend_where(&self, pred: impl Fn(&MonitorInfo) -> bool) -> Vec<String> {
+        self.control_where(pred, Control::Suspend).await
+    }
+
     async fn stop_where(
         &self,
         pred: impl Fn(&MonitorInfo) -> bool,
         reason: MonitorStopReason,
+    ) -> Vec<String> {
+        self.control_where(pred, Control::Stop(reason)).await
+    }
+
+    async fn control_where(
+        &self,
+        pred: impl Fn(&MonitorInfo) -> bool,
+        control: Control,
     ) -> Vec<String> {
         let targets: Vec<(String, watch::Receiver<bool>)> = {
             let monitors = self.inner.lock();
@@ -461,7 +508,7 @@ impl MonitorRegistry {
                     i.is_active() && pred(&i)
                 })
                 .map(|(id, e)| {
-                    let _ = e.stop_tx.send(Some(reason.clone()));
+                    let _ = e.stop_tx.send(Some(control.clone()));
                     (id.clone(), e.done.clone())
                 })
                 .collect()
@@ -478,18 +525,13 @@ impl MonitorRegistry {
     /// broadcast): after this, a new subscriber misses nothing that
     /// happened before.
     pub async fn sync(&self) {
-        // The journal is FIFO: an entry sent after everything else is
-        // processed after it. A counters entry for no monitor is harmless.
-        let _ = self
-            .inner
-            .journal
-            .send(JournalEntry::Counters {
-                monitor_id: String::new(),
-                events: 0,
-                lines: 0,
-                suppressed_lines: 0,
-            })
-            .await;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let barrier = JournalEntry::Barrier(Box::new(move || {
+            let _ = tx.send(());
+        }));
+        if self.inner.journal.send(barrier).await.is_ok() {
+            let _ = rx.await;
+        }
     }
 }
 
@@ -497,6 +539,7 @@ fn pump(
     mut journal: impl Journal,
     mut rx: mpsc::Receiver<JournalEntry>,
     events: broadcast::Sender<Event>,
+    latest: watch::Sender<u64>,
 ) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = Vec::with_capacity(64);
@@ -507,14 +550,22 @@ fn pump(
                 Err(_) => break,
             }
         }
-        match journal.append(batch) {
+        match journal.append(&mut batch) {
             Ok(numbered) => {
+                if let Some(last) = numbered.last() {
+                    latest.send_replace(last.seq);
+                }
                 for e in numbered {
                     // No subscriber is not an error.
                     let _ = events.send(e);
                 }
             }
             Err(e) => tracing::error!("journal: {e}"),
+        }
+        for entry in batch {
+            if let JournalEntry::Barrier(done) = entry {
+                done();
+            }
         }
     }
 }

@@ -1,0 +1,149 @@
+//! The command-line grammar (SPEC §7), with help and examples for every
+//! command.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::monitor_args::MonitorArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wakeful",
+    version,
+    about = "Monitors for AI coding agents: background watchers whose output lines become events that wake the agent.",
+    long_about = "Monitors for AI coding agents.\n\nA daemon (started on demand) owns background watchers; every line they print goes to an output file, and lines that pass a monitor's filter become events in a durable, ordered log. Agents read the log with `wait` (block until something happens), `events`, `watch`, or the MCP server.\n\nState lives in $WAKEFUL_HOME when set, else in the XDG directories (~/.local/state/wakeful, $XDG_RUNTIME_DIR/wakeful, ~/.config/wakeful/config.toml).",
+    after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out"
+)]
+pub struct Cli {
+    /// Machine-readable output (event streams: one JSON object a line).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The session [default: $WAKEFUL_SESSION, $CLAUDE_CODE_SESSION_ID, $CODEX_THREAD_ID, "default"].
+    #[arg(long, global = true, value_name = "SESSION")]
+    pub session: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a command monitor in the daemon; print its id.
+    #[command(
+        after_help = "Examples:\n  wakeful start -d 'build' --until exit -- make -j8\n  wakeful start -d 'test failures' --filter 'FAIL|panicked' --timeout-ms 900000 -- cargo test\n  wakeful start -d 'dev server' --key devserver --persistent -- npm run dev\n  wakeful start --json -d 'log errors' --filter 'ERROR' -- tail -F /var/log/app.log"
+    )]
+    Start {
+        #[command(flatten)]
+        monitor: MonitorArgs,
+        /// The shell command (run with `sh -c`).
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Start a monitor (or re-attach to the one holding --key) and print its
+    /// events until it ends; exits with the command's exit code.
+    #[command(
+        after_help = "Exit code: the command's code when it exited non-zero, 128+N when it was killed by signal N, 1 when the monitor failed, else 0.\nOn Ctrl-C the monitor is stopped, unless it has a --key or is --persistent (then watch only detaches).\n\nExamples:\n  wakeful watch --until exit -- cargo build --release\n  wakeful watch -d 'errors' --filter 'error|warning' -- cargo build\n  wakeful watch --key logs --persistent -- tail -F app.log   # as a Claude Code Monitor command"
+    )]
+    Watch {
+        #[command(flatten)]
+        monitor: MonitorArgs,
+        /// The shell command (run with `sh -c`).
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// List monitors: active first, then those that ended in the last hour.
+    #[command(after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json")]
+    List {
+        /// Every session's monitors, not only this session's.
+        #[arg(long)]
+        all_sessions: bool,
+    },
+    /// Stop an active monitor (its whole process group).
+    #[command(
+        after_help = "Exit code 3 when the id is unknown or the monitor already ended.\n\nExample:\n  wakeful stop mon-4k2x9q0abc"
+    )]
+    Stop {
+        /// The monitor id.
+        id: String,
+    },
+    /// Print the session's events (read-only: no cursor moves).
+    #[command(
+        after_help = "Plain output: \"<seq> <monitor-id> <text>\" a line (newlines in text shown as \\n).\n\nExamples:\n  wakeful events\n  wakeful events --after 120 --follow --json"
+    )]
+    Events {
+        /// Only events with a seq greater than this.
+        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        after: u64,
+        /// Keep printing new events as they come.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Block until the session has events this consumer has not
+    /// acknowledged; print them all and acknowledge them.
+    #[command(
+        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
+    )]
+    Wait {
+        /// Give up after this many milliseconds (exit 124).
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        consumer: String,
+        /// Keep waiting and printing after each batch.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Print a monitor's output file (every line, never rate-limited).
+    #[command(
+        after_help = "Examples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow"
+    )]
+    Output {
+        /// The monitor id.
+        id: String,
+        /// First line to print (1-based).
+        #[arg(long, value_name = "A")]
+        from_line: Option<u64>,
+        /// Last line to print.
+        #[arg(long, value_name = "B")]
+        to_line: Option<u64>,
+        /// Keep printing new lines until the monitor ends.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Session commands.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Daemon facts: pid, version, socket, state directory, monitor counts.
+    #[command(after_help = "Example:\n  wakeful status --json")]
+    Status,
+    /// Run the daemon (normally started on demand by any command).
+    #[command(
+        after_help = "Examples:\n  wakeful daemon               # start it in the background if it is not running\n  wakeful daemon --foreground  # run it in this terminal\n  wakeful daemon stop"
+    )]
+    Daemon(DaemonArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Stop every active monitor of SESSION (`session_ended`).
+    #[command(after_help = "Example:\n  wakeful session end my-session")]
+    End {
+        /// The session.
+        session: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Run in this process instead of in the background.
+    #[arg(long)]
+    pub foreground: bool,
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonAction {
+    /// Stop the running daemon. Persistent monitors are re-armed when it
+    /// starts again; the others end with `daemon_stopped`.
+    Stop,
+}

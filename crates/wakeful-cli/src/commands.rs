@@ -1,0 +1,399 @@
+//! One function per command: build the request, talk to the daemon, print.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde_json::json;
+use wakeful_client::protocol::{Reply, Request, StartResult, Status};
+use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
+use wakeful_core::{Event, MonitorInfo, MonitorSpec, Source};
+
+use crate::cli::{Cli, Command, DaemonAction, DaemonArgs, SessionCommand};
+use crate::{exit, render, Failure};
+
+/// Runs the parsed command line; returns the exit code.
+pub async fn run(cli: Cli) -> Result<u8, Failure> {
+    let session =
+        wakeful_core::session::resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok());
+    let paths = Paths::from_env().map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+    let json = cli.json;
+    match cli.command {
+        Command::Start { monitor, command } => {
+            let spec = monitor.to_spec(command_source(command));
+            start(&paths, session, spec, json).await
+        }
+        Command::Watch { monitor, command } => {
+            let spec = monitor.to_spec(command_source(command));
+            watch(&paths, session, spec, json).await
+        }
+        Command::List { all_sessions } => {
+            list(&paths, (!all_sessions).then_some(session), json).await
+        }
+        Command::Stop { id } => stop(&paths, id, json).await,
+        Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
+        Command::Wait {
+            timeout_ms,
+            consumer,
+            follow,
+        } => wait(&paths, session, consumer, timeout_ms, follow, json).await,
+        Command::Output {
+            id,
+            from_line,
+            to_line,
+            follow,
+        } => crate::output::output(&paths, session, id, from_line, to_line, follow).await,
+        Command::Session(SessionCommand::End { session }) => {
+            session_end(&paths, session, json).await
+        }
+        Command::Status => status(&paths, json).await,
+        Command::Daemon(args) => daemon(paths, args, json).await,
+    }
+}
+
+fn command_source(words: Vec<String>) -> Source {
+    Source::Command {
+        command: words.join(" "),
+    }
+}
+
+/// Checks the spec locally so that invalid input exits 2 without starting
+/// (or even contacting) the daemon.
+fn check(spec: &MonitorSpec) -> Result<(), Failure> {
+    spec.validate()
+        .map(|_| ())
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+}
+
+fn client_env() -> BTreeMap<String, String> {
+    std::env::vars().collect()
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
+    let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+    println!("{s}");
+    Ok(())
+}
+
+async fn start_request(
+    paths: &Paths,
+    session: String,
+    spec: MonitorSpec,
+) -> Result<(Connection, StartResult), Failure> {
+    check(&spec)?;
+    let cwd = std::env::current_dir()?;
+    let mut conn = connect(paths).await?;
+    let result: StartResult = conn
+        .call_as(Request::Start {
+            session,
+            spec,
+            env: client_env(),
+            cwd,
+        })
+        .await?;
+    Ok((conn, result))
+}
+
+async fn start(
+    paths: &Paths,
+    session: String,
+    spec: MonitorSpec,
+    json: bool,
+) -> Result<u8, Failure> {
+    let (_, r) = start_request(paths, session, spec).await?;
+    if json {
+        print_json(&json!({
+            "id": r.id,
+            "session": r.session,
+            "already_running": r.already_running,
+            "output_path": r.output_path,
+        }))?;
+    } else if r.already_running {
+        println!("{} (already running)", r.id);
+    } else {
+        println!("{}", r.id);
+    }
+    Ok(0)
+}
+
+async fn watch(
+    paths: &Paths,
+    session: String,
+    spec: MonitorSpec,
+    json: bool,
+) -> Result<u8, Failure> {
+    let detach_on_interrupt = spec.key.is_some() || spec.persistent;
+    let (mut conn, started) = start_request(paths, session.clone(), spec).await?;
+    conn.send(Request::Events {
+        session,
+        after: started.after_seq,
+        follow: true,
+        monitor: Some(started.id.clone()),
+    })
+    .await?;
+    let stdout = std::io::stdout();
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        let reply = tokio::select! {
+            r = conn.next() => r?,
+            _ = interrupt.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
+            _ = terminate.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
+        };
+        match reply {
+            Some(Reply::Event { event }) => {
+                let mut out = stdout.lock();
+                let written = if json {
+                    render::json_line(&mut out, &event)
+                } else {
+                    render::watch_plain(&mut out, &event)
+                };
+                if written.and_then(|_| out.flush()).is_err() {
+                    // Nobody reads our output any more.
+                    drop(out);
+                    return interrupted(paths, &started.id, detach_on_interrupt).await;
+                }
+                if event.kind().is_terminal() {
+                    return Ok(render::watch_exit_code(&event));
+                }
+            }
+            Some(Reply::Error { kind, message }) => {
+                return Err(Failure::new(kind.exit_code(), message))
+            }
+            Some(_) => {}
+            None => {
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    format!(
+                        "the daemon closed the stream of {}; `wakeful events` has everything",
+                        started.id
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+async fn interrupted(paths: &Paths, id: &str, detach: bool) -> Result<u8, Failure> {
+    if detach {
+        eprintln!("wakeful: detached from {id}; it keeps running (`wakeful stop {id}` ends it)");
+        return Ok(130);
+    }
+    if let Ok(mut conn) = connect_existing(paths).await {
+        let _ = conn.call(Request::Stop { id: id.to_string() }).await;
+    }
+    Ok(130)
+}
+
+async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let list: Vec<MonitorInfo> = conn.call_as(Request::List { session }).await?;
+    if json {
+        print_json(&list)?;
+        return Ok(0);
+    }
+    if list.is_empty() {
+        println!("no monitors (active, or ended within the last hour)");
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    render::monitor_table(&mut out, &list)?;
+    Ok(0)
+}
+
+async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let info: MonitorInfo = conn.call_as(Request::Stop { id }).await?;
+    if json {
+        print_json(&info)?;
+    } else {
+        println!("stopped {}", info.id);
+    }
+    Ok(0)
+}
+
+fn print_event(out: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
+    if json {
+        render::json_line(out, e)
+    } else {
+        render::event_line(out, e)
+    }
+}
+
+async fn events(
+    paths: &Paths,
+    session: String,
+    after: u64,
+    follow: bool,
+    json: bool,
+) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    conn.send(Request::Events {
+        session,
+        after,
+        follow,
+        monitor: None,
+    })
+    .await?;
+    let stdout = std::io::stdout();
+    loop {
+        match conn.next().await? {
+            Some(Reply::Event { event }) => {
+                let mut out = stdout.lock();
+                if print_event(&mut out, &event, json)
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    return Ok(0);
+                }
+            }
+            Some(Reply::Ok { .. }) | None => return Ok(0),
+            Some(Reply::Error { kind, message }) => {
+                return Err(Failure::new(kind.exit_code(), message))
+            }
+            Some(Reply::Batch { .. }) => {}
+        }
+    }
+}
+
+async fn wait(
+    paths: &Paths,
+    session: String,
+    consumer: String,
+    timeout_ms: Option<u64>,
+    follow: bool,
+    json: bool,
+) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    conn.send(Request::Wait {
+        session,
+        consumer,
+        timeout_ms,
+        follow,
+    })
+    .await?;
+    let stdout = std::io::stdout();
+    loop {
+        match conn.next().await? {
+            Some(Reply::Event { event }) => {
+                let mut out = stdout.lock();
+                print_event(&mut out, &event, json)?;
+            }
+            Some(Reply::Batch { last_seq }) => {
+                // Acknowledge only what has really been handed on.
+                if stdout.lock().flush().is_err() {
+                    return Ok(exit::FAILURE);
+                }
+                conn.send(Request::Ack { seq: last_seq }).await?;
+            }
+            Some(Reply::Ok { .. }) => return Ok(0),
+            Some(Reply::Error { kind, message }) => {
+                if kind == ErrorKind::Timeout && !json {
+                    eprintln!("wakeful: {message}");
+                    return Ok(kind.exit_code());
+                }
+                return Err(Failure::new(kind.exit_code(), message));
+            }
+            None => return Err(Failure::new(
+                exit::FAILURE,
+                "the daemon closed the connection; run wait again (nothing acknowledged is lost)",
+            )),
+        }
+    }
+}
+
+async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let v = conn
+        .call(Request::SessionEnd {
+            session: session.clone(),
+        })
+        .await?;
+    if json {
+        print_json(&v)?;
+    } else {
+        let ids: Vec<String> = v["stopped"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "session {session}: stopped {} monitor(s){}{}",
+            ids.len(),
+            if ids.is_empty() { "" } else { ": " },
+            ids.join(", ")
+        );
+    }
+    Ok(0)
+}
+
+async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let s: Status = conn.call_as(Request::Status).await?;
+    if json {
+        print_json(&s)?;
+    } else {
+        println!("pid:              {}", s.pid);
+        println!("version:          {} (protocol {})", s.version, s.protocol);
+        println!("socket:           {}", s.socket.display());
+        println!("state dir:        {}", s.state_dir.display());
+        println!(
+            "monitors running: {} (in {} sessions)",
+            s.monitors_running, s.sessions_active
+        );
+        println!("recently ended:   {}", s.monitors_recently_ended);
+        println!("last event seq:   {}", s.last_seq);
+    }
+    Ok(0)
+}
+
+async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failure> {
+    match args.action {
+        Some(DaemonAction::Stop) => {
+            let Ok(mut conn) = connect_existing(&paths).await else {
+                println!(
+                    "no wakeful daemon is running for {}",
+                    paths.runtime_dir.display()
+                );
+                return Ok(0);
+            };
+            let v = conn.call(Request::Shutdown).await?;
+            // The daemon holds its lock until it has stopped every monitor and
+            // exited: taking the lock is the notification that it is gone.
+            let lock = paths.lock_file();
+            let gone = tokio::time::timeout(
+                std::time::Duration::from_secs(30),
+                tokio::task::spawn_blocking(move || {
+                    let file = std::fs::File::options().write(true).open(lock)?;
+                    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                        .map(drop)
+                        .map_err(|(_, e)| std::io::Error::from(e))
+                }),
+            )
+            .await;
+            if !matches!(gone, Ok(Ok(Ok(())))) {
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    "the daemon did not stop within 30 s; see `wakeful status`",
+                ));
+            }
+            if json {
+                print_json(&v)?;
+            } else {
+                println!("stopped the wakeful daemon (pid {})", v["pid"]);
+            }
+            Ok(0)
+        }
+        None if args.foreground => match wakeful_daemon::run(paths).await {
+            Ok(()) => Ok(0),
+            Err(wakeful_daemon::DaemonError::AlreadyRunning(dir)) => {
+                eprintln!("wakeful: a daemon is already running for {dir}");
+                Ok(0)
+            }
+            Err(e) => Err(Failure::new(exit::FAILURE, e.to_string())),
+        },
+        None => status(&paths, json).await,
+    }
+}

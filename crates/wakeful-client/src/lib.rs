@@ -1,0 +1,15 @@
+//! # wakeful-client
+//!
+//! Everything a program needs to talk to the wakeful daemon, and nothing of
+//! the daemon itself:
+//! - [`paths`]: where state, socket and configuration live;
+//! - [`protocol`]: the versioned JSON messages on the socket;
+//! - [`client`]: a connection that starts the daemon on demand.
+
+pub mod client;
+pub mod paths;
+pub mod protocol;
+
+pub use client::{connect, connect_existing, ClientError, Connection};
+pub use paths::Paths;
+pub use protocol::{ErrorKind, Reply, Request, StartResult, Status, PROTOCOL_VERSION};

@@ -1,0 +1,137 @@
+//! `config.toml` (SPEC §10): defaults and limits, and which private network
+//! addresses sources may reach. Unknown keys are errors, so a typo never
+//! silently keeps a default.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// How monitors are stopped.
+    #[serde(default)]
+    pub monitors: MonitorDefaults,
+    /// Which private addresses network sources may reach.
+    #[serde(default)]
+    pub network: Network,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Most active monitors per session (default 8).
+    pub max_active_per_session: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_active_per_session: 8,
+        }
+    }
+}
+
+/// `[monitors]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MonitorDefaults {
+    /// Milliseconds between SIGTERM and SIGKILL when a monitor stops
+    /// (default 2000).
+    pub grace_ms: u64,
+}
+
+impl Default for MonitorDefaults {
+    fn default() -> Self {
+        MonitorDefaults { grace_ms: 2_000 }
+    }
+}
+
+/// `[network]`: only a person editing this file can allow private
+/// addresses; no flag or tool call can.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Network {
+    /// CIDR blocks that network sources may connect to although they are
+    /// loopback, private, link-local or otherwise non-public.
+    pub allow: Vec<String>,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not valid.
+    #[error("{path} is invalid: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What the TOML parser said (with line and column).
+        message: String,
+    },
+}
+
+impl Config {
+    /// Loads `path`; a missing file means all defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        };
+        Self::parse(&text).map_err(|message| ConfigError::Invalid {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parses the text of a configuration file.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        if config.limits.max_active_per_session == 0 {
+            return Err("limits.max_active_per_session must be at least 1".into());
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+        let c = Config::parse(
+            "[limits]\nmax_active_per_session = 3\n[monitors]\ngrace_ms = 500\n[network]\nallow = [\"127.0.0.0/8\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.limits.max_active_per_session, 3);
+        assert_eq!(c.monitors.grace_ms, 500);
+        assert_eq!(c.network.allow, ["127.0.0.0/8"]);
+    }
+
+    #[test]
+    fn typos_are_errors() {
+        let err = Config::parse("[limits]\nmax_active = 3\n").unwrap_err();
+        assert!(err.contains("max_active"), "{err}");
+        assert!(Config::parse("[limits]\nmax_active_per_session = 0\n").is_err());
+    }
+}

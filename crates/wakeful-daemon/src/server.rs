@@ -1,0 +1,397 @@
+//! Serving the socket: one task per connection, one request at a time per
+//! connection, streams for `events --follow` and `wait`.
+//!
+//! Followers never poll: they read the store after the last seq they sent,
+//! then wait for the registry's "latest seq" to change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::watch;
+use wakeful_client::protocol::{Envelope, ErrorKind, Reply, Request, StartResult, Status};
+use wakeful_client::{Paths, PROTOCOL_VERSION};
+use wakeful_core::journal::JournalEntry;
+use wakeful_core::{Event, MonitorInfo};
+use wakeful_engine::{MonitorRegistry, StartError, StartOptions};
+use wakeful_store::StoreReader;
+
+/// Events read from the store per query.
+const PAGE: usize = 1000;
+
+/// What every connection shares.
+pub struct State {
+    registry: MonitorRegistry,
+    reader: StoreReader,
+    paths: Paths,
+    shutdown: watch::Sender<bool>,
+}
+
+impl State {
+    /// The daemon's shared state.
+    pub fn new(registry: MonitorRegistry, reader: StoreReader, paths: Paths) -> Self {
+        State {
+            registry,
+            reader,
+            paths,
+            shutdown: watch::channel(false).0,
+        }
+    }
+}
+
+/// Accepts connections until a `shutdown` request, SIGTERM or SIGINT.
+pub async fn serve(listener: UnixListener, state: Arc<State>) -> std::io::Result<()> {
+    let mut stop = state.shutdown.subscribe();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = accepted?;
+                let state = state.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection(stream, state).await {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                });
+            }
+            _ = stop.wait_for(|s| *s) => return Ok(()),
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+        }
+    }
+}
+
+struct Conn {
+    lines: Lines<BufReader<OwnedReadHalf>>,
+    out: OwnedWriteHalf,
+}
+
+impl Conn {
+    async fn reply(&mut self, r: &Reply) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(r).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.out.write_all(&line).await
+    }
+
+    async fn ok(&mut self, result: serde_json::Value) -> std::io::Result<()> {
+        self.reply(&Reply::Ok { result }).await
+    }
+
+    async fn error(&mut self, kind: ErrorKind, message: impl Into<String>) -> std::io::Result<()> {
+        self.reply(&Reply::Error {
+            kind,
+            message: message.into(),
+        })
+        .await
+    }
+
+    async fn event(&mut self, event: Event) -> std::io::Result<()> {
+        self.reply(&Reply::Event { event }).await
+    }
+
+    /// The next request; `None` at end of stream.
+    async fn request(&mut self) -> std::io::Result<Option<Result<Request, String>>> {
+        let Some(line) = self.lines.next_line().await? else {
+            return Ok(None);
+        };
+        Ok(Some(match serde_json::from_str::<Envelope>(&line) {
+            Ok(e) if e.v == PROTOCOL_VERSION => Ok(e.request),
+            Ok(e) => Err(format!(
+                "protocol version {} is not supported (this daemon speaks {PROTOCOL_VERSION}); stop the daemon (`wakeful daemon stop`) so the new version starts",
+                e.v
+            )),
+            Err(e) => Err(format!("invalid request: {e}")),
+        }))
+    }
+}
+
+async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()> {
+    let peer = stream.peer_cred()?;
+    let (r, w) = stream.into_split();
+    let mut conn = Conn {
+        lines: BufReader::new(r).lines(),
+        out: w,
+    };
+    let me = nix::unistd::getuid().as_raw();
+    if peer.uid() != me {
+        // Only the owner may use this daemon.
+        conn.error(
+            ErrorKind::Internal,
+            format!(
+                "connection refused: uid {} is not the daemon's owner",
+                peer.uid()
+            ),
+        )
+        .await?;
+        return Ok(());
+    }
+    while let Some(req) = conn.request().await? {
+        match req {
+            Ok(req) => handle(&mut conn, &state, req).await?,
+            Err(msg) => conn.error(ErrorKind::Version, msg).await?,
+        }
+    }
+    Ok(())
+}
+
+fn start_error(e: &StartError) -> ErrorKind {
+    match e {
+        StartError::Invalid(_) | StartError::Cwd(_) => ErrorKind::Invalid,
+        StartError::Limit { .. } => ErrorKind::Limit,
+        StartError::Closed => ErrorKind::Internal,
+    }
+}
+
+fn value<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result<()> {
+    match req {
+        Request::Status => {
+            let all = state.registry.list();
+            let running: Vec<&MonitorInfo> = all.iter().filter(|i| i.is_active()).collect();
+            let mut sessions: Vec<&str> = running.iter().map(|i| i.session.as_str()).collect();
+            sessions.sort_unstable();
+            sessions.dedup();
+            let status = Status {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                protocol: PROTOCOL_VERSION,
+                socket: state.paths.socket(),
+                state_dir: state.paths.state_dir.clone(),
+                monitors_running: running.len(),
+                monitors_recently_ended: all.len() - running.len(),
+                sessions_active: sessions.len(),
+                last_seq: *state.registry.latest_seq().borrow(),
+            };
+            conn.ok(value(&status)).await
+        }
+        Request::Start {
+            session,
+            spec,
+            env,
+            cwd,
+        } => {
+            let after_seq = *state.registry.latest_seq().borrow();
+            let opts = StartOptions {
+                session: Some(session.clone()),
+                base_env: Some(env),
+                base_cwd: Some(cwd),
+                ..StartOptions::default()
+            };
+            match state.registry.start_with(spec, opts).await {
+                Ok(s) => {
+                    let result = StartResult {
+                        id: s.info.id,
+                        session: s.info.session,
+                        already_running: s.already_running,
+                        output_path: s.info.output_path,
+                        after_seq: if s.already_running {
+                            *state.registry.latest_seq().borrow()
+                        } else {
+                            after_seq
+                        },
+                    };
+                    conn.ok(value(&result)).await
+                }
+                Err(e) => conn.error(start_error(&e), e.to_string()).await,
+            }
+        }
+        Request::List { session } => {
+            let list: Vec<MonitorInfo> = state
+                .registry
+                .list()
+                .into_iter()
+                .filter(|i| session.as_ref().is_none_or(|s| &i.session == s))
+                .collect();
+            conn.ok(value(&list)).await
+        }
+        Request::Get { id } => match find(state, &id) {
+            Some(info) => conn.ok(value(&info)).await,
+            None => not_found(conn, &id).await,
+        },
+        Request::Stop { id } => match state.registry.stop(&id).await {
+            Ok(info) => conn.ok(value(&info)).await,
+            Err(e) => conn.error(ErrorKind::NotFound, e.to_string()).await,
+        },
+        Request::Events {
+            session,
+            after,
+            follow,
+            monitor,
+        } => stream_events(conn, state, &session, monitor.as_deref(), after, follow).await,
+        Request::Wait {
+            session,
+            consumer,
+            timeout_ms,
+            follow,
+        } => wait(conn, state, &session, &consumer, timeout_ms, follow).await,
+        Request::Ack { .. } => {
+            conn.error(ErrorKind::Invalid, "ack is only valid inside a wait")
+                .await
+        }
+        Request::SessionEnd { session } => {
+            let stopped = state.registry.end_session(&session).await;
+            conn.ok(json!({ "session": session, "stopped": stopped }))
+                .await
+        }
+        Request::Shutdown => {
+            conn.ok(json!({ "pid": std::process::id() })).await?;
+            state.shutdown.send_replace(true);
+            Ok(())
+        }
+    }
+}
+
+fn find(state: &State, id: &str) -> Option<MonitorInfo> {
+    state
+        .registry
+        .get(id)
+        .or_else(|| state.reader.monitor(id).ok().flatten().map(|m| m.info))
+}
+
+async fn not_found(conn: &mut Conn, id: &str) -> std::io::Result<()> {
+    conn.error(
+        ErrorKind::NotFound,
+        format!("monitor {id} not found; `wakeful list` shows the monitors of this session"),
+    )
+    .await
+}
+
+fn store_error(e: wakeful_store::StoreError) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+/// Sends events after `after`; with `follow`, keeps sending new ones until
+/// the client disconnects (or `monitor`'s final event was sent).
+async fn stream_events(
+    conn: &mut Conn,
+    state: &State,
+    session: &str,
+    monitor: Option<&str>,
+    mut after: u64,
+    follow: bool,
+) -> std::io::Result<()> {
+    let mut latest = state.registry.latest_seq();
+    loop {
+        latest.borrow_and_update();
+        let page = state
+            .reader
+            .events_after(Some(session), monitor, after, PAGE)
+            .map_err(store_error)?;
+        let full = page.len() == PAGE;
+        for e in page {
+            after = e.seq;
+            let end = monitor.is_some() && e.kind().is_terminal();
+            conn.event(e).await?;
+            if end {
+                return conn.ok(json!({ "last_seq": after })).await;
+            }
+        }
+        if full {
+            continue;
+        }
+        if !follow {
+            return conn.ok(json!({ "last_seq": after })).await;
+        }
+        tokio::select! {
+            changed = latest.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+            line = conn.lines.next_line() => {
+                // The client said something or left; either ends the stream.
+                if line?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Hands the consumer's unacknowledged events over in batches; the cursor
+/// moves only when the client acknowledges a batch.
+async fn wait(
+    conn: &mut Conn,
+    state: &State,
+    session: &str,
+    consumer: &str,
+    timeout_ms: Option<u64>,
+    follow: bool,
+) -> std::io::Result<()> {
+    let mut latest = state.registry.latest_seq();
+    let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    loop {
+        latest.borrow_and_update();
+        let cursor = state
+            .reader
+            .cursor(session, consumer)
+            .map_err(store_error)?;
+        let page = state
+            .reader
+            .events_after(Some(session), None, cursor, PAGE)
+            .map_err(store_error)?;
+        if let Some(last) = page.last().map(|e| e.seq) {
+            for e in page {
+                conn.event(e).await?;
+            }
+            conn.reply(&Reply::Batch { last_seq: last }).await?;
+            match conn.request().await? {
+                Some(Ok(Request::Ack { seq })) if seq <= last && seq > cursor => {
+                    let ack = JournalEntry::Ack {
+                        session: session.to_string(),
+                        consumer: consumer.to_string(),
+                        seq,
+                    };
+                    if state.registry.record(ack).await.is_err() {
+                        return conn
+                            .error(ErrorKind::Internal, "the daemon is stopping")
+                            .await;
+                    }
+                }
+                Some(Ok(_)) | Some(Err(_)) => {
+                    return conn
+                        .error(ErrorKind::Invalid, format!("expected an ack of seq {last}"))
+                        .await;
+                }
+                None => return Ok(()),
+            }
+            if !follow {
+                return conn.ok(json!({ "acked": last })).await;
+            }
+            continue;
+        }
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = latest.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = sleep => {
+                return conn
+                    .error(
+                        ErrorKind::Timeout,
+                        format!("no new events for session `{session}` within {} ms", timeout_ms.unwrap_or(0)),
+                    )
+                    .await;
+            }
+            line = conn.lines.next_line() => {
+                if line?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}

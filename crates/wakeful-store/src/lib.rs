@@ -1,0 +1,546 @@
+//! # wakeful-store
+//!
+//! The durable log: events, monitors and consumer cursors in one SQLite
+//! database in WAL mode.
+//!
+//! - [`StoreWriter`] is the only writer. It implements the engine's
+//!   [`Journal`]: each batch of entries is one transaction, events get their
+//!   `seq` (global, strictly increasing, never reused: events are never
+//!   deleted) and monitor rows follow their events (a final event ends the
+//!   monitor's row).
+//! - [`StoreReader`] answers queries from any task; WAL lets it read while
+//!   the writer writes.
+//!
+//! Durability: `synchronous = NORMAL` in WAL mode. A committed transaction
+//! survives the daemon being killed (even `kill -9`): it is in the WAL file.
+//! Only an operating-system crash or power loss may lose the last
+//! transactions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension};
+use wakeful_core::journal::{Journal, JournalEntry, JournalError};
+use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorState};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    seq        INTEGER PRIMARY KEY,
+    session    TEXT NOT NULL,
+    monitor_id TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    json       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_session ON events(session, seq);
+CREATE INDEX IF NOT EXISTS events_by_monitor ON events(monitor_id, seq);
+CREATE TABLE IF NOT EXISTS monitors (
+    id         TEXT PRIMARY KEY,
+    session    TEXT NOT NULL,
+    info       TEXT NOT NULL,
+    spec       TEXT NOT NULL,
+    base_env   TEXT,
+    base_cwd   TEXT,
+    running    INTEGER NOT NULL,
+    persistent INTEGER NOT NULL,
+    pid        INTEGER,
+    start_ticks INTEGER
+);
+CREATE INDEX IF NOT EXISTS monitors_running ON monitors(running);
+CREATE TABLE IF NOT EXISTS cursors (
+    session  TEXT NOT NULL,
+    consumer TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    PRIMARY KEY (session, consumer)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
+";
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("database {path}: {source}; check disk space and permissions of the state directory")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// A stored row is not what this version wrote.
+    #[error("database {path} holds a row this version cannot read ({detail}); it may come from a newer wakeful")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What could not be read.
+        detail: String,
+    },
+}
+
+/// A monitor as stored, with what is needed to start it again.
+#[derive(Debug, Clone)]
+pub struct StoredMonitor {
+    /// As listings show it.
+    pub info: MonitorInfo,
+    /// Its parameters.
+    pub spec: MonitorSpec,
+    /// The caller's environment.
+    pub base_env: Option<BTreeMap<String, String>>,
+    /// The caller's working directory.
+    pub base_cwd: Option<PathBuf>,
+    /// Process id (and group id) of its command, when one ran.
+    pub pid: Option<i32>,
+    /// Start time of that process, in clock ticks after boot.
+    pub start_ticks: Option<u64>,
+}
+
+fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let err = |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(err)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err)?;
+    Ok(conn)
+}
+
+/// Opens (creating it) the database at `path`: its one writer and a reader.
+pub fn open(path: &Path) -> Result<(StoreWriter, StoreReader), StoreError> {
+    let conn = open_conn(path)?;
+    conn.execute_batch(SCHEMA)
+        .map_err(|source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    let reader = StoreReader {
+        conn: Arc::new(Mutex::new(open_conn(path)?)),
+        path: path.to_path_buf(),
+    };
+    let next_seq = reader.latest_seq()? + 1;
+    Ok((
+        StoreWriter {
+            conn,
+            path: path.to_path_buf(),
+            next_seq,
+        },
+        reader,
+    ))
+}
+
+/// The single writer; see the crate docs.
+pub struct StoreWriter {
+    conn: Connection,
+    path: PathBuf,
+    next_seq: u64,
+}
+
+impl StoreWriter {
+    fn sql(&self, source: rusqlite::Error) -> JournalError {
+        JournalError::Store(format!("{}: {source}", self.path.display()))
+    }
+
+    fn write_batch(&mut self, batch: &[JournalEntry]) -> Result<Vec<Event>, rusqlite::Error> {
+        let tx = self.conn.transaction()?;
+        let mut out = Vec::new();
+        let mut seq = self.next_seq;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO events(seq, session, monitor_id, kind, json) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for entry in batch {
+                match entry {
+                    JournalEntry::Event(p) => {
+                        let event = p.clone().with_seq(seq);
+                        let json = serde_json::to_string(&event)
+                            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                        insert.execute(params![
+                            seq as i64,
+                            event.session,
+                            event.monitor_id,
+                            event.kind().as_str(),
+                            json
+                        ])?;
+                        monitor_follows_event(&tx, &event)?;
+                        out.push(event);
+                        seq += 1;
+                    }
+                    JournalEntry::Registered {
+                        info,
+                        spec,
+                        base_env,
+                        base_cwd,
+                    } => {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO monitors(id, session, info, spec, base_env, base_cwd, running, persistent)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
+                            params![
+                                info.id,
+                                info.session,
+                                to_json(info)?,
+                                to_json(spec)?,
+                                base_env.as_ref().map(to_json).transpose()?,
+                                base_cwd.as_ref().map(|p| p.display().to_string()),
+                                info.persistent
+                            ],
+                        )?;
+                    }
+                    JournalEntry::Spawned {
+                        monitor_id,
+                        pid,
+                        start_ticks,
+                    } => {
+                        tx.execute(
+                            "UPDATE monitors SET pid = ?2, start_ticks = ?3 WHERE id = ?1",
+                            params![monitor_id, pid, *start_ticks as i64],
+                        )?;
+                    }
+                    JournalEntry::Counters {
+                        monitor_id,
+                        events,
+                        lines,
+                        suppressed_lines,
+                    } => {
+                        update_info(&tx, monitor_id, |info| {
+                            info.events = *events;
+                            info.lines = *lines;
+                            info.suppressed_lines = *suppressed_lines;
+                        })?;
+                    }
+                    JournalEntry::Ack {
+                        session,
+                        consumer,
+                        seq,
+                    } => {
+                        tx.execute(
+                            "INSERT INTO cursors(session, consumer, seq) VALUES (?1, ?2, ?3)
+                             ON CONFLICT(session, consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
+                            params![session, consumer, *seq as i64],
+                        )?;
+                    }
+                    JournalEntry::Barrier(_) => {}
+                }
+            }
+        }
+        tx.commit()?;
+        self.next_seq = seq;
+        Ok(out)
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, rusqlite::Error> {
+    serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn update_info(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    f: impl FnOnce(&mut MonitorInfo),
+) -> Result<(), rusqlite::Error> {
+    let row: Option<String> = tx
+        .query_row("SELECT info FROM monitors WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let Some(json) = row else { return Ok(()) };
+    let Ok(mut info) = serde_json::from_str::<MonitorInfo>(&json) else {
+        return Ok(());
+    };
+    f(&mut info);
+    tx.execute(
+        "UPDATE monitors SET info = ?2, running = ?3 WHERE id = ?1",
+        params![id, to_json(&info)?, info.is_active()],
+    )?;
+    Ok(())
+}
+
+fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<(), rusqlite::Error> {
+    match &e.body {
+        EventBody::MonitorStopped { reason, .. } => update_info(tx, &e.monitor_id, |info| {
+            info.state = MonitorState::Ended;
+            info.stop_reason = Some(reason.clone());
+            info.ended_at = Some(e.ts);
+        }),
+        EventBody::MonitorFailed { .. } => update_info(tx, &e.monitor_id, |info| {
+            info.state = MonitorState::Ended;
+            info.ended_at = Some(e.ts);
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl Journal for StoreWriter {
+    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError> {
+        self.write_batch(batch).map_err(|e| self.sql(e))
+    }
+}
+
+/// Queries; cheap to clone, usable from any task (each call is short).
+#[derive(Clone)]
+pub struct StoreReader {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl StoreReader {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&conn).map_err(|source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn corrupt(&self, detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The seq of the last event (0 for an empty log).
+    pub fn latest_seq(&self) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        })
+        .map(|v| v as u64)
+    }
+
+    /// Events with seq > `after`, in order, at most `limit`; only `session`'s
+    /// (all sessions for `None`) and only `monitor`'s when given.
+    pub fn events_after(
+        &self,
+        session: Option<&str>,
+        monitor: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT json FROM events WHERE seq > ?1
+                   AND (?2 IS NULL OR session = ?2)
+                   AND (?3 IS NULL OR monitor_id = ?3)
+                 ORDER BY seq LIMIT ?4",
+            )?;
+            let rows = stmt
+                .query_map(params![after as i64, session, monitor, limit as i64], |r| {
+                    r.get(0)
+                })?;
+            rows.collect()
+        })?;
+        rows.iter()
+            .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("event: {e}"))))
+            .collect()
+    }
+
+    /// Where `consumer` of `session` acknowledged up to (0: nothing yet).
+    pub fn cursor(&self, session: &str, consumer: &str) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT seq FROM cursors WHERE session = ?1 AND consumer = ?2",
+                params![session, consumer],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+        })
+        .map(|v| v.unwrap_or(0) as u64)
+    }
+
+    /// Monitors whose row says they were running.
+    pub fn running_monitors(&self) -> Result<Vec<StoredMonitor>, StoreError> {
+        self.monitors_where("running = 1")
+    }
+
+    /// Monitors that ended at or after `since`.
+    pub fn ended_since(&self, since: DateTime<Utc>) -> Result<Vec<MonitorInfo>, StoreError> {
+        Ok(self
+            .monitors_where("running = 0")?
+            .into_iter()
+            .map(|m| m.info)
+            .filter(|i| i.ended_at.is_some_and(|t| t >= since))
+            .collect())
+    }
+
+    /// One monitor by id.
+    pub fn monitor(&self, id: &str) -> Result<Option<StoredMonitor>, StoreError> {
+        let mut v = self.monitors_where_id(id)?;
+        Ok(v.pop())
+    }
+
+    fn monitors_where_id(&self, id: &str) -> Result<Vec<StoredMonitor>, StoreError> {
+        let rows = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT info, spec, base_env, base_cwd, pid, start_ticks FROM monitors WHERE id = ?1",
+            )?;
+            let rows = stmt.query_map([id], row_tuple)?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })?;
+        rows.into_iter().map(|r| self.decode(r)).collect()
+    }
+
+    fn monitors_where(&self, cond: &'static str) -> Result<Vec<StoredMonitor>, StoreError> {
+        let sql = format!(
+            "SELECT info, spec, base_env, base_cwd, pid, start_ticks FROM monitors WHERE {cond}"
+        );
+        let rows = self.with(|c| {
+            let mut stmt = c.prepare(&sql)?;
+            let rows = stmt.query_map([], row_tuple)?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })?;
+        rows.into_iter().map(|r| self.decode(r)).collect()
+    }
+
+    fn decode(&self, r: RowTuple) -> Result<StoredMonitor, StoreError> {
+        let (info, spec, env, cwd, pid, ticks) = r;
+        Ok(StoredMonitor {
+            info: serde_json::from_str(&info).map_err(|e| self.corrupt(format!("monitor: {e}")))?,
+            spec: serde_json::from_str(&spec).map_err(|e| self.corrupt(format!("spec: {e}")))?,
+            base_env: env
+                .map(|e| serde_json::from_str(&e))
+                .transpose()
+                .map_err(|e| self.corrupt(format!("env: {e}")))?,
+            base_cwd: cwd.map(PathBuf::from),
+            pid,
+            start_ticks: ticks.map(|t| t as u64),
+        })
+    }
+}
+
+type RowTuple = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i32>,
+    Option<i64>,
+);
+
+fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wakeful_core::{MonitorStopReason, PendingEvent};
+
+    fn pending(monitor: &str, body: EventBody) -> JournalEntry {
+        JournalEntry::Event(PendingEvent {
+            session: "s".into(),
+            monitor_id: monitor.into(),
+            ts: Utc::now(),
+            text: "t".into(),
+            body,
+        })
+    }
+
+    fn info(id: &str) -> MonitorInfo {
+        MonitorInfo {
+            id: id.into(),
+            session: "s".into(),
+            description: "d".into(),
+            source: wakeful_core::Source::Command {
+                command: "true".into(),
+            },
+            persistent: false,
+            timeout_ms: Some(1000),
+            key: None,
+            state: MonitorState::Running,
+            stop_reason: None,
+            started_at: Utc::now(),
+            ended_at: None,
+            events: 0,
+            lines: 0,
+            suppressed_lines: 0,
+            output_path: "/x".into(),
+        }
+    }
+
+    #[test]
+    fn seqs_survive_reopen_and_monitor_rows_follow_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        {
+            let (mut w, r) = open(&db).unwrap();
+            let mut batch = vec![
+                JournalEntry::Registered {
+                    info: info("m1"),
+                    spec: MonitorSpec::command("true", "d"),
+                    base_env: Some(BTreeMap::from([("A".into(), "1".into())])),
+                    base_cwd: Some("/tmp".into()),
+                },
+                pending("m1", EventBody::MonitorStarted),
+                JournalEntry::Spawned {
+                    monitor_id: "m1".into(),
+                    pid: 42,
+                    start_ticks: 7,
+                },
+            ];
+            let evs = w.append(&mut batch).unwrap();
+            assert_eq!(evs[0].seq, 1);
+            assert_eq!(r.running_monitors().unwrap()[0].pid, Some(42));
+            let mut batch = vec![pending(
+                "m1",
+                EventBody::MonitorStopped {
+                    reason: MonitorStopReason::ExitCode { code: 0 },
+                    last_lines: vec![],
+                },
+            )];
+            assert_eq!(w.append(&mut batch).unwrap()[0].seq, 2);
+            assert!(r.running_monitors().unwrap().is_empty());
+            let m = r.monitor("m1").unwrap().unwrap();
+            assert_eq!(m.info.state, MonitorState::Ended);
+            assert_eq!(m.base_env.unwrap()["A"], "1");
+        }
+        let (mut w, r) = open(&db).unwrap();
+        assert_eq!(r.latest_seq().unwrap(), 2);
+        let mut batch = vec![pending("m2", EventBody::MonitorStarted)];
+        assert_eq!(w.append(&mut batch).unwrap()[0].seq, 3);
+        let all = r.events_after(Some("s"), None, 0, 100).unwrap();
+        assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(r.events_after(None, Some("m2"), 0, 100).unwrap().len(), 1);
+        assert_eq!(
+            r.events_after(Some("other"), None, 0, 100).unwrap().len(),
+            0
+        );
+    }
+
+    #[test]
+    fn cursors_never_move_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
+        let ack = |seq| JournalEntry::Ack {
+            session: "s".into(),
+            consumer: "c".into(),
+            seq,
+        };
+        w.append(&mut vec![ack(5)]).unwrap();
+        assert_eq!(r.cursor("s", "c").unwrap(), 5);
+        w.append(&mut vec![ack(3)]).unwrap();
+        assert_eq!(r.cursor("s", "c").unwrap(), 5);
+        assert_eq!(r.cursor("s", "other").unwrap(), 0);
+    }
+}
