@@ -83,6 +83,9 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         }
     };
     let config = Config::load(&paths.config_file)?;
+    let output_dir = paths.output_dir();
+    std::fs::create_dir_all(&output_dir)
+        .map_err(io(format!("cannot create {}", output_dir.display())))?;
     if let Err(e) = wakeful_engine::process::become_subreaper() {
         tracing::warn!("cannot become child subreaper: {e}");
     }

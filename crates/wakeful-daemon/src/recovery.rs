@@ -12,12 +12,11 @@
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use wakeful_engine::process::{all_processes, ProcInfo};
+use wakeful_engine::process::{all_processes, has_env, ProcInfo};
 
 /// Kills what is left of monitor `monitor_id` (recorded process group
 /// `pgid`, started at `start_ticks`). Returns how many processes were killed.
 pub fn kill_leftovers(monitor_id: &str, pgid: Option<i32>, start_ticks: Option<u64>) -> usize {
-    let marker = format!("WAKEFUL_MONITOR_ID={monitor_id}");
     let me = std::process::id() as i32;
     let victims: Vec<ProcInfo> = all_processes()
         .into_iter()
@@ -25,17 +24,11 @@ pub fn kill_leftovers(monitor_id: &str, pgid: Option<i32>, start_ticks: Option<u
         .filter(|p| {
             let in_group = pgid.is_some_and(|g| g > 1 && p.pgrp == g)
                 && start_ticks.is_some_and(|t| p.start_ticks >= t);
-            in_group || has_marker(p.pid, &marker)
+            in_group || has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id)
         })
         .collect();
     for p in &victims {
         let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
     }
     victims.len()
-}
-
-fn has_marker(pid: i32, marker: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
-        .unwrap_or(false)
 }

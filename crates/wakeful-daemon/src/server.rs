@@ -118,7 +118,10 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
     };
     let me = nix::unistd::getuid().as_raw();
     if peer.uid() != me {
-        // Only the owner may use this daemon.
+        // Only the owner may use this daemon. Let the client finish sending
+        // its request (briefly) so that it reads the refusal instead of a
+        // broken pipe; the request itself is never looked at.
+        let _ = tokio::time::timeout(Duration::from_secs(1), conn.lines.next_line()).await;
         conn.error(
             ErrorKind::Internal,
             format!(

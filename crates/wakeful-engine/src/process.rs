@@ -81,6 +81,25 @@ pub fn live_group_members(pgid: i32) -> Vec<ProcInfo> {
         .collect()
 }
 
+/// Whether process `pid`'s environment contains `NAME=VALUE` exactly
+/// (false when it cannot be read: gone, or another user's).
+pub fn has_env(pid: i32, name: &str, value: &str) -> bool {
+    let wanted = format!("{name}={value}");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == wanted.as_bytes()))
+        .unwrap_or(false)
+}
+
+/// The live processes belonging to monitor `monitor_id`: every descendant of
+/// its command inherits `WAKEFUL_MONITOR_ID`, whatever group it moved to.
+pub fn live_of_monitor(monitor_id: &str) -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    all_processes()
+        .into_iter()
+        .filter(|p| p.is_live() && p.pid != me && has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id))
+        .collect()
+}
+
 /// Sends `signal` to every process of group `pgid`. A group that no longer
 /// exists is not an error.
 pub fn signal_group(pgid: i32, signal: Signal) {

@@ -453,6 +453,8 @@ impl MonitorRegistry {
             (entry.done.clone(), entry.status.clone())
         };
         let _ = done.wait_for(|d| *d).await;
+        // Its final event is in the log before we answer.
+        self.sync().await;
         Ok(info_of(&status))
     }
 
@@ -518,6 +520,7 @@ impl MonitorRegistry {
             let _ = done.wait_for(|d| *d).await;
             ids.push(id);
         }
+        self.sync().await;
         ids
     }
 

@@ -58,18 +58,10 @@ async fn until_line(sub: &mut Subscription, id: &str, needle: &str) {
     .unwrap_or_else(|_| panic!("no line with {needle:?}"));
 }
 
-/// Live (non-zombie) processes whose environment marks them as belonging to
-/// monitor `id`: every descendant inherits `WAKEFUL_MONITOR_ID`.
+/// Live processes of monitor `id` (see `process::live_of_monitor`).
 fn live_of_monitor(id: &str) -> Vec<i32> {
-    let marker = format!("WAKEFUL_MONITOR_ID={id}");
-    all_processes()
+    wakeful_engine::process::live_of_monitor(id)
         .into_iter()
-        .filter(|p| p.is_live())
-        .filter(|p| {
-            std::fs::read(format!("/proc/{}/environ", p.pid))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
-                .unwrap_or(false)
-        })
         .map(|p| p.pid)
         .collect()
 }
