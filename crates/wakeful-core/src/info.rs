@@ -64,7 +64,7 @@ impl MonitorInfo {
     }
 }
 
-mod ts {
+pub(crate) mod ts {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -80,7 +80,7 @@ mod ts {
     }
 }
 
-mod ts_opt {
+pub(crate) mod ts_opt {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 

@@ -15,6 +15,7 @@
 //! - [`rate`]: the per-monitor token bucket and suppression reports ([`RateGate`]).
 //! - [`machine`]: everything above combined with filters, `until`, limits and
 //!   timeouts into one per-monitor state machine ([`MonitorMachine`]).
+//! - [`terminal`]: managed commands monitors attach to ([`terminal::TerminalInfo`]).
 //! - [`text`]: making event text safe to show to a model.
 //! - [`session`]: which session a client speaks for.
 
@@ -27,6 +28,7 @@ pub mod machine;
 pub mod params;
 pub mod rate;
 pub mod session;
+pub mod terminal;
 pub mod text;
 
 pub use batch::Batcher;

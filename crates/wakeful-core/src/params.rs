@@ -34,6 +34,11 @@ pub const MAX_DESCRIPTION_CHARS: usize = 200;
 /// Longest accepted regular expression (filter or `until match:`), in bytes.
 pub const MAX_REGEX_LEN: usize = 4_096;
 
+/// Smallest accepted poll interval.
+pub const MIN_EVERY_MS: u64 = 1_000;
+/// Most WebSocket subprotocols a monitor may ask for.
+pub const MAX_WS_PROTOCOLS: usize = 16;
+
 /// What a monitor watches. Exactly one source per monitor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -43,6 +48,33 @@ pub enum Source {
         /// The command text given to `sh -c`.
         command: String,
     },
+    /// A WebSocket: each text frame is a line (or several).
+    Ws {
+        /// `ws://` or `wss://` URL, ASCII, without credentials.
+        url: String,
+        /// Subprotocols to offer (`Sec-WebSocket-Protocol`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        protocols: Vec<String>,
+    },
+    /// A file followed like `tail -F`: from its end, across rotation,
+    /// truncation, deletion and late creation.
+    File {
+        /// The file (absolute, or relative to the monitor's working directory).
+        path: PathBuf,
+    },
+    /// A command run every `every_ms`; its output is an event only when it
+    /// differs from the previous run's.
+    Poll {
+        /// The command text given to `sh -c`.
+        command: String,
+        /// Interval between the end of one run and the start of the next (≥ 1000).
+        every_ms: u64,
+    },
+    /// The output of a terminal started with `wakeful run`.
+    Terminal {
+        /// `term-…`.
+        terminal_id: String,
+    },
 }
 
 impl Source {
@@ -50,6 +82,10 @@ impl Source {
     pub fn summary(&self) -> String {
         match self {
             Source::Command { command } => format!("command: {command}"),
+            Source::Ws { url, .. } => format!("ws: {url}"),
+            Source::File { path } => format!("file: {}", path.display()),
+            Source::Poll { command, every_ms } => format!("poll every {every_ms} ms: {command}"),
+            Source::Terminal { terminal_id } => format!("terminal: {terminal_id}"),
         }
     }
 
@@ -57,8 +93,100 @@ impl Source {
     pub fn kind(&self) -> &'static str {
         match self {
             Source::Command { .. } => "command",
+            Source::Ws { .. } => "ws",
+            Source::File { .. } => "file",
+            Source::Poll { .. } => "poll",
+            Source::Terminal { .. } => "terminal",
         }
     }
+
+    /// The text a default description is made of.
+    pub fn default_description(&self) -> String {
+        let text = match self {
+            Source::Command { command } | Source::Poll { command, .. } => command.clone(),
+            Source::Ws { url, .. } => url.clone(),
+            Source::File { path } => path.display().to_string(),
+            Source::Terminal { terminal_id } => terminal_id.clone(),
+        };
+        text.chars().take(MAX_DESCRIPTION_CHARS).collect()
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        let command_ok = |command: &str| {
+            if command.trim().is_empty() {
+                Err(ParamError::EmptyCommand)
+            } else if command.contains('\0') {
+                Err(ParamError::NulInCommand)
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Source::Command { command } => command_ok(command),
+            Source::Poll { command, every_ms } => {
+                command_ok(command)?;
+                if *every_ms < MIN_EVERY_MS {
+                    return Err(ParamError::Every(*every_ms));
+                }
+                Ok(())
+            }
+            Source::Ws { url, protocols } => {
+                validate_ws_url(url)?;
+                if protocols.len() > MAX_WS_PROTOCOLS
+                    || protocols.iter().any(|p| {
+                        p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() && b != b',')
+                    })
+                {
+                    return Err(ParamError::WsProtocol);
+                }
+                Ok(())
+            }
+            Source::File { path } => {
+                if path.as_os_str().is_empty() {
+                    return Err(ParamError::FilePath);
+                }
+                Ok(())
+            }
+            Source::Terminal { terminal_id } => {
+                if !terminal_id.starts_with("term-") {
+                    return Err(ParamError::TerminalId(terminal_id.clone()));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Checks a WebSocket URL: `ws://` or `wss://`, ASCII only, a host, no
+/// credentials. Which addresses it may reach is decided at connect time.
+pub fn validate_ws_url(url: &str) -> Result<(), ParamError> {
+    let bad = |why: &str| Err(ParamError::WsUrl(url.to_string(), why.to_string()));
+    if !url.is_ascii() {
+        return bad("only ASCII URLs are accepted (write international names in punycode)");
+    }
+    if url.chars().any(|c| c.is_ascii_control() || c == ' ') {
+        return bad("it contains spaces or control characters");
+    }
+    let rest = if let Some(r) = url.strip_prefix("ws://") {
+        r
+    } else if let Some(r) = url.strip_prefix("wss://") {
+        r
+    } else {
+        return bad("only ws:// and wss:// URLs are accepted");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return bad("credentials in the URL are not accepted");
+    }
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    if host.is_empty() {
+        return bad("it has no host");
+    }
+    Ok(())
 }
 
 /// Where a command's stderr lines go.
@@ -242,16 +370,7 @@ impl MonitorSpec {
         if self.description.trim().is_empty() || chars > MAX_DESCRIPTION_CHARS {
             return Err(ParamError::Description(chars));
         }
-        match &self.source {
-            Source::Command { command } => {
-                if command.trim().is_empty() {
-                    return Err(ParamError::EmptyCommand);
-                }
-                if command.contains('\0') {
-                    return Err(ParamError::NulInCommand);
-                }
-            }
-        }
+        self.source.validate()?;
         if self.persistent && self.timeout_ms.is_some() {
             return Err(ParamError::PersistentWithTimeout);
         }
@@ -371,6 +490,23 @@ pub enum ParamError {
     /// An empty or over-long key.
     #[error("key must be 1–200 bytes")]
     Key,
+    /// `every_ms` too small.
+    #[error("every_ms must be at least {MIN_EVERY_MS} (got {0}); a poll runs a command, so it cannot run more often than once a second")]
+    Every(u64),
+    /// A WebSocket URL that is not accepted.
+    #[error("WebSocket URL `{0}` is not accepted: {1}")]
+    WsUrl(String, String),
+    /// A malformed WebSocket subprotocol list.
+    #[error("WebSocket subprotocols must be 1–{MAX_WS_PROTOCOLS} non-empty tokens without spaces or commas")]
+    WsProtocol,
+    /// An empty file path.
+    #[error("the file path is empty; give the file to follow with --file PATH")]
+    FilePath,
+    /// A terminal id that is not one.
+    #[error(
+        "`{0}` is not a terminal id (they look like term-…); `wakeful terminal list` shows them"
+    )]
+    TerminalId(String),
     /// A malformed environment variable name.
     #[error(
         "environment variable name `{0}` is invalid; use --env NAME=VALUE with a name without `=`"
@@ -443,6 +579,45 @@ mod tests {
             command: "  ".into(),
         };
         assert_eq!(s.validate().unwrap_err(), ParamError::EmptyCommand);
+    }
+
+    #[test]
+    fn sources_are_validated() {
+        let ws = |url: &str| {
+            Source::Ws {
+                url: url.into(),
+                protocols: vec![],
+            }
+            .validate()
+        };
+        assert!(ws("ws://example.com/feed").is_ok());
+        assert!(ws("wss://[::1]:8443/x").is_ok());
+        for bad in [
+            "http://x",
+            "ws://user:pw@x/",
+            "ws://",
+            "wss://é.com",
+            "ws://a b",
+        ] {
+            assert!(matches!(ws(bad), Err(ParamError::WsUrl(..))), "{bad}");
+        }
+        let poll = Source::Poll {
+            command: "date".into(),
+            every_ms: 999,
+        };
+        assert_eq!(poll.validate(), Err(ParamError::Every(999)));
+        assert!(Source::Terminal {
+            terminal_id: "x".into()
+        }
+        .validate()
+        .is_err());
+        assert!(Source::File { path: "".into() }.validate().is_err());
+        let json = serde_json::to_string(&Source::Poll {
+            command: "c".into(),
+            every_ms: 1000,
+        })
+        .unwrap();
+        assert_eq!(json, r#"{"kind":"poll","command":"c","every_ms":1000}"#);
     }
 
     #[test]

@@ -9,16 +9,24 @@
 //! - [`MonitorRegistry`]: the embeddable entry point (start, list, stop,
 //!   subscribe); see [`registry`] for an example.
 //! - [`process`]: process groups and the process table.
+//! - [`terminal`]: managed commands that monitors attach to.
+//! - [`net_policy`]: which addresses network sources may reach.
+//! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
 //! - [`output`]: output files.
 
 mod monitor;
+pub mod net_policy;
 pub mod output;
 pub mod process;
 pub mod registry;
+mod sources;
+pub mod terminal;
 
 pub use monitor::Launch;
+pub use net_policy::NetPolicy;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
     StartOptions, Started, StopError, Subscription,
 };
+pub use terminal::{TerminalError, Terminals};
 pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal};

@@ -7,14 +7,11 @@
 //! sequence (SIGTERM to the group, grace, SIGKILL).
 
 use std::collections::BTreeMap;
-use std::os::unix::process::{CommandExt as _, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 
 use wakeful_core::lines::{LineSplitter, Piece};
@@ -24,12 +21,11 @@ use wakeful_core::{
     PendingEvent, Source, Stream,
 };
 
+use crate::net_policy::NetPolicy;
 use crate::output::OutputFile;
-use crate::process::{self, GroupGuard};
+use crate::sources;
 use wakeful_core::journal::JournalEntry;
 
-/// Read size per pipe read: "whatever is already readable", up to this much.
-const READ_CHUNK: usize = 64 * 1024;
 /// Counters are sent to the journal at most this often while running.
 const COUNTERS_EVERY: Duration = Duration::from_secs(1);
 
@@ -48,6 +44,8 @@ pub struct Launch {
     /// Make `sh` die (SIGKILL) when the thread that started it dies; for the
     /// daemon, so a crash does not leave commands running.
     pub die_with_parent: bool,
+    /// Which non-public addresses network sources may reach.
+    pub net: NetPolicy,
 }
 
 impl Default for Launch {
@@ -58,6 +56,7 @@ impl Default for Launch {
             grace: Duration::from_secs(2),
             drain: Duration::from_millis(100),
             die_with_parent: false,
+            net: NetPolicy::default(),
         }
     }
 }
@@ -74,6 +73,7 @@ pub enum Control {
 
 /// Everything a monitor task needs.
 pub(crate) struct MonitorTask {
+    pub terminals: crate::terminal::Terminals,
     pub spec: MonitorSpec,
     pub launch: Launch,
     pub rearm: bool,
@@ -84,12 +84,12 @@ pub(crate) struct MonitorTask {
 
 /// The parts every source shares.
 pub(crate) struct Driver {
-    id: String,
-    session: String,
-    machine: MonitorMachine,
+    pub(crate) id: String,
+    pub(crate) session: String,
+    pub(crate) machine: MonitorMachine,
     file: OutputFile,
     splitters: [LineSplitter; 2],
-    sink: mpsc::Sender<JournalEntry>,
+    pub(crate) sink: mpsc::Sender<JournalEntry>,
     status: Arc<Mutex<MonitorInfo>>,
     counters_sent: Instant,
 }
@@ -103,7 +103,12 @@ fn idx(stream: Stream) -> usize {
 
 impl Driver {
     /// Feeds a chunk of `stream`: file first, then the machine.
-    fn feed(&mut self, now: Instant, stream: Stream, chunk: &[u8]) -> std::io::Result<Step> {
+    pub(crate) fn feed(
+        &mut self,
+        now: Instant,
+        stream: Stream,
+        chunk: &[u8],
+    ) -> std::io::Result<Step> {
         let Driver {
             machine,
             file,
@@ -124,7 +129,7 @@ impl Driver {
     }
 
     /// The stream ended: its last line without newline is still a line.
-    fn end_stream(&mut self, now: Instant, stream: Stream) -> std::io::Result<Step> {
+    pub(crate) fn end_stream(&mut self, now: Instant, stream: Stream) -> std::io::Result<Step> {
         let Driver {
             machine,
             file,
@@ -175,29 +180,20 @@ impl Driver {
         }
     }
 
-    async fn emit(&mut self, emits: Vec<Emit>) {
-        for e in emits {
-            let pending = PendingEvent {
-                session: self.session.clone(),
-                monitor_id: self.id.clone(),
-                ts: Utc::now(),
-                text: e.text,
-                body: e.body,
-            };
-            // The journal outlives every monitor; a closed channel means the
-            // owner is gone and there is nobody left to tell.
-            let _ = self.sink.send(JournalEntry::Event(pending)).await;
-        }
-        self.sync_counters(false).await;
-    }
-
-    async fn sync_counters(&mut self, force: bool) {
+    pub(crate) async fn emit(&mut self, emits: Vec<Emit>) {
+        // Listings agree with the events by the time anyone receives them.
         let c = self.machine.counters();
         if let Ok(mut info) = self.status.lock() {
             info.events = c.events;
             info.lines = c.lines;
             info.suppressed_lines = c.suppressed_lines;
         }
+        send_events(&self.sink, &self.session, &self.id, emits).await;
+        self.sync_counters(false).await;
+    }
+
+    async fn sync_counters(&mut self, force: bool) {
+        let c = self.machine.counters();
         if force || self.counters_sent.elapsed() >= COUNTERS_EVERY {
             self.counters_sent = Instant::now();
             let _ = self
@@ -212,7 +208,7 @@ impl Driver {
         }
     }
 
-    async fn finish(&mut self, end: SourceEnd) {
+    pub(crate) async fn finish(&mut self, end: SourceEnd) {
         let emits = self.machine.finish(Instant::now(), end);
         let reason = emits.last().and_then(|e| match &e.body {
             EventBody::MonitorStopped { reason, .. } => Some(reason.clone()),
@@ -228,7 +224,7 @@ impl Driver {
     }
 }
 
-fn merge(into: &mut Step, from: Step) {
+pub(crate) fn merge(into: &mut Step, from: Step) {
     into.emits.extend(from.emits);
     if into.stop.is_none() {
         into.stop = from.stop;
@@ -239,6 +235,7 @@ fn merge(into: &mut Step, from: Step) {
 /// exactly one `stopped` or `failed` event.
 pub(crate) async fn run(task: MonitorTask) {
     let MonitorTask {
+        terminals,
         spec,
         launch,
         rearm,
@@ -285,10 +282,38 @@ pub(crate) async fn run(task: MonitorTask) {
                 info.state = MonitorState::Ended;
                 info.ended_at = Some(Utc::now());
             }
-            let mut d = DriverLite { id, session, sink };
-            d.emit(vec![started, failed]).await;
+            send_events(&sink, &session, &id, vec![started, failed]).await;
             return;
         }
+    };
+    // Set the source up before announcing it: a line written right after
+    // the `started` event must be seen.
+    let prepared = match &spec.source {
+        Source::Command { command } => Prepared::Command(command.clone()),
+        Source::File { path } => {
+            match sources::file::Follower::new(resolve(&spec, &launch, path)) {
+                Ok(src) => Prepared::File(src),
+                Err(e) => Prepared::Failed(e),
+            }
+        }
+        Source::Poll { command, every_ms } => Prepared::Poll(sources::poll::Poller::new(
+            spec.clone(),
+            command.clone(),
+            Duration::from_millis(*every_ms),
+            launch.clone(),
+            driver.id.clone(),
+            driver.session.clone(),
+        )),
+        Source::Ws { url, protocols } => {
+            match sources::ws::WsSource::connect(url, protocols, &launch.net).await {
+                Ok(src) => Prepared::Ws(Box::new(src)),
+                Err(e) => Prepared::Failed(e),
+            }
+        }
+        Source::Terminal { terminal_id } => match terminals.attach(terminal_id) {
+            Ok(src) => Prepared::Terminal(src),
+            Err(e) => Prepared::Failed(e),
+        },
     };
     let first = if rearm {
         Emit {
@@ -303,7 +328,7 @@ pub(crate) async fn run(task: MonitorTask) {
         driver.machine.started(&spec.source.summary())
     };
     driver.emit(vec![first]).await;
-    // A stop requested before the process even started.
+    // A stop requested before the source even started.
     let early = stop_rx.borrow().clone();
     match early {
         Some(Control::Stop(reason)) => {
@@ -314,248 +339,158 @@ pub(crate) async fn run(task: MonitorTask) {
         Some(Control::Suspend) => return,
         None => {}
     }
-    match &spec.source {
-        Source::Command { command } => {
-            run_command(&mut driver, &spec, command, &launch, &mut stop_rx).await
+    match prepared {
+        Prepared::Command(command) => {
+            sources::command::run(&mut driver, &spec, &command, &launch, &mut stop_rx).await
         }
+        Prepared::File(src) => drive(&mut driver, &mut stop_rx, src).await,
+        Prepared::Poll(src) => drive(&mut driver, &mut stop_rx, src).await,
+        Prepared::Ws(src) => drive(&mut driver, &mut stop_rx, *src).await,
+        Prepared::Terminal(src) => drive(&mut driver, &mut stop_rx, src).await,
+        Prepared::Failed(e) => driver.finish(SourceEnd::Failed(e)).await,
     }
 }
 
-/// Emits without a driver (when the output file could not be opened).
-struct DriverLite {
-    id: String,
-    session: String,
-    sink: mpsc::Sender<JournalEntry>,
+/// A source, set up and ready to be read.
+enum Prepared {
+    Command(String),
+    File(sources::file::Follower),
+    Poll(sources::poll::Poller),
+    Ws(Box<sources::ws::WsSource>),
+    Terminal(crate::terminal::TerminalSource),
+    Failed(String),
 }
 
-impl DriverLite {
-    async fn emit(&mut self, emits: Vec<Emit>) {
-        for e in emits {
-            let _ = self
-                .sink
-                .send(JournalEntry::Event(PendingEvent {
-                    session: self.session.clone(),
-                    monitor_id: self.id.clone(),
-                    ts: Utc::now(),
-                    text: e.text,
-                    body: e.body,
-                }))
-                .await;
-        }
+/// Sends events to the journal, stamped with session, monitor and time.
+async fn send_events(sink: &mpsc::Sender<JournalEntry>, session: &str, id: &str, emits: Vec<Emit>) {
+    for e in emits {
+        let pending = PendingEvent {
+            session: session.to_string(),
+            monitor_id: id.to_string(),
+            ts: Utc::now(),
+            text: e.text,
+            body: e.body,
+        };
+        // The journal outlives every monitor; a closed channel means the
+        // owner is gone and there is nobody left to tell.
+        let _ = sink.send(JournalEntry::Event(pending)).await;
     }
 }
 
-fn build_command(
-    spec: &MonitorSpec,
-    command: &str,
-    launch: &Launch,
-    id: &str,
-    session: &str,
-) -> tokio::process::Command {
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(command);
-    if let Some(env) = &launch.base_env {
-        cmd.env_clear();
-        cmd.envs(env);
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
-    cmd.envs(&spec.env);
-    cmd.env("WAKEFUL_MONITOR_ID", id);
-    cmd.env("WAKEFUL_SESSION", session);
-    let cwd = match (&spec.cwd, &launch.base_cwd) {
+}
+
+/// The working directory a monitor's source is resolved against.
+pub(crate) fn monitor_cwd(spec: &MonitorSpec, launch: &Launch) -> Option<PathBuf> {
+    match (&spec.cwd, &launch.base_cwd) {
         (Some(c), Some(base)) => Some(base.join(c)),
         (Some(c), None) => Some(c.clone()),
         (None, base) => base.clone(),
-    };
-    if let Some(cwd) = cwd {
-        cmd.current_dir(cwd);
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if launch.die_with_parent {
-        // SAFETY: prctl is async-signal-safe and only sets a flag of the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    tokio::process::Command::from(cmd)
 }
 
-async fn run_command(
+fn resolve(spec: &MonitorSpec, launch: &Launch, path: &std::path::Path) -> PathBuf {
+    match monitor_cwd(spec, launch) {
+        Some(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// What a non-process source produces.
+pub(crate) enum Input {
+    /// Bytes of a stream.
+    Chunk(Stream, Vec<u8>),
+    /// A record of the stream is complete: its last line counts even without
+    /// a newline (a poll run's output).
+    Flush(Stream),
+    /// The source ended by itself.
+    End(SourceEnd),
+}
+
+/// A source read by [`drive`]. `next` must be cancel-safe: it is dropped
+/// when a stop or a timer comes first.
+pub(crate) trait InputSource {
+    /// The next input.
+    async fn next(&mut self) -> Input;
+    /// The monitor is ending: release what the source holds.
+    async fn close(&mut self) {}
+}
+
+/// The loop shared by every source but commands: inputs, stop requests and
+/// the machine's deadlines, until the source ends or a stop is decided.
+pub(crate) async fn drive<S: InputSource>(
     driver: &mut Driver,
-    spec: &MonitorSpec,
-    command: &str,
-    launch: &Launch,
     stop_rx: &mut watch::Receiver<Option<Control>>,
+    mut src: S,
 ) {
-    let mut child = match build_command(spec, command, launch, &driver.id, &driver.session).spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            driver
-                .finish(SourceEnd::Failed(format!("could not start `sh -c`: {e}")))
-                .await;
-            return;
-        }
-    };
-    let Some(pid) = child.id().map(|p| p as i32) else {
-        driver
-            .finish(SourceEnd::Failed("the process vanished at start".into()))
-            .await;
-        return;
-    };
-    let mut guard = GroupGuard::new(pid);
-    let start_ticks = process::proc_info(pid).map_or(0, |p| p.start_ticks);
-    let _ = driver
-        .sink
-        .send(JournalEntry::Spawned {
-            monitor_id: driver.id.clone(),
-            pid,
-            start_ticks,
-        })
-        .await;
-
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let mut obuf = vec![0u8; READ_CHUNK];
-    let mut ebuf = vec![0u8; READ_CHUNK];
-    let mut exit: Option<ExitStatus> = None;
-    let mut drain_until: Option<tokio::time::Instant> = None;
-    let mut terminator: Option<tokio::task::JoinHandle<()>> = None;
-    let mut failure: Option<String> = None;
+    let mut end = None;
     let mut suspended = false;
-
     loop {
-        if exit.is_some() && out.is_none() && err.is_none() {
-            break;
-        }
-        let machine_deadline = driver
+        let deadline = driver
             .machine
             .next_deadline()
             .map(tokio::time::Instant::from_std);
-        let deadline = match (machine_deadline, drain_until) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         let mut step = Step::default();
+        let mut failure = None;
         tokio::select! {
-            changed = stop_rx.changed(), if terminator.is_none() => {
+            changed = stop_rx.changed() => {
                 let control = if changed.is_ok() {
                     stop_rx.borrow().clone()
                 } else {
                     Some(Control::Stop(MonitorStopReason::SessionEnded))
                 };
-                let reason = match control {
-                    Some(Control::Stop(reason)) => Some(reason),
+                match control {
+                    Some(Control::Stop(reason)) => driver.machine.request_stop(reason),
                     Some(Control::Suspend) => {
                         suspended = true;
-                        Some(MonitorStopReason::DaemonStopped)
+                        driver.machine.request_stop(MonitorStopReason::DaemonStopped);
                     }
-                    None => None,
-                };
-                if let Some(reason) = reason {
-                    driver.machine.request_stop(reason);
-                    terminator = Some(tokio::spawn(process::terminate_group(pid, launch.grace)));
+                    None => {}
                 }
             }
-            r = read_opt(&mut out, &mut obuf), if out.is_some() => {
+            input = src.next() => {
                 let now = Instant::now();
-                let res = match r {
-                    Ok(0) | Err(_) => {
-                        out = None;
-                        driver.end_stream(now, Stream::Stdout)
+                let res = match input {
+                    Input::Chunk(stream, bytes) => driver.feed(now, stream, &bytes),
+                    Input::Flush(stream) => driver.end_stream(now, stream),
+                    Input::End(e) => {
+                        end = Some(e);
+                        Ok(Step::default())
                     }
-                    Ok(n) => driver.feed(now, Stream::Stdout, &obuf[..n]),
                 };
                 match res {
                     Ok(s) => step = s,
                     Err(e) => failure = Some(format!("cannot write the output file: {e}")),
                 }
-            }
-            r = read_opt(&mut err, &mut ebuf), if err.is_some() => {
-                let now = Instant::now();
-                let res = match r {
-                    Ok(0) | Err(_) => {
-                        err = None;
-                        driver.end_stream(now, Stream::Stderr)
-                    }
-                    Ok(n) => driver.feed(now, Stream::Stderr, &ebuf[..n]),
-                };
-                match res {
-                    Ok(s) => step = s,
-                    Err(e) => failure = Some(format!("cannot write the output file: {e}")),
-                }
-            }
-            status = child.wait(), if exit.is_none() => {
-                exit = Some(status.unwrap_or_else(|_| ExitStatus::from_raw(0)));
-                drain_until = Some(tokio::time::Instant::now() + launch.drain);
             }
             _ = sleep_until_opt(deadline), if deadline.is_some() => {
-                if drain_until.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                    break;
-                }
                 step = driver.machine.on_tick(Instant::now());
             }
         }
-        let stop = step.stop.take();
         driver.emit(step.emits).await;
-        if failure.is_some() && terminator.is_none() {
-            driver.machine.request_stop(MonitorStopReason::UserStopped);
-            terminator = Some(tokio::spawn(process::terminate_group(pid, launch.grace)));
+        if let Some(f) = failure {
+            end = Some(SourceEnd::Failed(f));
         }
-        if stop.is_some() && terminator.is_none() {
-            terminator = Some(tokio::spawn(process::terminate_group(pid, launch.grace)));
+        if end.is_some() || driver.machine.stop_decided().is_some() {
+            break;
         }
     }
-    // Close our pipe ends first: a grandchild blocked on a full pipe must not
-    // keep the group alive.
-    drop(out);
-    drop(err);
-    if let Some(t) = terminator {
-        let _ = t.await;
-    }
-    // Whatever is left of the group (a `sleep 600 &` holding no pipe, a child
-    // ignoring SIGTERM) goes now.
-    process::terminate_group(pid, launch.grace).await;
-    process::reap_group_zombies(pid, None);
-    guard.disarm();
+    src.close().await;
     if suspended {
         return;
     }
-
-    let end = match failure {
-        Some(f) => SourceEnd::Failed(f),
-        None => match exit {
-            Some(s) => match (s.code(), s.signal()) {
-                (Some(code), _) => SourceEnd::Exited(code),
-                (None, Some(sig)) => SourceEnd::Signaled(sig),
-                (None, None) => SourceEnd::Exited(0),
-            },
-            None => SourceEnd::Exited(0),
-        },
-    };
+    let now = Instant::now();
+    for stream in [Stream::Stdout, Stream::Stderr] {
+        if let Ok(step) = driver.end_stream(now, stream) {
+            driver.emit(step.emits).await;
+        }
+    }
+    // A decided stop (user, timeout, until…) wins over how the source ended.
+    let end = end.unwrap_or(SourceEnd::Exited(0));
     driver.finish(end).await;
-}
-
-async fn read_opt<R: tokio::io::AsyncRead + Unpin>(
-    r: &mut Option<R>,
-    buf: &mut [u8],
-) -> std::io::Result<usize> {
-    match r {
-        Some(r) => r.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
 }

@@ -172,6 +172,7 @@ struct Entry {
 
 struct Inner {
     config: RegistryConfig,
+    terminals: crate::terminal::Terminals,
     monitors: Mutex<HashMap<String, Entry>>,
     journal: mpsc::Sender<JournalEntry>,
     events: broadcast::Sender<Event>,
@@ -240,6 +241,10 @@ impl MonitorRegistry {
             .ok();
         MonitorRegistry {
             inner: Arc::new(Inner {
+                terminals: crate::terminal::Terminals::new(
+                    config.output_dir.clone(),
+                    config.launch.clone(),
+                ),
                 config,
                 monitors: Mutex::new(HashMap::new()),
                 journal: tx,
@@ -252,6 +257,11 @@ impl MonitorRegistry {
     /// The registry's configuration.
     pub fn config(&self) -> &RegistryConfig {
         &self.inner.config
+    }
+
+    /// The registry's terminals.
+    pub fn terminals(&self) -> &crate::terminal::Terminals {
+        &self.inner.terminals
     }
 
     /// Receives every event numbered from now on.
@@ -373,6 +383,7 @@ impl MonitorRegistry {
         launch.base_env = opts.base_env;
         launch.base_cwd = opts.base_cwd;
         let task = MonitorTask {
+            terminals: self.inner.terminals.clone(),
             spec,
             launch,
             rearm: opts.rearm,

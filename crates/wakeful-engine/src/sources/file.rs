@@ -1,0 +1,154 @@
+//! The file source: follow a file like `tail -F`.
+//!
+//! - It starts at the file's end (or waits for a file that does not exist yet).
+//! - The file's directory is watched with inotify (the `notify` crate); every
+//!   change wakes the follower, which then reads everything new. No polling.
+//! - Rotation (the path now names another file): the old file is read to its
+//!   end, then the new one from its start.
+//! - Truncation (the file got shorter than what was read): reading restarts at
+//!   the start. As with `tail -F`, a truncation immediately followed by more
+//!   bytes than the old size, before the follower looks, cannot be told from
+//!   an append.
+//! - Deletion: what was written before is still read; the follower then waits
+//!   for the file to appear again and reads it from its start.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use wakeful_core::machine::SourceEnd;
+use wakeful_core::Stream;
+
+use crate::monitor::{Input, InputSource};
+use crate::sources::command::READ_CHUNK;
+
+/// A `tail -F` follower; see the module docs.
+pub(crate) struct Follower {
+    path: PathBuf,
+    file: Option<File>,
+    /// (device, inode) of the open file.
+    identity: Option<(u64, u64)>,
+    offset: u64,
+    wake: mpsc::Receiver<()>,
+    _watcher: RecommendedWatcher,
+    buf: Vec<u8>,
+}
+
+impl Follower {
+    /// Starts following `path` (absolute) from its current end.
+    pub(crate) fn new(path: PathBuf) -> Result<Self, String> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .ok_or_else(|| format!("{} has no parent directory to watch", path.display()))?
+            .to_path_buf();
+        if !dir.is_dir() {
+            return Err(format!(
+                "directory {} does not exist; create it first (the file itself may appear later)",
+                dir.display()
+            ));
+        }
+        let (tx, wake) = mpsc::channel(1);
+        let mut watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
+            // A pending wake-up already covers this change.
+            let _ = tx.try_send(());
+        })
+        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        watcher
+            .watch(&dir, RecursiveMode::NonRecursive)
+            .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        let mut f = Follower {
+            path,
+            file: None,
+            identity: None,
+            offset: 0,
+            wake,
+            _watcher: watcher,
+            buf: vec![0; READ_CHUNK],
+        };
+        // Follow from the end of what is there now.
+        if let Ok(file) = File::open(&f.path) {
+            if let Ok(meta) = file.metadata() {
+                f.identity = Some((meta.dev(), meta.ino()));
+                f.offset = meta.len();
+            }
+            f.file = Some(file);
+        }
+        Ok(f)
+    }
+
+    /// Reads what is new, following rotation and truncation. `Ok(None)`:
+    /// nothing new now.
+    fn read_available(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(chunk) = self.read_open()? {
+                return Ok(Some(chunk));
+            }
+            // Nothing more in the open file: has the path moved on?
+            match std::fs::metadata(&self.path) {
+                Ok(meta) => {
+                    let id = (meta.dev(), meta.ino());
+                    if Some(id) != self.identity {
+                        // Rotated, or created (again): read the new file from
+                        // its start.
+                        match File::open(&self.path) {
+                            Ok(file) => {
+                                self.file = Some(file);
+                                self.identity = Some(id);
+                                self.offset = 0;
+                                continue;
+                            }
+                            Err(_) => return Ok(None),
+                        }
+                    }
+                    if meta.len() < self.offset {
+                        // Truncated in place.
+                        self.offset = 0;
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Err(_) => return Ok(None), // deleted or not there yet
+            }
+        }
+    }
+
+    fn read_open(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(self.offset))?;
+        let n = file.read(&mut self.buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.offset += n as u64;
+        Ok(Some(self.buf[..n].to_vec()))
+    }
+}
+
+impl InputSource for Follower {
+    async fn next(&mut self) -> Input {
+        loop {
+            match self.read_available() {
+                Ok(Some(chunk)) => return Input::Chunk(Stream::Stdout, chunk),
+                Ok(None) => {}
+                Err(e) => {
+                    return Input::End(SourceEnd::Failed(format!(
+                        "cannot read {}: {e}",
+                        self.path.display()
+                    )))
+                }
+            }
+            if self.wake.recv().await.is_none() {
+                return Input::End(SourceEnd::Failed(format!(
+                    "the watch on {} ended",
+                    self.path.display()
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The poll source: an edge-triggered watcher.
+//!
+//! The command runs every `every_ms` (measured from the end of one run to the
+//! start of the next), each run in a process group of its own. Its stdout is
+//! compared with the previous successful run's; only a difference (the first
+//! run counts as one) becomes an event, with the whole new output. A failing
+//! run (non-zero exit) is reported once per change from success to failure,
+//! with its exit code and the tail of its stderr; the next successful run is
+//! reported as a change. Content is compared, never timestamps, so an mtime
+//! change alone triggers nothing. Only what is reported goes to the output
+//! file.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use wakeful_core::{MonitorSpec, Stream};
+
+use crate::monitor::{Input, InputSource, Launch};
+use crate::process::{self, GroupGuard};
+use crate::sources::command::build_command;
+
+/// Most stdout bytes kept from one run (more is cut, and says so).
+const MAX_OUTPUT: usize = 1024 * 1024;
+/// Stderr lines reported with a failure.
+const STDERR_TAIL: usize = 20;
+
+/// A poll source; see the module docs.
+pub(crate) struct Poller {
+    spec: MonitorSpec,
+    command: String,
+    every: Duration,
+    launch: Launch,
+    id: String,
+    session: String,
+    next_run: tokio::time::Instant,
+    last_output: Option<Vec<u8>>,
+    failing: bool,
+    pending: VecDeque<Input>,
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Poller {
+    /// A poller whose first run is now.
+    pub(crate) fn new(
+        spec: MonitorSpec,
+        command: String,
+        every: Duration,
+        launch: Launch,
+        id: String,
+        session: String,
+    ) -> Self {
+        Poller {
+            spec,
+            command,
+            every,
+            launch,
+            id,
+            session,
+            next_run: tokio::time::Instant::now(),
+            last_output: None,
+            failing: false,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// One run. Dropping this future (a stop) kills the run's group.
+    async fn run_once(&self) -> std::io::Result<Run> {
+        let mut child = build_command(
+            &self.spec,
+            &self.command,
+            &self.launch,
+            &self.id,
+            &self.session,
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+        let pid = child.id().map(|p| p as i32).unwrap_or(0);
+        let mut guard = GroupGuard::new(pid);
+        let mut out = child.stdout.take();
+        let mut err = child.stderr.take();
+        let read_out = async {
+            let mut v = Vec::new();
+            if let Some(o) = out.as_mut() {
+                let _ = o.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut v).await;
+            }
+            v
+        };
+        let read_err = async {
+            let mut v = Vec::new();
+            if let Some(e) = err.as_mut() {
+                let _ = e.take(MAX_OUTPUT as u64).read_to_end(&mut v).await;
+            }
+            v
+        };
+        let (stdout, stderr, status) = tokio::join!(read_out, read_err, child.wait());
+        drop(out);
+        drop(err);
+        // Whatever the run left behind goes with it.
+        process::terminate_group(pid, self.launch.grace).await;
+        process::reap_group_zombies(pid, None);
+        guard.disarm();
+        let status = status?;
+        let mut stdout = stdout;
+        if stdout.len() > MAX_OUTPUT {
+            stdout.truncate(MAX_OUTPUT);
+            stdout.extend_from_slice(b"\n[output cut at 1 MiB]\n");
+        }
+        Ok(Run {
+            code: status.code(),
+            stdout,
+            stderr,
+        })
+    }
+
+    fn failure_report(&self, run: &Run) -> Vec<u8> {
+        let how = match run.code {
+            Some(c) => format!("exit code {c}"),
+            None => "a signal".to_string(),
+        };
+        let mut text = format!("[poll failed with {how}: {}]\n", self.command);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        for l in &lines[lines.len().saturating_sub(STDERR_TAIL)..] {
+            text.push_str("[stderr] ");
+            text.push_str(l);
+            text.push('\n');
+        }
+        text.into_bytes()
+    }
+}
+
+impl InputSource for Poller {
+    async fn next(&mut self) -> Input {
+        loop {
+            if let Some(input) = self.pending.pop_front() {
+                return input;
+            }
+            tokio::time::sleep_until(self.next_run).await;
+            let run = self.run_once().await;
+            self.next_run = tokio::time::Instant::now() + self.every;
+            let run = match run {
+                Ok(r) => r,
+                Err(e) => {
+                    return Input::End(wakeful_core::machine::SourceEnd::Failed(format!(
+                        "could not run the poll command: {e}"
+                    )))
+                }
+            };
+            if run.code == Some(0) {
+                let changed = self.failing || self.last_output.as_deref() != Some(&run.stdout[..]);
+                self.failing = false;
+                if changed {
+                    if !run.stdout.is_empty() {
+                        self.pending
+                            .push_back(Input::Chunk(Stream::Stdout, run.stdout.clone()));
+                    } else {
+                        self.pending.push_back(Input::Chunk(
+                            Stream::Stdout,
+                            b"[poll output is now empty]\n".to_vec(),
+                        ));
+                    }
+                    self.pending.push_back(Input::Flush(Stream::Stdout));
+                }
+                self.last_output = Some(run.stdout);
+            } else if !self.failing {
+                self.failing = true;
+                let report = self.failure_report(&run);
+                self.pending.push_back(Input::Chunk(Stream::Stdout, report));
+                self.pending.push_back(Input::Flush(Stream::Stdout));
+            }
+        }
+    }
+}

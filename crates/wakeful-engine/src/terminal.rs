@@ -1,0 +1,347 @@
+//! Terminals (SPEC §5): managed commands that outlive the monitors watching
+//! them.
+//!
+//! A terminal runs `sh -c COMMAND` in its own process group and writes its
+//! output file like a monitor does. Up to
+//! [`MAX_MONITORS_PER_TERMINAL`] monitors attach to it; each gets every chunk
+//! the command prints after it attached, through a bounded channel (a slow
+//! monitor slows the terminal's reading rather than losing output). Stopping a
+//! monitor only detaches it; [`Terminals::kill`] stops the command (SIGTERM to
+//! the group, grace, SIGKILL). When the command ends, every attached monitor
+//! ends with its exit status.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use chrono::Utc;
+use tokio::sync::{mpsc, watch};
+use wakeful_core::lines::{LineSplitter, Piece};
+use wakeful_core::machine::SourceEnd;
+use wakeful_core::terminal::{TerminalInfo, MAX_MONITORS_PER_TERMINAL};
+use wakeful_core::{MonitorSpec, MonitorState, MonitorStopReason, Stream};
+
+use crate::monitor::{Input, InputSource, Launch};
+use crate::output::OutputFile;
+use crate::process::{self, GroupGuard};
+use crate::sources::command::{build_command, read_opt, READ_CHUNK};
+
+/// Chunks buffered per attached monitor.
+const ATTACH_QUEUE: usize = 256;
+
+enum TermMsg {
+    Chunk(Stream, Vec<u8>),
+    End(SourceEnd),
+}
+
+struct TermEntry {
+    info: Arc<Mutex<TerminalInfo>>,
+    subscribers: Arc<Mutex<Vec<mpsc::Sender<TermMsg>>>>,
+    kill_tx: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+}
+
+/// The terminals of one registry.
+#[derive(Clone)]
+pub struct Terminals {
+    inner: Arc<Mutex<HashMap<String, TermEntry>>>,
+    output_dir: PathBuf,
+    launch: Launch,
+}
+
+/// Why a terminal request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    /// No such terminal.
+    #[error("terminal {0} not found; `wakeful terminal list` shows them")]
+    NotFound(String),
+    /// The command could not start.
+    #[error("could not start the terminal command: {0}")]
+    Spawn(String),
+    /// The output file could not be opened.
+    #[error("cannot open the terminal's output file {path}: {source}")]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Invalid command text or working directory.
+    #[error(transparent)]
+    Invalid(#[from] wakeful_core::ParamError),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Terminals {
+    pub(crate) fn new(output_dir: PathBuf, launch: Launch) -> Self {
+        Terminals {
+            inner: Arc::new(Mutex::new(HashMap::new())),
+            output_dir,
+            launch,
+        }
+    }
+
+    /// Starts `command` as a terminal of `session`, with the caller's
+    /// environment and working directory.
+    pub fn run(
+        &self,
+        session: &str,
+        command: &str,
+        base_env: Option<std::collections::BTreeMap<String, String>>,
+        base_cwd: Option<PathBuf>,
+    ) -> Result<TerminalInfo, TerminalError> {
+        let spec = MonitorSpec::command(command, "terminal");
+        spec.validate()?;
+        let id = crate::registry::new_id("term");
+        let output_path = self.output_dir.join(format!("{id}.log"));
+        let file = OutputFile::open(&output_path).map_err(|source| TerminalError::Output {
+            path: output_path.clone(),
+            source,
+        })?;
+        let mut launch = self.launch.clone();
+        launch.base_env = base_env;
+        launch.base_cwd = base_cwd;
+        let mut child = build_command(&spec, command, &launch, &id, session)
+            .spawn()
+            .map_err(|e| TerminalError::Spawn(e.to_string()))?;
+        let pid = child.id().map(|p| p as i32);
+        let info = TerminalInfo {
+            id: id.clone(),
+            session: session.to_string(),
+            command: command.to_string(),
+            state: MonitorState::Running,
+            exit: None,
+            started_at: Utc::now(),
+            ended_at: None,
+            output_path,
+            monitors: 0,
+            pid,
+        };
+        let shared = Arc::new(Mutex::new(info.clone()));
+        let subscribers = Arc::new(Mutex::new(Vec::new()));
+        let (kill_tx, kill_rx) = watch::channel(false);
+        let (done_tx, done_rx) = watch::channel(false);
+        lock(&self.inner).insert(
+            id,
+            TermEntry {
+                info: shared.clone(),
+                subscribers: subscribers.clone(),
+                kill_tx,
+                done: done_rx,
+            },
+        );
+        let out = child.stdout.take();
+        let err = child.stderr.take();
+        let grace = launch.grace;
+        let drain = launch.drain;
+        tokio::spawn(async move {
+            let end = pump(child, out, err, file, &subscribers, kill_rx, grace, drain).await;
+            {
+                let mut i = lock(&shared);
+                i.state = MonitorState::Ended;
+                i.ended_at = Some(Utc::now());
+                i.exit = match &end {
+                    SourceEnd::Exited(code) => Some(MonitorStopReason::ExitCode { code: *code }),
+                    SourceEnd::Signaled(signal) => {
+                        Some(MonitorStopReason::Signal { signal: *signal })
+                    }
+                    SourceEnd::Ended(r) => Some(r.clone()),
+                    SourceEnd::Failed(_) => None,
+                };
+            }
+            let subs: Vec<_> = lock(&subscribers).drain(..).collect();
+            for s in subs {
+                let _ = s.send(TermMsg::End(end.clone())).await;
+            }
+            let _ = done_tx.send(true);
+        });
+        Ok(info)
+    }
+
+    /// Every terminal, running first.
+    pub fn list(&self) -> Vec<TerminalInfo> {
+        let map = lock(&self.inner);
+        let mut v: Vec<TerminalInfo> = map
+            .values()
+            .map(|e| {
+                let mut i = lock(&e.info).clone();
+                i.monitors = lock(&e.subscribers)
+                    .iter()
+                    .filter(|s| !s.is_closed())
+                    .count();
+                i
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            (a.state != MonitorState::Running)
+                .cmp(&(b.state != MonitorState::Running))
+                .then(a.started_at.cmp(&b.started_at))
+        });
+        v
+    }
+
+    /// One terminal.
+    pub fn get(&self, id: &str) -> Option<TerminalInfo> {
+        self.list().into_iter().find(|t| t.id == id)
+    }
+
+    /// Stops the command (its whole group) and waits until it ended.
+    pub async fn kill(&self, id: &str) -> Result<TerminalInfo, TerminalError> {
+        let (mut done, kill_tx) = {
+            let map = lock(&self.inner);
+            let e = map
+                .get(id)
+                .ok_or_else(|| TerminalError::NotFound(id.to_string()))?;
+            (e.done.clone(), e.kill_tx.clone())
+        };
+        kill_tx.send_replace(true);
+        let _ = done.wait_for(|d| *d).await;
+        self.get(id)
+            .ok_or_else(|| TerminalError::NotFound(id.to_string()))
+    }
+
+    /// Kills every running terminal (the owner is shutting down).
+    pub async fn kill_all(&self) {
+        let ids: Vec<String> = self
+            .list()
+            .into_iter()
+            .filter(|t| t.state == MonitorState::Running)
+            .map(|t| t.id)
+            .collect();
+        for id in ids {
+            let _ = self.kill(&id).await;
+        }
+    }
+
+    /// Attaches a monitor; refuses a fifth one and ended terminals.
+    pub(crate) fn attach(&self, id: &str) -> Result<TerminalSource, String> {
+        let map = lock(&self.inner);
+        let e = map.get(id).ok_or_else(|| {
+            format!("terminal {id} not found; `wakeful terminal list` shows them")
+        })?;
+        if lock(&e.info).state != MonitorState::Running {
+            return Err(format!("terminal {id} has already ended"));
+        }
+        let mut subs = lock(&e.subscribers);
+        subs.retain(|s| !s.is_closed());
+        if subs.len() >= MAX_MONITORS_PER_TERMINAL {
+            return Err(format!(
+                "terminal {id} already has {MAX_MONITORS_PER_TERMINAL} monitors attached (the limit); stop one first"
+            ));
+        }
+        let (tx, rx) = mpsc::channel(ATTACH_QUEUE);
+        subs.push(tx);
+        Ok(TerminalSource { rx })
+    }
+
+    /// How many monitors are attached to `id` now.
+    pub fn attached(&self, id: &str) -> usize {
+        self.get(id).map_or(0, |t| t.monitors)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn pump(
+    mut child: tokio::process::Child,
+    mut out: Option<tokio::process::ChildStdout>,
+    mut err: Option<tokio::process::ChildStderr>,
+    mut file: OutputFile,
+    subscribers: &Mutex<Vec<mpsc::Sender<TermMsg>>>,
+    mut kill_rx: watch::Receiver<bool>,
+    grace: std::time::Duration,
+    drain: std::time::Duration,
+) -> SourceEnd {
+    let Some(pid) = child.id().map(|p| p as i32) else {
+        return SourceEnd::Failed("the terminal process vanished at start".into());
+    };
+    let mut guard = GroupGuard::new(pid);
+    let mut splitters = [LineSplitter::new(), LineSplitter::new()];
+    let mut obuf = vec![0u8; READ_CHUNK];
+    let mut ebuf = vec![0u8; READ_CHUNK];
+    let mut exit = None;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut killer: Option<tokio::task::JoinHandle<()>> = None;
+    loop {
+        if exit.is_some() && out.is_none() && err.is_none() {
+            break;
+        }
+        let (stream, chunk) = tokio::select! {
+            _ = kill_rx.wait_for(|k| *k), if killer.is_none() => {
+                killer = Some(tokio::spawn(process::terminate_group(pid, grace)));
+                continue;
+            }
+            r = read_opt(&mut out, &mut obuf), if out.is_some() => match r {
+                Ok(n) if n > 0 => (Stream::Stdout, obuf[..n].to_vec()),
+                _ => { out = None; (Stream::Stdout, Vec::new()) }
+            },
+            r = read_opt(&mut err, &mut ebuf), if err.is_some() => match r {
+                Ok(n) if n > 0 => (Stream::Stderr, ebuf[..n].to_vec()),
+                _ => { err = None; (Stream::Stderr, Vec::new()) }
+            },
+            status = child.wait(), if exit.is_none() => {
+                exit = Some(status);
+                drain_until = Some(tokio::time::Instant::now() + drain);
+                continue;
+            }
+            _ = crate::monitor::sleep_until_opt(drain_until), if drain_until.is_some() => break,
+        };
+        let s = &mut splitters[usize::from(stream == Stream::Stderr)];
+        let mut write = |p: Piece<'_>| {
+            let _ = file.write(stream, &p);
+        };
+        if chunk.is_empty() {
+            s.finish(&mut write);
+        } else {
+            s.push(&chunk, &mut write);
+        }
+        let _ = file.flush();
+        if chunk.is_empty() {
+            continue;
+        }
+        let subs: Vec<_> = lock(subscribers).iter().cloned().collect();
+        for sub in subs {
+            // A monitor that detached is simply skipped.
+            let _ = sub.send(TermMsg::Chunk(stream, chunk.clone())).await;
+        }
+    }
+    drop(out);
+    drop(err);
+    if let Some(k) = killer {
+        let _ = k.await;
+    }
+    process::terminate_group(pid, grace).await;
+    process::reap_group_zombies(pid, None);
+    guard.disarm();
+    let _ = Instant::now();
+    match exit {
+        Some(Ok(status)) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (status.code(), status.signal()) {
+                (Some(c), _) => SourceEnd::Exited(c),
+                (None, Some(s)) => SourceEnd::Signaled(s),
+                _ => SourceEnd::Exited(0),
+            }
+        }
+        Some(Err(e)) => SourceEnd::Failed(format!("waiting for the terminal command failed: {e}")),
+        None => SourceEnd::Exited(0),
+    }
+}
+
+/// An attached monitor's end of a terminal.
+pub(crate) struct TerminalSource {
+    rx: mpsc::Receiver<TermMsg>,
+}
+
+impl InputSource for TerminalSource {
+    async fn next(&mut self) -> Input {
+        match self.rx.recv().await {
+            Some(TermMsg::Chunk(stream, bytes)) => Input::Chunk(stream, bytes),
+            Some(TermMsg::End(end)) => Input::End(end),
+            None => Input::End(SourceEnd::Failed("the terminal is gone".into())),
+        }
+    }
+}
