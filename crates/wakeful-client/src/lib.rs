@@ -12,4 +12,4 @@ pub mod protocol;
 
 pub use client::{connect, connect_existing, ClientError, Connection};
 pub use paths::Paths;
-pub use protocol::{ErrorKind, Reply, Request, StartResult, Status, PROTOCOL_VERSION};
+pub use protocol::{ErrorKind, Reply, Request, RunResult, StartResult, Status, PROTOCOL_VERSION};

@@ -91,6 +91,46 @@ pub enum Request {
     },
     /// Stop the daemon. Reply: `ok`, then the daemon exits.
     Shutdown,
+    /// Start a terminal (SPEC §5), and with `until` a monitor attached to
+    /// it. Reply: `ok` with a [`RunResult`].
+    Run {
+        /// The owning session.
+        session: String,
+        /// The command (`sh -c`).
+        command: String,
+        /// The client's environment.
+        env: BTreeMap<String, String>,
+        /// The client's working directory.
+        cwd: PathBuf,
+        /// Attach a monitor that stops on this condition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<wakeful_core::Until>,
+        /// The attached monitor's description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// Terminals, running first. Reply: `ok` with an array of
+    /// [`wakeful_core::terminal::TerminalInfo`].
+    TerminalList {
+        /// Only this session's; `None` for all.
+        session: Option<String>,
+    },
+    /// One terminal. Reply: `ok` with its info, or error `not_found`.
+    TerminalGet {
+        /// The terminal id.
+        id: String,
+    },
+    /// Stop a terminal's command (its whole group). Reply: `ok` with its
+    /// info once it ended, or error `not_found`.
+    TerminalKill {
+        /// The terminal id.
+        id: String,
+    },
+    /// Wait until a terminal's command ended. Reply: `ok` with its info.
+    TerminalWait {
+        /// The terminal id.
+        id: String,
+    },
 }
 
 /// What travels on the wire: a request with the protocol version.
@@ -199,6 +239,20 @@ pub struct StartResult {
     /// Every event of this monitor that a watcher has not seen yet has a
     /// greater seq (its `started` event, for a new monitor).
     pub after_seq: u64,
+}
+
+/// Result of [`Request::Run`] (`run --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The terminal id (`term-…`).
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// Its output file.
+    pub output_path: PathBuf,
+    /// The monitor attached with `until`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor_id: Option<String>,
 }
 
 /// Result of [`Request::Get`]/[`Request::List`] entries.

@@ -59,6 +59,8 @@ pub enum JournalEntry {
         /// The last acknowledged seq.
         seq: u64,
     },
+    /// A terminal started or ended (insert or replace its row).
+    Terminal(crate::terminal::TerminalInfo),
     /// Called once every entry sent before it has been appended.
     Barrier(Box<dyn FnOnce() + Send>),
 }
@@ -79,6 +81,7 @@ impl fmt::Debug for JournalEntry {
                 consumer,
                 seq,
             } => write!(f, "Ack({session}, {consumer}, {seq})"),
+            JournalEntry::Terminal(t) => write!(f, "Terminal({})", t.id),
             JournalEntry::Barrier(_) => f.write_str("Barrier"),
         }
     }

@@ -90,6 +90,12 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         tracing::warn!("cannot become child subreaper: {e}");
     }
 
+    let net = wakeful_engine::NetPolicy::new(&config.network.allow).map_err(|e| {
+        config::ConfigError::Invalid {
+            path: paths.config_file.display().to_string(),
+            message: e.to_string(),
+        }
+    })?;
     let (mut writer, reader) = wakeful_store::open(&paths.database())?;
     let to_rearm = recover(&mut writer, &reader)?;
     let latest = reader.latest_seq()?;
@@ -102,6 +108,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             launch: Launch {
                 grace: Duration::from_millis(config.monitors.grace_ms),
                 die_with_parent: true,
+                net,
                 ..Launch::default()
             },
             subscriber_capacity: 1024,
@@ -147,6 +154,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
     // others end with `daemon_stopped`.
     registry.suspend_where(|i| i.persistent).await;
     registry.shutdown(MonitorStopReason::DaemonStopped).await;
+    registry.terminals().kill_all().await;
     registry.sync().await;
     let _ = std::fs::remove_file(&socket);
     served.map_err(io("accepting connections"))?;
@@ -188,6 +196,17 @@ fn recover(
                 last_lines: vec![],
             },
         }));
+    }
+    for mut t in reader.terminals()? {
+        if t.state != wakeful_core::MonitorState::Running {
+            continue;
+        }
+        recovery::kill_leftovers(&t.id, t.pid, None);
+        t.state = wakeful_core::MonitorState::Ended;
+        t.exit = Some(MonitorStopReason::DaemonStopped);
+        t.ended_at = Some(Utc::now());
+        t.monitors = 0;
+        batch.push(JournalEntry::Terminal(t));
     }
     if !batch.is_empty() {
         writer.append(&mut batch)?;

@@ -12,10 +12,13 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
-use wakeful_client::protocol::{Envelope, ErrorKind, Reply, Request, StartResult, Status};
+use wakeful_client::protocol::{
+    Envelope, ErrorKind, Reply, Request, RunResult, StartResult, Status,
+};
 use wakeful_client::{Paths, PROTOCOL_VERSION};
 use wakeful_core::journal::JournalEntry;
-use wakeful_core::{Event, MonitorInfo};
+use wakeful_core::terminal::TerminalInfo;
+use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 use wakeful_engine::{MonitorRegistry, StartError, StartOptions};
 use wakeful_store::StoreReader;
 
@@ -243,12 +246,152 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             conn.ok(json!({ "session": session, "stopped": stopped }))
                 .await
         }
+        Request::Run {
+            session,
+            command,
+            env,
+            cwd,
+            until,
+            description,
+        } => run_terminal(conn, state, session, command, env, cwd, until, description).await,
+        Request::TerminalList { session } => {
+            let list = terminals(state)
+                .into_iter()
+                .filter(|t| session.as_ref().is_none_or(|s| &t.session == s))
+                .collect::<Vec<_>>();
+            conn.ok(value(&list)).await
+        }
+        Request::TerminalGet { id } => match terminals(state).into_iter().find(|t| t.id == id) {
+            Some(t) => conn.ok(value(&t)).await,
+            None => terminal_not_found(conn, &id).await,
+        },
+        Request::TerminalKill { id } => match state.registry.terminals().kill(&id).await {
+            Ok(t) => {
+                state.registry.sync().await;
+                conn.ok(value(&t)).await
+            }
+            Err(_) => terminal_not_found(conn, &id).await,
+        },
+        Request::TerminalWait { id } => match state.registry.terminals().wait(&id).await {
+            Ok(t) => conn.ok(value(&t)).await,
+            Err(_) => match terminals(state).into_iter().find(|t| t.id == id) {
+                Some(t) => conn.ok(value(&t)).await,
+                None => terminal_not_found(conn, &id).await,
+            },
+        },
         Request::Shutdown => {
             conn.ok(json!({ "pid": std::process::id() })).await?;
             state.shutdown.send_replace(true);
             Ok(())
         }
     }
+}
+
+/// Live terminals, then those the store remembers from earlier daemons
+/// (ended within the last hour).
+fn terminals(state: &State) -> Vec<TerminalInfo> {
+    let mut list = state.registry.terminals().list();
+    let cutoff = chrono::Utc::now() - chrono::Duration::hours(1);
+    if let Ok(stored) = state.reader.terminals() {
+        for t in stored {
+            let recent = t.ended_at.is_some_and(|e| e >= cutoff);
+            if recent && !list.iter().any(|l| l.id == t.id) {
+                list.push(t);
+            }
+        }
+    }
+    list
+}
+
+async fn terminal_not_found(conn: &mut Conn, id: &str) -> std::io::Result<()> {
+    conn.error(
+        ErrorKind::NotFound,
+        format!("terminal {id} not found; `wakeful terminal list` shows them"),
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_terminal(
+    conn: &mut Conn,
+    state: &State,
+    session: String,
+    command: String,
+    env: std::collections::BTreeMap<String, String>,
+    cwd: std::path::PathBuf,
+    until: Option<wakeful_core::Until>,
+    description: Option<String>,
+) -> std::io::Result<()> {
+    // Check the monitor's parameters before starting anything.
+    let monitor_spec = until.map(|until| {
+        let mut spec =
+            MonitorSpec::command(command.clone(), description.clone().unwrap_or_default());
+        if spec.description.is_empty() {
+            spec.description = spec.source.default_description();
+        }
+        spec.until = Some(until);
+        spec
+    });
+    if let Some(spec) = &monitor_spec {
+        if let Err(e) = spec.validate() {
+            return conn.error(ErrorKind::Invalid, e.to_string()).await;
+        }
+    }
+    if !cwd.is_dir() {
+        return conn
+            .error(
+                ErrorKind::Invalid,
+                format!("working directory {} does not exist", cwd.display()),
+            )
+            .await;
+    }
+    // With a monitor to attach, hold the output back until it is attached,
+    // so that it sees every line.
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel();
+    let gate = monitor_spec.as_ref().map(|_| gate_rx);
+    let term = match state
+        .registry
+        .terminals()
+        .run_gated(
+            &session,
+            &command,
+            Some(env.clone()),
+            Some(cwd.clone()),
+            gate,
+        )
+        .await
+    {
+        Ok(t) => t,
+        Err(e) => return conn.error(ErrorKind::Invalid, e.to_string()).await,
+    };
+    let mut monitor_id = None;
+    if let Some(mut spec) = monitor_spec {
+        spec.source = wakeful_core::Source::Terminal {
+            terminal_id: term.id.clone(),
+        };
+        let opts = StartOptions {
+            session: Some(session.clone()),
+            base_env: Some(env),
+            base_cwd: Some(cwd),
+            ..StartOptions::default()
+        };
+        let started = state.registry.start_with(spec, opts).await;
+        let _ = gate_tx.send(());
+        match started {
+            Ok(s) => monitor_id = Some(s.info.id),
+            Err(e) => {
+                let _ = state.registry.terminals().kill(&term.id).await;
+                return conn.error(start_error(&e), e.to_string()).await;
+            }
+        }
+    }
+    let result = RunResult {
+        id: term.id,
+        session,
+        output_path: term.output_path,
+        monitor_id,
+    };
+    conn.ok(value(&result)).await
 }
 
 fn find(state: &State, id: &str) -> Option<MonitorInfo> {

@@ -73,6 +73,9 @@ pub enum Control {
 
 /// Everything a monitor task needs.
 pub(crate) struct MonitorTask {
+    /// Told once the source is set up and the first event is sent (or the
+    /// monitor failed); dropping it says the same.
+    pub ready: tokio::sync::oneshot::Sender<()>,
     pub terminals: crate::terminal::Terminals,
     pub spec: MonitorSpec,
     pub launch: Launch,
@@ -235,6 +238,7 @@ pub(crate) fn merge(into: &mut Step, from: Step) {
 /// exactly one `stopped` or `failed` event.
 pub(crate) async fn run(task: MonitorTask) {
     let MonitorTask {
+        ready,
         terminals,
         spec,
         launch,
@@ -328,6 +332,7 @@ pub(crate) async fn run(task: MonitorTask) {
         driver.machine.started(&spec.source.summary())
     };
     driver.emit(vec![first]).await;
+    let _ = ready.send(());
     // A stop requested before the source even started.
     let early = stop_rx.borrow().clone();
     match early {

@@ -244,6 +244,7 @@ impl MonitorRegistry {
                 terminals: crate::terminal::Terminals::new(
                     config.output_dir.clone(),
                     config.launch.clone(),
+                    tx.clone(),
                 ),
                 config,
                 monitors: Mutex::new(HashMap::new()),
@@ -382,7 +383,9 @@ impl MonitorRegistry {
         let mut launch = self.inner.config.launch.clone();
         launch.base_env = opts.base_env;
         launch.base_cwd = opts.base_cwd;
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let task = MonitorTask {
+            ready: ready_tx,
             terminals: self.inner.terminals.clone(),
             spec,
             launch,
@@ -395,6 +398,9 @@ impl MonitorRegistry {
             monitor::run(task).await;
             let _ = done_tx.send(true);
         });
+        // Return once the source is watched: a line written after `start`
+        // returns is seen. (An error or a failure drops the sender.)
+        let _ = ready_rx.await;
         Ok(Started {
             info,
             already_running: false,

@@ -13,10 +13,10 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
 use chrono::Utc;
 use tokio::sync::{mpsc, watch};
+use wakeful_core::journal::JournalEntry;
 use wakeful_core::lines::{LineSplitter, Piece};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::terminal::{TerminalInfo, MAX_MONITORS_PER_TERMINAL};
@@ -48,6 +48,7 @@ pub struct Terminals {
     inner: Arc<Mutex<HashMap<String, TermEntry>>>,
     output_dir: PathBuf,
     launch: Launch,
+    journal: mpsc::Sender<JournalEntry>,
 }
 
 /// Why a terminal request failed.
@@ -77,22 +78,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Terminals {
-    pub(crate) fn new(output_dir: PathBuf, launch: Launch) -> Self {
+    pub(crate) fn new(
+        output_dir: PathBuf,
+        launch: Launch,
+        journal: mpsc::Sender<JournalEntry>,
+    ) -> Self {
         Terminals {
             inner: Arc::new(Mutex::new(HashMap::new())),
             output_dir,
             launch,
+            journal,
         }
     }
 
     /// Starts `command` as a terminal of `session`, with the caller's
     /// environment and working directory.
-    pub fn run(
+    pub async fn run(
         &self,
         session: &str,
         command: &str,
         base_env: Option<std::collections::BTreeMap<String, String>>,
         base_cwd: Option<PathBuf>,
+    ) -> Result<TerminalInfo, TerminalError> {
+        self.run_gated(session, command, base_env, base_cwd, None)
+            .await
+    }
+
+    /// Like [`Terminals::run`]; the command's output is not read (it waits
+    /// in the pipe) until `gate` fires or is dropped, so that monitors
+    /// attached in between see it from its first byte.
+    pub async fn run_gated(
+        &self,
+        session: &str,
+        command: &str,
+        base_env: Option<std::collections::BTreeMap<String, String>>,
+        base_cwd: Option<PathBuf>,
+        gate: Option<tokio::sync::oneshot::Receiver<()>>,
     ) -> Result<TerminalInfo, TerminalError> {
         let spec = MonitorSpec::command(command, "terminal");
         spec.validate()?;
@@ -138,7 +159,12 @@ impl Terminals {
         let err = child.stderr.take();
         let grace = launch.grace;
         let drain = launch.drain;
+        let journal = self.journal.clone();
+        let _ = journal.send(JournalEntry::Terminal(info.clone())).await;
         tokio::spawn(async move {
+            if let Some(gate) = gate {
+                let _ = gate.await;
+            }
             let end = pump(child, out, err, file, &subscribers, kill_rx, grace, drain).await;
             {
                 let mut i = lock(&shared);
@@ -153,6 +179,8 @@ impl Terminals {
                     SourceEnd::Failed(_) => None,
                 };
             }
+            let ended = lock(&shared).clone();
+            let _ = journal.send(JournalEntry::Terminal(ended)).await;
             let subs: Vec<_> = lock(&subscribers).drain(..).collect();
             for s in subs {
                 let _ = s.send(TermMsg::End(end.clone())).await;
@@ -199,6 +227,20 @@ impl Terminals {
             (e.done.clone(), e.kill_tx.clone())
         };
         kill_tx.send_replace(true);
+        let _ = done.wait_for(|d| *d).await;
+        self.get(id)
+            .ok_or_else(|| TerminalError::NotFound(id.to_string()))
+    }
+
+    /// Waits until terminal `id` ended.
+    pub async fn wait(&self, id: &str) -> Result<TerminalInfo, TerminalError> {
+        let mut done = {
+            let map = lock(&self.inner);
+            map.get(id)
+                .ok_or_else(|| TerminalError::NotFound(id.to_string()))?
+                .done
+                .clone()
+        };
         let _ = done.wait_for(|d| *d).await;
         self.get(id)
             .ok_or_else(|| TerminalError::NotFound(id.to_string()))
@@ -316,7 +358,6 @@ async fn pump(
     process::terminate_group(pid, grace).await;
     process::reap_group_zombies(pid, None);
     guard.disarm();
-    let _ = Instant::now();
     match exit {
         Some(Ok(status)) => {
             use std::os::unix::process::ExitStatusExt;

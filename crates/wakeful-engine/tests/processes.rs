@@ -208,21 +208,10 @@ async fn instant_dump_of_5000_lines_is_accounted_exactly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn million_line_flood_is_accounted_exactly_in_bounded_memory() {
-    let rss_before = rss_kib();
+async fn million_line_flood_is_accounted_exactly() {
+    // Memory is measured on the daemon, a process of its own, in
+    // crates/wakeful-cli/tests/daemon.rs (tests here share one process).
     flood(1_000_000).await;
-    let grown = rss_kib().saturating_sub(rss_before);
-    // 1,000,000 lines are ~6.9 MB of text; the engine must not hold them.
-    assert!(grown < 40_000, "RSS grew by {grown} KiB");
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap()
 }
 
 async fn flood(n: u64) {
@@ -290,8 +279,21 @@ async fn nonzero_exit_reports_code_and_last_lines() {
         EventBody::MonitorStopped { reason, last_lines } => {
             assert_eq!(reason, &MonitorStopReason::ExitCode { code: 7 });
             assert_eq!(last_lines.len(), 20);
-            assert_eq!(last_lines.first().unwrap(), "line7");
-            assert_eq!(last_lines.last().unwrap(), "[stderr] boom");
+            // stdout and stderr are two pipes: where the stderr line lands
+            // among the stdout lines depends on which pipe was read first.
+            assert!(
+                last_lines.contains(&"[stderr] boom".to_string()),
+                "{last_lines:?}"
+            );
+            let stdout: Vec<&String> = last_lines
+                .iter()
+                .filter(|l| l.starts_with("line"))
+                .collect();
+            assert_eq!(stdout.last().unwrap().as_str(), "line25");
+            assert!(stdout.windows(2).all(|w| {
+                let n = |s: &str| s[4..].parse::<u32>().unwrap();
+                n(w[1]) == n(w[0]) + 1
+            }));
         }
         other => panic!("{other:?}"),
     }
@@ -435,7 +437,13 @@ async fn no_leaked_fds_and_no_zombies() {
         "fds {before} -> {}",
         fds()
     );
-    assert_eq!(own_zombie_children(), 0);
+    // Other tests of this process may have a child that just exited and is
+    // about to be reaped: wait for none to be left.
+    assert!(
+        eventually(Duration::from_secs(5), || own_zombie_children() == 0).await,
+        "zombie children: {}",
+        own_zombie_children()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -439,6 +439,7 @@ async fn terminal_with_two_monitors_one_stopped_then_killed() {
             None,
             None,
         )
+        .await
         .unwrap();
     // Attach once the command is up, so both monitors see the same lines.
     tokio::time::timeout(Duration::from_secs(10), async {

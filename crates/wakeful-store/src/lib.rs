@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use wakeful_core::journal::{Journal, JournalEntry, JournalError};
+use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorState};
 
 const SCHEMA: &str = "
@@ -53,6 +54,12 @@ CREATE TABLE IF NOT EXISTS cursors (
     consumer TEXT NOT NULL,
     seq      INTEGER NOT NULL,
     PRIMARY KEY (session, consumer)
+);
+CREATE TABLE IF NOT EXISTS terminals (
+    id      TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    info    TEXT NOT NULL,
+    running INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
@@ -229,6 +236,12 @@ impl StoreWriter {
                             params![session, consumer, *seq as i64],
                         )?;
                     }
+                    JournalEntry::Terminal(t) => {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO terminals(id, session, info, running) VALUES (?1, ?2, ?3, ?4)",
+                            params![t.id, t.session, to_json(t)?, t.state == MonitorState::Running],
+                        )?;
+                    }
                     JournalEntry::Barrier(_) => {}
                 }
             }
@@ -360,6 +373,18 @@ impl StoreReader {
             .optional()
         })
         .map(|v| v.unwrap_or(0) as u64)
+    }
+
+    /// Every terminal the store knows, running or not.
+    pub fn terminals(&self) -> Result<Vec<TerminalInfo>, StoreError> {
+        let rows: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare_cached("SELECT info FROM terminals")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect()
+        })?;
+        rows.iter()
+            .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("terminal: {e}"))))
+            .collect()
     }
 
     /// Monitors whose row says they were running.
