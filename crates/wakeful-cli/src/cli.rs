@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::monitor_args::MonitorArgs;
+use crate::monitor_args::{MonitorArgs, SourceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,15 +26,17 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Start a command monitor in the daemon; print its id.
+    /// Start a monitor in the daemon (a command, or --ws, --file, --every, --terminal); print its id.
     #[command(
-        after_help = "Examples:\n  wakeful start -d 'build' --until exit -- make -j8\n  wakeful start -d 'test failures' --filter 'FAIL|panicked' --timeout-ms 900000 -- cargo test\n  wakeful start -d 'dev server' --key devserver --persistent -- npm run dev\n  wakeful start --json -d 'log errors' --filter 'ERROR' -- tail -F /var/log/app.log"
+        after_help = "Examples:\n  wakeful start -d 'build' --until exit -- make -j8\n  wakeful start -d 'test failures' --filter 'FAIL|panicked' --timeout-ms 900000 -- cargo test\n  wakeful start -d 'dev server' --key devserver --persistent -- npm run dev\n  wakeful start -d 'api errors' --filter 'ERROR|panic' --file /var/log/api.log\n  wakeful start -d 'deploy status' --every 30000 -- curl -fsS https://example.com/status\n  wakeful start -d 'ticker' --ws wss://example.com/feed --protocol v1\n  wakeful start -d 'build done' --terminal term-abc --until exit"
     )]
     Start {
         #[command(flatten)]
         monitor: MonitorArgs,
-        /// The shell command (run with `sh -c`).
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The shell command (run with `sh -c`); not with --ws, --file, --terminal.
+        #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Start a monitor (or re-attach to the one holding --key) and print its
@@ -45,10 +47,43 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         monitor: MonitorArgs,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The shell command (run with `sh -c`); not with --ws, --file, --terminal.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Start a managed command (a terminal); print its id at once. With
+    /// --until, also attach a monitor that wakes the session once.
+    #[command(
+        after_help = "Examples:\n  wakeful run --until exit -- make release-check   # one wake, with the exit code and last lines\n  wakeful run -- npm run dev                        # then: wakeful start --terminal term-… --filter error\n  wakeful run --until 'match:listening on' -- ./server"
+    )]
+    Run {
+        /// Attach a monitor that stops on `exit`, `match:REGEX` or `after:MS`.
+        #[arg(long, value_name = "exit|match:RE|after:MS")]
+        until: Option<wakeful_core::Until>,
+        /// The attached monitor's description (default: the command).
+        #[arg(long, short = 'd')]
+        description: Option<String>,
         /// The shell command (run with `sh -c`).
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Check a Claude Code plugin's monitors (a plugin directory or a
+    /// monitors.json file): errors exit 2, warnings alone exit 0.
+    #[command(
+        after_help = "Checks what `claude plugin validate` skips: monitors.json's strict schema, `when`, unique names, paths, ${user_config.*}, and lints for monitors that go silently deaf (unbuffered grep/sed/awk in pipelines, head -n/grep -m one-shots, tail -f, success-only filters, mtime triggers, unquoted ${CLAUDE_PLUGIN_ROOT}, trailing &, skill names without the plugin namespace).\n\nExamples:\n  wakeful validate ./my-plugin\n  wakeful validate --json ./my-plugin/monitors/monitors.json"
+    )]
+    Validate {
+        /// A plugin directory or a monitors.json file.
+        path: std::path::PathBuf,
+    },
+    /// Run a Claude Code plugin's monitors for any agent.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+    /// Terminals started with `wakeful run`.
+    #[command(subcommand)]
+    Terminal(TerminalCommand),
     /// List monitors: active first, then those that ended in the last hour.
     #[command(after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json")]
     List {
@@ -120,6 +155,67 @@ pub enum Command {
         after_help = "Examples:\n  wakeful daemon               # start it in the background if it is not running\n  wakeful daemon --foreground  # run it in this terminal\n  wakeful daemon stop"
     )]
     Daemon(DaemonArgs),
+    /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
+    #[command(
+        after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"
+    )]
+    Mcp,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Start the plugin's `when: "always"` monitors as persistent monitors
+    /// (idempotent: keyed by plugin and monitor name).
+    #[command(
+        after_help = "The command gets CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA (a data directory under the state directory) and CLAUDE_PROJECT_DIR (the current directory) as environment variables, expanded by the shell; nothing is spliced into the command text.\n\nExample:\n  wakeful plugin start ~/.claude/plugins/my-plugin"
+    )]
+    Start {
+        /// The plugin directory.
+        dir: std::path::PathBuf,
+    },
+    /// Start the plugin's `on-skill-invoke:SKILL` monitors (SKILL or PLUGIN:SKILL).
+    #[command(after_help = "Example:\n  wakeful plugin skill ./my-plugin my-plugin:debug")]
+    Skill {
+        /// The plugin directory.
+        dir: std::path::PathBuf,
+        /// The skill, as `SKILL` or `<plugin>:SKILL`.
+        skill: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TerminalCommand {
+    /// List terminals: running first.
+    #[command(after_help = "Example:\n  wakeful terminal list --json")]
+    List {
+        /// Every session's terminals.
+        #[arg(long)]
+        all_sessions: bool,
+    },
+    /// Stop a terminal's command (its whole process group); its monitors end
+    /// with its status.
+    #[command(after_help = "Example:\n  wakeful terminal kill term-4k2x9q0abc")]
+    Kill {
+        /// The terminal id.
+        id: String,
+    },
+    /// Print a terminal's output file.
+    #[command(
+        after_help = "Examples:\n  wakeful terminal output term-4k2x9q0abc --from-line 10\n  wakeful terminal output term-4k2x9q0abc --follow"
+    )]
+    Output {
+        /// The terminal id.
+        id: String,
+        /// First line to print (1-based).
+        #[arg(long, value_name = "A")]
+        from_line: Option<u64>,
+        /// Last line to print.
+        #[arg(long, value_name = "B")]
+        to_line: Option<u64>,
+        /// Keep printing new lines until the command ends.
+        #[arg(long)]
+        follow: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,11 +4,14 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::json;
-use wakeful_client::protocol::{Reply, Request, StartResult, Status};
+use wakeful_client::protocol::{Reply, Request, RunResult, StartResult, Status};
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
-use wakeful_core::{Event, MonitorInfo, MonitorSpec, Source};
+use wakeful_core::terminal::TerminalInfo;
+use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 
-use crate::cli::{Cli, Command, DaemonAction, DaemonArgs, SessionCommand};
+use crate::cli::{
+    Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
+};
 use crate::{exit, render, Failure};
 
 /// Runs the parsed command line; returns the exit code.
@@ -18,14 +21,62 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = Paths::from_env().map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     let json = cli.json;
     match cli.command {
-        Command::Start { monitor, command } => {
-            let spec = monitor.to_spec(command_source(command));
-            start(&paths, session, spec, json).await
+        Command::Start {
+            monitor,
+            source,
+            command,
+        } => {
+            let source = source
+                .to_source(command)
+                .map_err(|e| Failure::new(exit::USAGE, e))?;
+            start(&paths, session, monitor.to_spec(source), json).await
         }
-        Command::Watch { monitor, command } => {
-            let spec = monitor.to_spec(command_source(command));
-            watch(&paths, session, spec, json).await
+        Command::Watch {
+            monitor,
+            source,
+            command,
+        } => {
+            let source = source
+                .to_source(command)
+                .map_err(|e| Failure::new(exit::USAGE, e))?;
+            watch(&paths, session, monitor.to_spec(source), json).await
         }
+        Command::Run {
+            until,
+            description,
+            command,
+        } => run_terminal(&paths, session, until, description, command.join(" "), json).await,
+        Command::Validate { path } => crate::plugin_cmd::validate(&path, json),
+        Command::Plugin(PluginCommand::Start { dir }) => {
+            crate::plugin_cmd::start(
+                &paths,
+                session,
+                &dir,
+                crate::plugin_cmd::Which::Always,
+                json,
+            )
+            .await
+        }
+        Command::Plugin(PluginCommand::Skill { dir, skill }) => {
+            crate::plugin_cmd::start(
+                &paths,
+                session,
+                &dir,
+                crate::plugin_cmd::Which::Skill(skill),
+                json,
+            )
+            .await
+        }
+        Command::Terminal(TerminalCommand::List { all_sessions }) => {
+            terminal_list(&paths, (!all_sessions).then_some(session), json).await
+        }
+        Command::Terminal(TerminalCommand::Kill { id }) => terminal_kill(&paths, id, json).await,
+        Command::Terminal(TerminalCommand::Output {
+            id,
+            from_line,
+            to_line,
+            follow,
+        }) => crate::output::terminal_output(&paths, id, from_line, to_line, follow).await,
         Command::List { all_sessions } => {
             list(&paths, (!all_sessions).then_some(session), json).await
         }
@@ -47,12 +98,10 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Status => status(&paths, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
-    }
-}
-
-fn command_source(words: Vec<String>) -> Source {
-    Source::Command {
-        command: words.join(" "),
+        Command::Mcp => wakeful_mcp::serve_stdio(paths, session)
+            .await
+            .map(|()| 0)
+            .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
     }
 }
 
@@ -396,4 +445,68 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
         },
         None => status(&paths, json).await,
     }
+}
+
+async fn run_terminal(
+    paths: &Paths,
+    session: String,
+    until: Option<wakeful_core::Until>,
+    description: Option<String>,
+    command: String,
+    json: bool,
+) -> Result<u8, Failure> {
+    if command.trim().is_empty() {
+        return Err(Failure::new(
+            exit::USAGE,
+            "give the command to run after `--`",
+        ));
+    }
+    let cwd = std::env::current_dir()?;
+    let mut conn = connect(paths).await?;
+    let r: RunResult = conn
+        .call_as(Request::Run {
+            session,
+            command,
+            env: client_env(),
+            cwd,
+            until,
+            description,
+        })
+        .await?;
+    if json {
+        print_json(&r)?;
+    } else {
+        match &r.monitor_id {
+            Some(m) => println!("{} (monitor {m})", r.id),
+            None => println!("{}", r.id),
+        }
+    }
+    Ok(0)
+}
+
+async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let list: Vec<TerminalInfo> = conn.call_as(Request::TerminalList { session }).await?;
+    if json {
+        print_json(&list)?;
+        return Ok(0);
+    }
+    if list.is_empty() {
+        println!("no terminals");
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    render::terminal_table(&mut out, &list)?;
+    Ok(0)
+}
+
+async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let t: TerminalInfo = conn.call_as(Request::TerminalKill { id }).await?;
+    if json {
+        print_json(&t)?;
+    } else {
+        println!("killed {}", t.id);
+    }
+    Ok(0)
 }

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod monitor_args;
 mod output;
+mod plugin_cmd;
 mod render;
 
 use std::process::ExitCode;

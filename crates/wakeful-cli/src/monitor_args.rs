@@ -61,12 +61,10 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 impl MonitorArgs {
     /// The spec for `source`.
     pub fn to_spec(&self, source: Source) -> MonitorSpec {
-        let description = self.description.clone().unwrap_or_else(|| {
-            let summary = match &source {
-                Source::Command { command } => command.clone(),
-            };
-            summary.chars().take(200).collect()
-        });
+        let description = self
+            .description
+            .clone()
+            .unwrap_or_else(|| source.default_description());
         MonitorSpec {
             source,
             description,
@@ -82,5 +80,73 @@ impl MonitorArgs {
             cwd: self.cwd.clone(),
             env: self.env.iter().cloned().collect::<BTreeMap<_, _>>(),
         }
+    }
+}
+
+/// Which source a monitor watches: a command (the default), or one of these.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// Watch a WebSocket (ws:// or wss://): each text frame is a line.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["file", "every", "terminal"])]
+    pub ws: Option<String>,
+    /// A WebSocket subprotocol to offer; repeat for more.
+    #[arg(long = "protocol", value_name = "P", requires = "ws")]
+    pub protocols: Vec<String>,
+    /// Follow a file like `tail -F`: from its end, across rotation,
+    /// truncation and late creation.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["every", "terminal"])]
+    pub file: Option<PathBuf>,
+    /// Run COMMAND every MS milliseconds (≥ 1000); its output becomes an
+    /// event only when it differs from the previous run's.
+    #[arg(long, value_name = "MS", conflicts_with = "terminal")]
+    pub every: Option<u64>,
+    /// Attach to a terminal started with `wakeful run` (at most 4 monitors
+    /// per terminal; stopping the monitor leaves the command running).
+    #[arg(long, value_name = "ID")]
+    pub terminal: Option<String>,
+}
+
+impl SourceArgs {
+    /// The source these flags and the trailing command words name.
+    pub fn to_source(&self, command: Vec<String>) -> Result<Source, String> {
+        let command = command.join(" ");
+        let no_command = |flag: &str| {
+            if command.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{flag} takes no command; remove the words after `--`"
+                ))
+            }
+        };
+        if let Some(url) = &self.ws {
+            no_command("--ws")?;
+            return Ok(Source::Ws {
+                url: url.clone(),
+                protocols: self.protocols.clone(),
+            });
+        }
+        if let Some(path) = &self.file {
+            no_command("--file")?;
+            let path = std::env::current_dir()
+                .map(|cwd| cwd.join(path))
+                .unwrap_or_else(|_| path.clone());
+            return Ok(Source::File { path });
+        }
+        if let Some(terminal_id) = &self.terminal {
+            no_command("--terminal")?;
+            return Ok(Source::Terminal {
+                terminal_id: terminal_id.clone(),
+            });
+        }
+        if command.trim().is_empty() {
+            return Err(
+                "give the command to watch after `--` (or --ws, --file, --terminal)".into(),
+            );
+        }
+        Ok(match self.every {
+            Some(every_ms) => Source::Poll { command, every_ms },
+            None => Source::Command { command },
+        })
     }
 }

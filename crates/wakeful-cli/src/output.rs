@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use notify::{RecursiveMode, Watcher};
 use wakeful_client::protocol::{Reply, Request};
 use wakeful_client::{connect, Paths};
+use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
 
 use crate::{exit, Failure};
@@ -45,6 +46,78 @@ fn print_range(
     }
 }
 
+fn check_range(from: Option<u64>, to: Option<u64>) -> Result<(u64, u64), Failure> {
+    let from = from.unwrap_or(1);
+    let to = to.unwrap_or(u64::MAX);
+    if from == 0 || to < from {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("invalid line range {from}..{to}: lines are numbered from 1 and --to-line must not be below --from-line"),
+        ));
+    }
+    Ok((from, to))
+}
+
+/// Prints lines `from..=to` of `path`; with `follow`, keeps printing new
+/// lines (woken by inotify) until `end` completes, then prints what is left.
+async fn print_file(
+    path: &std::path::Path,
+    from: u64,
+    to: u64,
+    follow: bool,
+    end: impl std::future::Future<Output = ()>,
+) -> Result<u8, Failure> {
+    let mut file = std::fs::File::open(path).map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot open {}: {e}", path.display()),
+        )
+    })?;
+    let stdout = std::io::stdout();
+    // Watch before the first read, so nothing written in between is missed.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+        // A full channel already holds a wake-up; nothing is lost.
+        let _ = tx.try_send(());
+    })
+    .map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot watch {}: {e}", path.display()),
+        )
+    })?;
+    if follow {
+        watcher
+            .watch(path, RecursiveMode::NonRecursive)
+            .map_err(|e| {
+                Failure::new(
+                    exit::FAILURE,
+                    format!("cannot watch {}: {e}", path.display()),
+                )
+            })?;
+    }
+    let (mut line_no, mut offset) = print_range(&mut file, 0, 1, from, to, &mut stdout.lock())?;
+    if !follow || line_no > to {
+        return Ok(0);
+    }
+    tokio::pin!(end);
+    loop {
+        tokio::select! {
+            _ = rx.recv() => {
+                (line_no, offset) = print_range(&mut file, offset, line_no, from, to, &mut stdout.lock())?;
+                stdout.lock().flush()?;
+                if line_no > to {
+                    return Ok(0);
+                }
+            }
+            _ = &mut end => {
+                print_range(&mut file, offset, line_no, from, to, &mut stdout.lock())?;
+                return Ok(0);
+            }
+        }
+    }
+}
+
 /// Runs `wakeful output`.
 pub async fn output(
     paths: &Paths,
@@ -54,63 +127,48 @@ pub async fn output(
     to: Option<u64>,
     follow: bool,
 ) -> Result<u8, Failure> {
-    let from = from.unwrap_or(1);
-    let to = to.unwrap_or(u64::MAX);
-    if from == 0 || to < from {
-        return Err(Failure::new(
-            exit::USAGE,
-            format!("invalid line range {from}..{to}: lines are numbered from 1 and --to-line must not be below --from-line"),
-        ));
-    }
+    let (from, to) = check_range(from, to)?;
+    let _ = session;
     let mut conn = connect(paths).await?;
     let info: MonitorInfo = conn.call_as(Request::Get { id: id.clone() }).await?;
-    let mut file = std::fs::File::open(&info.output_path).map_err(|e| {
-        Failure::new(
-            exit::FAILURE,
-            format!("cannot open {}: {e}", info.output_path.display()),
-        )
-    })?;
-    let stdout = std::io::stdout();
-    let (mut line_no, mut offset) = print_range(&mut file, 0, 1, from, to, &mut stdout.lock())?;
-    if !follow || !info.is_active() || line_no > to {
-        return Ok(0);
+    let follow = follow && info.is_active();
+    if follow {
+        conn.send(Request::Events {
+            session: info.session.clone(),
+            after: 0,
+            follow: true,
+            monitor: Some(id),
+        })
+        .await?;
     }
-    // Follow: file changes wake us; the monitor's final event ends us.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        // A full channel already holds a wake-up; nothing is lost.
-        let _ = tx.try_send(());
-    })
-    .map_err(|e| Failure::new(exit::FAILURE, format!("cannot watch the output file: {e}")))?;
-    watcher
-        .watch(&info.output_path, RecursiveMode::NonRecursive)
-        .map_err(|e| Failure::new(exit::FAILURE, format!("cannot watch the output file: {e}")))?;
-    conn.send(Request::Events {
-        session: info.session.clone(),
-        after: 0,
-        follow: true,
-        monitor: Some(id),
-    })
-    .await?;
-    let _ = session;
-    loop {
-        tokio::select! {
-            _ = rx.recv() => {
-                (line_no, offset) = print_range(&mut file, offset, line_no, from, to, &mut stdout.lock())?;
-                stdout.lock().flush()?;
-                if line_no > to { return Ok(0); }
-            }
-            reply = conn.next() => match reply? {
-                Some(Reply::Event { event }) if event.kind().is_terminal() => {
-                    print_range(&mut file, offset, line_no, from, to, &mut stdout.lock())?;
-                    return Ok(0);
-                }
-                Some(Reply::Event { .. }) => {}
-                _ => {
-                    print_range(&mut file, offset, line_no, from, to, &mut stdout.lock())?;
-                    return Ok(0);
-                }
+    // The monitor's final event (or a broken connection) ends the follow.
+    let end = async move {
+        while let Ok(Some(reply)) = conn.next().await {
+            match reply {
+                Reply::Event { event } if !event.kind().is_terminal() => {}
+                _ => return,
             }
         }
-    }
+    };
+    print_file(&info.output_path, from, to, follow, end).await
+}
+
+/// Runs `wakeful terminal output`.
+pub async fn terminal_output(
+    paths: &Paths,
+    id: String,
+    from: Option<u64>,
+    to: Option<u64>,
+    follow: bool,
+) -> Result<u8, Failure> {
+    let (from, to) = check_range(from, to)?;
+    let mut conn = connect(paths).await?;
+    let info: TerminalInfo = conn
+        .call_as(Request::TerminalGet { id: id.clone() })
+        .await?;
+    let follow = follow && info.state == wakeful_core::MonitorState::Running;
+    let end = async move {
+        let _ = conn.call(Request::TerminalWait { id }).await;
+    };
+    print_file(&info.output_path, from, to, follow, end).await
 }

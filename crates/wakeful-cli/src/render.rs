@@ -73,19 +73,51 @@ pub fn monitor_table(
         "ID", "STATE", "SESSION", "EVENTS", "LINES", "SUPPRESSED"
     )?;
     for m in list {
-        let state = match (&m.state, &m.stop_reason) {
-            (wakeful_core::MonitorState::Running, _) => "running".to_string(),
-            (_, Some(r)) => serde_json::to_value(r)
-                .ok()
-                .and_then(|v| v["kind"].as_str().map(String::from))
-                .unwrap_or_else(|| "ended".into()),
-            _ => "ended".to_string(),
-        };
+        let state = state_word(m.state, m.stop_reason.as_ref());
         let session: String = m.session.chars().take(14).collect();
         writeln!(
             out,
             "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
             m.id, state, session, m.events, m.lines, m.suppressed_lines, m.description
+        )?;
+    }
+    Ok(())
+}
+
+fn state_word(
+    state: wakeful_core::MonitorState,
+    reason: Option<&wakeful_core::MonitorStopReason>,
+) -> String {
+    match (state, reason) {
+        (wakeful_core::MonitorState::Running, _) => "running".to_string(),
+        (_, Some(r)) => serde_json::to_value(r)
+            .ok()
+            .and_then(|v| v["kind"].as_str().map(String::from))
+            .unwrap_or_else(|| "ended".into()),
+        _ => "ended".to_string(),
+    }
+}
+
+/// A table of terminals for `terminal list`.
+pub fn terminal_table(
+    out: &mut impl Write,
+    list: &[wakeful_core::terminal::TerminalInfo],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<15} {:<8} {:<14} {:>8}  COMMAND",
+        "ID", "STATE", "SESSION", "MONITORS"
+    )?;
+    for t in list {
+        let session: String = t.session.chars().take(14).collect();
+        writeln!(
+            out,
+            "{:<15} {:<8} {:<14} {:>8}  {}",
+            t.id,
+            state_word(t.state, t.exit.as_ref()),
+            session,
+            t.monitors,
+            t.command
         )?;
     }
     Ok(())

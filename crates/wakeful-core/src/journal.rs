@@ -17,17 +17,8 @@ use crate::{Event, MonitorInfo, MonitorSpec, PendingEvent};
 /// What monitors (and their owner) tell the journal.
 pub enum JournalEntry {
     /// A monitor was registered (before its `started` event), with what is
-    /// needed to start it again.
-    Registered {
-        /// As listings show it.
-        info: MonitorInfo,
-        /// Its parameters.
-        spec: MonitorSpec,
-        /// The caller's environment, if it was given.
-        base_env: Option<BTreeMap<String, String>>,
-        /// The caller's working directory, if it was given.
-        base_cwd: Option<PathBuf>,
-    },
+    /// needed to start it again. (Boxed: it is rare and large.)
+    Registered(Box<Registration>),
     /// Its process started: the group to kill should the owner die.
     Spawned {
         /// The monitor.
@@ -68,7 +59,7 @@ pub enum JournalEntry {
 impl fmt::Debug for JournalEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JournalEntry::Registered { info, .. } => write!(f, "Registered({})", info.id),
+            JournalEntry::Registered(r) => write!(f, "Registered({})", r.info.id),
             JournalEntry::Spawned {
                 monitor_id, pid, ..
             } => {
@@ -85,6 +76,20 @@ impl fmt::Debug for JournalEntry {
             JournalEntry::Barrier(_) => f.write_str("Barrier"),
         }
     }
+}
+
+/// A monitor as registered: what a listing shows and what starting it
+/// again needs.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    /// As listings show it.
+    pub info: MonitorInfo,
+    /// Its parameters.
+    pub spec: MonitorSpec,
+    /// The caller's environment, if it was given.
+    pub base_env: Option<BTreeMap<String, String>>,
+    /// The caller's working directory, if it was given.
+    pub base_cwd: Option<PathBuf>,
 }
 
 /// Why a journal could not take a batch.

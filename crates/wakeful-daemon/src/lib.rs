@@ -5,7 +5,7 @@
 //!
 //! - [`run`]: take the lock, recover after a crash ([`recovery`]), re-arm
 //!   persistent monitors, serve until asked to stop.
-//! - [`config`]: `config.toml`.
+//! - [`config`]: the `config.toml` file.
 //! - [`server`]: one task per connection, answering requests.
 
 pub mod config;

@@ -300,14 +300,14 @@ pub(crate) async fn run(task: MonitorTask) {
                 Err(e) => Prepared::Failed(e),
             }
         }
-        Source::Poll { command, every_ms } => Prepared::Poll(sources::poll::Poller::new(
+        Source::Poll { command, every_ms } => Prepared::Poll(Box::new(sources::poll::Poller::new(
             spec.clone(),
             command.clone(),
             Duration::from_millis(*every_ms),
             launch.clone(),
             driver.id.clone(),
             driver.session.clone(),
-        )),
+        ))),
         Source::Ws { url, protocols } => {
             match sources::ws::WsSource::connect(url, protocols, &launch.net).await {
                 Ok(src) => Prepared::Ws(Box::new(src)),
@@ -349,7 +349,7 @@ pub(crate) async fn run(task: MonitorTask) {
             sources::command::run(&mut driver, &spec, &command, &launch, &mut stop_rx).await
         }
         Prepared::File(src) => drive(&mut driver, &mut stop_rx, src).await,
-        Prepared::Poll(src) => drive(&mut driver, &mut stop_rx, src).await,
+        Prepared::Poll(src) => drive(&mut driver, &mut stop_rx, *src).await,
         Prepared::Ws(src) => drive(&mut driver, &mut stop_rx, *src).await,
         Prepared::Terminal(src) => drive(&mut driver, &mut stop_rx, src).await,
         Prepared::Failed(e) => driver.finish(SourceEnd::Failed(e)).await,
@@ -360,7 +360,7 @@ pub(crate) async fn run(task: MonitorTask) {
 enum Prepared {
     Command(String),
     File(sources::file::Follower),
-    Poll(sources::poll::Poller),
+    Poll(Box<sources::poll::Poller>),
     Ws(Box<sources::ws::WsSource>),
     Terminal(crate::terminal::TerminalSource),
     Failed(String),

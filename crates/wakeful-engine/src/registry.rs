@@ -370,12 +370,12 @@ impl MonitorRegistry {
                 },
             );
         }
-        let registered = JournalEntry::Registered {
+        let registered = JournalEntry::Registered(Box::new(wakeful_core::journal::Registration {
             info: info.clone(),
             spec: spec.clone(),
             base_env: opts.base_env.clone(),
             base_cwd: opts.base_cwd.clone(),
-        };
+        }));
         if self.inner.journal.send(registered).await.is_err() {
             self.inner.lock().remove(&id);
             return Err(StartError::Closed);

@@ -2,6 +2,9 @@
 //! and a WebSocket server on loopback. No fixed sleeps: every wait is on a
 //! condition with one deadline.
 
+// tungstenite's handshake callback must return its (large) error response type.
+#![allow(clippy::result_large_err)]
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
-use wakeful_core::journal::{Journal, JournalEntry, JournalError};
+use wakeful_core::journal::{Journal, JournalEntry, JournalError, Registration};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorState};
 
@@ -183,12 +183,13 @@ impl StoreWriter {
                         out.push(event);
                         seq += 1;
                     }
-                    JournalEntry::Registered {
-                        info,
-                        spec,
-                        base_env,
-                        base_cwd,
-                    } => {
+                    JournalEntry::Registered(r) => {
+                        let Registration {
+                            info,
+                            spec,
+                            base_env,
+                            base_cwd,
+                        } = r.as_ref();
                         tx.execute(
                             "INSERT OR REPLACE INTO monitors(id, session, info, spec, base_env, base_cwd, running, persistent)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
@@ -511,12 +512,12 @@ mod tests {
         {
             let (mut w, r) = open(&db).unwrap();
             let mut batch = vec![
-                JournalEntry::Registered {
+                JournalEntry::Registered(Box::new(Registration {
                     info: info("m1"),
                     spec: MonitorSpec::command("true", "d"),
                     base_env: Some(BTreeMap::from([("A".into(), "1".into())])),
                     base_cwd: Some("/tmp".into()),
-                },
+                })),
                 pending("m1", EventBody::MonitorStarted),
                 JournalEntry::Spawned {
                     monitor_id: "m1".into(),

@@ -1,0 +1,625 @@
+//! End to end: the real `wakeful mcp` binary, driven by rmcp's MCP client
+//! over the child's stdin/stdout, with its daemon in a temporary
+//! WAKEFUL_HOME.
+//!
+//! Golden fixtures live in `tests/fixtures/mcp/`; run with
+//! `WAKEFUL_UPDATE_GOLDEN=1` to rewrite them after an intended change.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::Home;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, CustomNotification, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// One deadline for each condition a test waits for.
+const DEADLINE: Duration = Duration::from_secs(20);
+const CHANNEL: &str = "notifications/claude/channel";
+
+/// A client that records every custom notification, in arrival order.
+struct Recorder {
+    tx: mpsc::UnboundedSender<CustomNotification>,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        // What Claude Code negotiates: a session with an initialize handshake.
+        ClientConfig::default().with_protocol_version(ProtocolVersion::V_2025_06_18)
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.tx.send(notification);
+    }
+}
+
+/// A running `wakeful mcp` and the notifications it pushed.
+struct Mcp {
+    client: RunningService<RoleClient, Recorder>,
+    rx: mpsc::UnboundedReceiver<CustomNotification>,
+}
+
+async fn mcp(home: &Home) -> Mcp {
+    let mut cmd = tokio::process::Command::new(common::BIN);
+    cmd.arg("mcp")
+        .env("WAKEFUL_HOME", home.path())
+        .env("WAKEFUL_SESSION", "t")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("CODEX_THREAD_ID");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn wakeful mcp");
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = tokio::time::timeout(DEADLINE, Recorder { tx }.serve(transport))
+        .await
+        .expect("the MCP handshake timed out")
+        .expect("the MCP handshake failed");
+    Mcp { client, rx }
+}
+
+fn object(v: Value) -> serde_json::Map<String, Value> {
+    match v {
+        Value::Object(o) => o,
+        other => panic!("arguments must be an object: {other}"),
+    }
+}
+
+fn text_of(r: &CallToolResult) -> String {
+    let block = serde_json::to_value(&r.content[0]).unwrap();
+    block["text"].as_str().unwrap().to_string()
+}
+
+impl Mcp {
+    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(object(args));
+        tokio::time::timeout(DEADLINE, self.client.call_tool(params))
+            .await
+            .unwrap_or_else(|_| panic!("{tool} did not answer"))
+            .unwrap_or_else(|e| panic!("{tool} failed: {e}"))
+    }
+
+    /// Calls a tool that must succeed; returns its structured result.
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone()).await;
+        assert_eq!(r.is_error, Some(false), "{tool} {args}: {}", text_of(&r));
+        let v = r.structured_content.clone().expect("structured content");
+        assert_eq!(serde_json::from_str::<Value>(&text_of(&r)).unwrap(), v);
+        v
+    }
+
+    /// Calls a tool that must fail with a tool error; returns its message.
+    async fn err(&self, tool: &str, args: Value) -> String {
+        let r = self.call(tool, args.clone()).await;
+        assert_eq!(r.is_error, Some(true), "{tool} {args} should fail: {r:?}");
+        text_of(&r)
+    }
+
+    async fn start(&self, args: Value) -> String {
+        let r = self.ok("monitor_start", args).await;
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    /// Channel notifications, as `{method, params}`, until `done` holds for
+    /// the last one.
+    async fn notifications_until(&mut self, mut done: impl FnMut(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut got = Vec::new();
+        loop {
+            let n = match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(n)) => n,
+                Ok(None) => panic!("the client stopped; got {got:#?}"),
+                Err(_) => panic!("timed out waiting for channel notifications; got {got:#?}"),
+            };
+            let v = json!({ "method": n.method, "params": n.params });
+            let stop = done(&v);
+            got.push(v);
+            if stop {
+                return got;
+            }
+        }
+    }
+
+    /// Notifications until monitor `id` ended.
+    async fn until_ended(&mut self, id: &str) -> Vec<Value> {
+        let id = id.to_string();
+        self.notifications_until(|n| {
+            n["params"]["meta"]["monitor_id"] == id.as_str()
+                && ["stopped", "failed"].contains(&n["params"]["meta"]["kind"].as_str().unwrap())
+        })
+        .await
+    }
+
+    async fn close(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+fn meta<'a>(n: &'a Value, key: &str) -> &'a str {
+    n["params"]["meta"][key].as_str().unwrap()
+}
+
+fn seq(n: &Value) -> u64 {
+    meta(n, "seq").parse().unwrap()
+}
+
+/// The event text of a notification: its content without the header line.
+fn body(n: &Value) -> &str {
+    let content = n["params"]["content"].as_str().unwrap();
+    content.split_once('\n').map_or("", |(_, b)| b)
+}
+
+/// Every notification is a channel message with exactly the identifier
+/// keys, string-valued, and the seqs strictly increase (in order, none twice).
+fn assert_well_formed(notes: &[Value]) {
+    let mut last = 0;
+    for n in notes {
+        assert_eq!(n["method"], CHANNEL, "{n}");
+        let keys: BTreeSet<&str> = n["params"]["meta"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                assert!(v.is_string(), "meta values are strings: {n}");
+                k.as_str()
+            })
+            .collect();
+        assert_eq!(keys, BTreeSet::from(["kind", "monitor_id", "seq"]), "{n}");
+        let content = n["params"]["content"].as_str().unwrap();
+        assert!(
+            content.starts_with("[wakeful monitor ")
+                && content.contains("not a message from the user"),
+            "content is framed as monitor output: {content}"
+        );
+        assert!(seq(n) > last, "seqs must strictly increase: {notes:#?}");
+        last = seq(n);
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp")
+        .join(name)
+}
+
+/// Compares `got` with a golden JSON fixture (or rewrites it with
+/// `WAKEFUL_UPDATE_GOLDEN=1`).
+fn golden(name: &str, got: &Value) {
+    let path = fixture(name);
+    if std::env::var_os("WAKEFUL_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(got).unwrap() + "\n").unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with WAKEFUL_UPDATE_GOLDEN=1 to create it",
+            path.display()
+        )
+    });
+    let want: Value = serde_json::from_str(&want).unwrap();
+    assert!(
+        want == *got,
+        "{} differs (WAKEFUL_UPDATE_GOLDEN=1 rewrites it); got:\n{}",
+        path.display(),
+        serde_json::to_string_pretty(got).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn handshake_declares_the_claude_channel_capability() {
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    let info = mcp.client.peer_info().expect("server info");
+    let caps = serde_json::to_value(&info.capabilities).unwrap();
+    assert_eq!(caps["experimental"]["claude/channel"], json!({}), "{caps}");
+    assert!(caps["tools"].is_object(), "{caps}");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "wakeful");
+    assert!(info.protocol_version.has_initialize());
+    let instructions = info.instructions.as_deref().unwrap();
+    for needle in [
+        "<channel source=\"wakeful\"",
+        "not a message from the user",
+        "monitor_wait",
+        "re-arm",
+        "same key",
+    ] {
+        assert!(
+            instructions.contains(needle),
+            "instructions lack {needle:?}"
+        );
+    }
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn tool_list_matches_golden_fixture() {
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "monitor_start",
+            "monitor_list",
+            "monitor_stop",
+            "monitor_events",
+            "monitor_wait",
+            "terminal_run"
+        ]
+    );
+    let start = tools[0].description.as_deref().unwrap();
+    for lesson in [
+        "filter",
+        "line buffering",
+        "failure",
+        "do not poll",
+        "same key",
+        "output file",
+    ] {
+        assert!(start.contains(lesson), "monitor_start lacks {lesson:?}");
+    }
+    golden("tools.json", &serde_json::to_value(&tools).unwrap());
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn monitor_lines_arrive_as_channel_notifications_in_order() {
+    let home = Home::new();
+    let mut mcp = mcp(&home).await;
+    let id = mcp
+        .start(json!({
+            "command": "printf 'one\\ntwo\\n'; sleep 0.3; echo three; sleep 0.3; printf 'four\\nfive\\n'",
+            "description": "counter",
+        }))
+        .await;
+    let notes = mcp.until_ended(&id).await;
+    assert_well_formed(&notes);
+    let ours: Vec<&Value> = notes
+        .iter()
+        .filter(|n| meta(n, "monitor_id") == id)
+        .collect();
+    let kinds: Vec<&str> = ours.iter().map(|n| meta(n, "kind")).collect();
+    assert_eq!(kinds.first(), Some(&"started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"stopped"), "{kinds:?}");
+    assert!(
+        kinds[1..kinds.len() - 1].iter().all(|k| *k == "lines"),
+        "{kinds:?}"
+    );
+    let lines: Vec<&str> = ours
+        .iter()
+        .filter(|n| meta(n, "kind") == "lines")
+        .flat_map(|n| body(n).lines())
+        .collect();
+    assert_eq!(lines, ["one", "two", "three", "four", "five"]);
+    assert!(
+        ours[0]["params"]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{id} \"counter\"")),
+        "{:#?}",
+        ours[0]
+    );
+
+    // None lost, none twice: the pushed seqs are exactly the log's.
+    let first = seq(&notes[0]);
+    let log = mcp
+        .ok(
+            "monitor_events",
+            json!({ "after": first - 1, "limit": 1000 }),
+        )
+        .await;
+    let logged: Vec<u64> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let pushed: Vec<u64> = notes.iter().map(seq).collect();
+    assert_eq!(pushed, logged);
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn channel_payload_matches_golden_fixture() {
+    let home = Home::new();
+    let mut mcp = mcp(&home).await;
+    let id = mcp
+        .start(json!({
+            "command": "printf '\\033[31mbuild failed\\033[0m\\a\\n'",
+            "description": "golden",
+        }))
+        .await;
+    let notes = mcp.until_ended(&id).await;
+    assert_well_formed(&notes);
+    // Normalize what changes from run to run.
+    let normalized: Vec<Value> = notes
+        .iter()
+        .map(|n| {
+            let text = serde_json::to_string(n)
+                .unwrap()
+                .replace(&id, "mon-ID")
+                .replace(&format!("\"seq\":\"{}\"", seq(n)), "\"seq\":\"SEQ\"");
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect();
+    golden("channel_notifications.json", &Value::Array(normalized));
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn monitor_wait_returns_each_event_once() {
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    let r = mcp.ok("monitor_wait", json!({ "timeout_ms": 0 })).await;
+    assert_eq!(r["timed_out"], true, "nothing happened yet: {r}");
+
+    // A wait in flight is answered by the monitor started meanwhile.
+    let (first, id) = tokio::join!(
+        mcp.ok("monitor_wait", json!({ "timeout_ms": 20000 })),
+        mcp.start(json!({ "command": "echo hi", "description": "greeting" })),
+    );
+    assert_eq!(first["timed_out"], false, "{first}");
+    let mut events: Vec<Value> = first["events"].as_array().unwrap().clone();
+    assert_eq!(events[0]["kind"], "started", "{first}");
+    assert_eq!(events[0]["monitor_id"], id.as_str(), "{first}");
+    assert_eq!(first["acked"], events.last().unwrap()["seq"], "{first}");
+
+    let deadline = Instant::now() + DEADLINE;
+    while !events
+        .iter()
+        .any(|e| e["monitor_id"] == id.as_str() && e["kind"] == "stopped")
+    {
+        assert!(Instant::now() < deadline, "no stopped event: {events:#?}");
+        let r = mcp.ok("monitor_wait", json!({ "timeout_ms": 10000 })).await;
+        assert_eq!(r["timed_out"], false, "{r}");
+        let batch = r["events"].as_array().unwrap();
+        assert!(!batch.is_empty(), "{r}");
+        assert_eq!(r["acked"], batch.last().unwrap()["seq"], "{r}");
+        events.extend(batch.iter().cloned());
+    }
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["started", "lines", "stopped"], "{events:#?}");
+    assert_eq!(events[1]["text"], "hi");
+    assert!(events[1].get("lines").is_none(), "the text holds the lines");
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+
+    // Everything was acknowledged: nothing more to return.
+    let r = mcp.ok("monitor_wait", json!({ "timeout_ms": 0 })).await;
+    assert_eq!(r["timed_out"], true, "{r}");
+    assert_eq!(r["events"], json!([]));
+
+    // monitor_events is read-only: it still shows them, twice.
+    for _ in 0..2 {
+        let r = mcp.ok("monitor_events", json!({})).await;
+        let listed: Vec<u64> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(listed, seqs);
+        assert_eq!(r["last_seq"], *seqs.last().unwrap());
+        assert_eq!(r["more"], false);
+    }
+    let r = mcp
+        .ok("monitor_events", json!({ "after": seqs[0], "limit": 1 }))
+        .await;
+    assert_eq!(r["events"].as_array().unwrap().len(), 1);
+    assert_eq!(r["last_seq"], seqs[1]);
+    assert_eq!(r["more"], true);
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn monitor_stop_ends_the_monitor_and_its_processes() {
+    let home = Home::new();
+    let mut mcp = mcp(&home).await;
+    let args = json!({ "command": "sleep 600", "description": "sleeper", "key": "nap" });
+    let first = mcp.ok("monitor_start", args.clone()).await;
+    for k in ["id", "session", "already_running", "output_path"] {
+        assert!(first.get(k).is_some(), "monitor_start lacks {k}: {first}");
+    }
+    assert_eq!(first["session"], "t");
+    assert_eq!(first["already_running"], false);
+    let id = first["id"].as_str().unwrap().to_string();
+
+    // Re-arming with the same key returns the running monitor.
+    let again = mcp.ok("monitor_start", args).await;
+    assert_eq!(again["id"], id.as_str());
+    assert_eq!(again["already_running"], true);
+
+    let list = mcp.ok("monitor_list", json!({})).await;
+    let monitors = list["monitors"].as_array().unwrap();
+    assert_eq!(monitors.len(), 1, "{list}");
+    assert_eq!(monitors[0]["state"], "running");
+    assert!(common::live_of(&id) > 0);
+
+    let stopped = mcp.ok("monitor_stop", json!({ "id": id })).await;
+    assert_eq!(stopped["state"], "ended", "{stopped}");
+    assert_eq!(stopped["stop_reason"], json!({ "kind": "stopped" }));
+    assert_eq!(
+        common::live_of(&id),
+        0,
+        "no process of the monitor survives"
+    );
+    let notes = mcp.until_ended(&id).await;
+    assert_well_formed(&notes);
+
+    let err = mcp.err("monitor_stop", json!({ "id": id })).await;
+    assert!(err.contains("not found"), "{err}");
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_and_start_nothing() {
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    let cases = [
+        (
+            "monitor_start",
+            json!({ "command": "true" }),
+            "description is required",
+        ),
+        (
+            "monitor_start",
+            json!({ "description": "d" }),
+            "command is required",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "timeout_ms": 999 }),
+            "timeout_ms must be between 1000 and 3600000",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "timeout_ms": 5000, "persistent": true }),
+            "persistent monitor has no timeout",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "timout_ms": 5000 }),
+            "unknown field `timout_ms`",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "timeout_ms": "soon" }),
+            "invalid arguments for monitor_start",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "until": "soon" }),
+            "until must be",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "filter": "(" }),
+            "filter is not a valid regular expression",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "true", "description": "d", "cwd": "/nonexistent-dir" }),
+            "/nonexistent-dir",
+        ),
+        ("monitor_stop", json!({}), "id is required"),
+        (
+            "monitor_stop",
+            json!({ "id": "mon-nope" }),
+            "monitor mon-nope not found",
+        ),
+        (
+            "monitor_wait",
+            json!({ "timeout_ms": 600001 }),
+            "timeout_ms must be between 0 and 600000",
+        ),
+        (
+            "monitor_events",
+            json!({ "limit": 0 }),
+            "limit must be between 1 and 1000",
+        ),
+        (
+            "terminal_run",
+            json!({ "command": "make", "until": "soon" }),
+            "until must be",
+        ),
+        (
+            "terminal_run",
+            json!({ "command": "make" }),
+            "terminals are not available yet",
+        ),
+    ];
+    for (tool, args, want) in cases {
+        let err = mcp.err(tool, args.clone()).await;
+        assert!(err.contains(want), "{tool} {args}: {err}");
+    }
+    // An unknown tool is a protocol error.
+    let unknown = mcp
+        .client
+        .call_tool(CallToolRequestParams::new("monitor_nope"))
+        .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+
+    let list = mcp
+        .ok("monitor_list", json!({ "all_sessions": true }))
+        .await;
+    assert_eq!(list["monitors"], json!([]), "nothing was started");
+    let events = mcp.ok("monitor_events", json!({})).await;
+    assert_eq!(events["events"], json!([]));
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn channel_push_resumes_after_a_daemon_restart() {
+    let home = Home::new();
+    let mut mcp = mcp(&home).await;
+    let id = mcp
+        .start(json!({
+            "command": "echo up; sleep 600",
+            "description": "persistent",
+            "persistent": true,
+            "key": "p",
+        }))
+        .await;
+    let mut notes = mcp.notifications_until(|n| body(n) == "up").await;
+
+    // Stop the daemon: the push connection breaks; the persistent monitor
+    // is suspended and re-armed when the daemon comes back.
+    let dir = home.path().to_path_buf();
+    let stop = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(common::BIN)
+            .args(["daemon", "stop"])
+            .env("WAKEFUL_HOME", dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(stop.status.success(), "{stop:?}");
+
+    // Any tool call starts the daemon again.
+    mcp.ok("monitor_list", json!({})).await;
+    let id2 = id.clone();
+    notes.extend(
+        mcp.notifications_until(|n| meta(n, "monitor_id") == id2 && body(n) == "up")
+            .await,
+    );
+    assert_well_formed(&notes);
+    let kinds: Vec<&str> = notes.iter().map(|n| meta(n, "kind")).collect();
+    assert!(kinds.contains(&"rearmed"), "{kinds:?}");
+
+    // Nothing was lost across the restart.
+    let first = seq(&notes[0]);
+    let log = mcp
+        .ok(
+            "monitor_events",
+            json!({ "after": first - 1, "limit": 1000 }),
+        )
+        .await;
+    let logged: Vec<u64> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let pushed: Vec<u64> = notes.iter().map(seq).collect();
+    assert_eq!(pushed, logged);
+
+    mcp.ok("monitor_stop", json!({ "id": id })).await;
+    mcp.close().await;
+}

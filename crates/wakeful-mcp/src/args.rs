@@ -1,0 +1,335 @@
+//! The arguments of each tool, with the snake_case names of SPEC §3.
+//!
+//! Every struct rejects unknown fields (a misspelt parameter never silently
+//! keeps its default) and documents its fields; the documentation becomes the
+//! tool's JSON schema ([`crate::tools`]). Checks that need more than types
+//! happen in [`MonitorStartArgs::to_spec`] and friends, before anything
+//! reaches the daemon.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use wakeful_core::{MonitorSpec, Source, StderrMode, Until};
+
+/// Default `monitor_wait` timeout: 50 s, under the 60 s tool-call timeout
+/// some MCP clients (Codex) apply by default.
+pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 50_000;
+/// Largest `monitor_wait` timeout: 10 minutes.
+pub const MAX_WAIT_TIMEOUT_MS: u64 = 600_000;
+/// Default number of events `monitor_events` returns.
+pub const DEFAULT_EVENTS_LIMIT: u64 = 100;
+/// Largest `limit` of `monitor_events`.
+pub const MAX_EVENTS_LIMIT: u64 = 1_000;
+
+/// Arguments of `monitor_start` (SPEC §3). The source is one of several
+/// alternative fields; today only `command` exists (`ws`, `file`, `every_ms`
+/// and `terminal` will join it), and exactly one must be given.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorStartArgs {
+    /// The shell command to watch, run with `sh -c` in its own process group, e.g. `cargo test 2>&1` or `tail -F logs/app.log`. Each stdout line is a candidate event. Put line selection in `filter`, not in a `| grep` pipeline.
+    pub command: Option<String>,
+    /// What the monitor watches, shown with every event (1–200 characters), e.g. "api server errors".
+    pub description: Option<String>,
+    /// Stop the monitor after this many milliseconds. Default 300000 (5 min); 1000–3600000. Out of range is an error. Leave it out with `persistent`.
+    #[schemars(range(min = 1000, max = 3600000))]
+    pub timeout_ms: Option<u64>,
+    /// No timeout; the monitor is restarted (a `rearmed` event) when the wakeful daemon restarts. Default false.
+    pub persistent: Option<bool>,
+    /// Stop when the command printed nothing for this many milliseconds (at least 1000). Default: never.
+    #[schemars(range(min = 1000))]
+    pub idle_timeout_ms: Option<u64>,
+    /// Stop after this many `lines` events (1–1000000). Default: no limit.
+    #[schemars(range(min = 1, max = 1000000))]
+    pub max_events: Option<u64>,
+    /// Regular expression (Rust syntax); only matching lines become events, all lines still reach the output file. Match failures as well as success, e.g. "ready|listening|error|FAIL|panic|Traceback".
+    pub filter: Option<String>,
+    /// `exit`: no line events, one `stopped` event at the end with the exit status and the last 20 lines · `match:<regex>`: stop after the first matching line (it is delivered) · `after:<ms>`: stop after that long with the last 20 lines.
+    pub until: Option<String>,
+    /// Idempotency key (1–200 bytes). Starting with a key that an active monitor of this session holds returns that monitor (`already_running: true`) and starts nothing; use it to re-arm.
+    pub key: Option<String>,
+    /// `file` (default): stderr lines go only to the output file, prefixed `[stderr] ` · `events`: they also become events.
+    #[schemars(extend("enum" = ["file", "events"]))]
+    pub stderr: Option<String>,
+    /// Lines arriving within this many milliseconds after the first one form one event. Default 200; 0–5000.
+    #[schemars(range(max = 5000))]
+    pub batch_ms: Option<u64>,
+    /// Working directory of the command. Default: the directory the MCP server was started in.
+    pub cwd: Option<String>,
+    /// Extra environment variables for the command, e.g. {"RUST_LOG": "debug"}, on top of the MCP server's environment.
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+impl MonitorStartArgs {
+    /// The one source these arguments name.
+    fn source(&self) -> Result<Source, String> {
+        let mut sources: Vec<(&str, Source)> = Vec::new();
+        if let Some(command) = &self.command {
+            sources.push((
+                "command",
+                Source::Command {
+                    command: command.clone(),
+                },
+            ));
+        }
+        match sources.len() {
+            1 => Ok(sources.remove(0).1),
+            0 => Err(
+                "command is required: the shell command to watch, e.g. \"npm run dev\"".to_string(),
+            ),
+            _ => Err(format!(
+                "give exactly one source; got {}",
+                sources
+                    .iter()
+                    .map(|(name, _)| *name)
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )),
+        }
+    }
+
+    /// The monitor spec these arguments describe, validated (SPEC §3 limits,
+    /// regular expressions compiled). The message of an error names the
+    /// parameter, what was wrong and what is accepted.
+    pub fn to_spec(&self) -> Result<MonitorSpec, String> {
+        let source = self.source()?;
+        let description = self.description.clone().ok_or_else(|| {
+            "description is required: 1–200 characters saying what the monitor watches, e.g. \"test failures\"".to_string()
+        })?;
+        let until = self
+            .until
+            .as_deref()
+            .map(str::parse::<Until>)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let stderr = self
+            .stderr
+            .as_deref()
+            .map(str::parse::<StderrMode>)
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let spec = MonitorSpec {
+            source,
+            description,
+            timeout_ms: self.timeout_ms,
+            persistent: self.persistent.unwrap_or(false),
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_events: self.max_events,
+            filter: self.filter.clone(),
+            until,
+            key: self.key.clone(),
+            stderr,
+            batch_ms: self.batch_ms,
+            cwd: self.cwd.as_ref().map(PathBuf::from),
+            env: self.env.clone().unwrap_or_default(),
+        };
+        spec.validate().map_err(|e| e.to_string())?;
+        Ok(spec)
+    }
+}
+
+/// Arguments of `monitor_list`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorListArgs {
+    /// List every session's monitors, not only this session's. Default false.
+    pub all_sessions: Option<bool>,
+}
+
+/// Arguments of `monitor_stop`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorStopArgs {
+    /// The monitor id (`mon-…`), from monitor_start or monitor_list.
+    pub id: Option<String>,
+}
+
+impl MonitorStopArgs {
+    /// The id, which is required.
+    pub fn id(&self) -> Result<String, String> {
+        match self.id.as_deref().map(str::trim) {
+            Some(id) if !id.is_empty() => Ok(id.to_string()),
+            _ => Err(
+                "id is required: the monitor id (mon-…) from monitor_start or monitor_list"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+/// Arguments of `monitor_events`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorEventsArgs {
+    /// Only events with a seq greater than this. Default 0 (from the beginning). Pass the `last_seq` of the previous result to continue.
+    pub after: Option<u64>,
+    /// Return at most this many events (1–1000). Default 100.
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u64>,
+}
+
+impl MonitorEventsArgs {
+    /// `(after, limit)`, checked.
+    pub fn checked(&self) -> Result<(u64, usize), String> {
+        let limit = self.limit.unwrap_or(DEFAULT_EVENTS_LIMIT);
+        if !(1..=MAX_EVENTS_LIMIT).contains(&limit) {
+            return Err(format!(
+                "limit must be between 1 and {MAX_EVENTS_LIMIT} (got {limit})"
+            ));
+        }
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        Ok((self.after.unwrap_or(0), limit))
+    }
+}
+
+/// Arguments of `monitor_wait`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorWaitArgs {
+    /// Give up after this many milliseconds and return `timed_out: true`. Default 50000; 0–600000 (0: return at once). Keep it below your client's tool-call timeout.
+    #[schemars(range(max = 600000))]
+    pub timeout_ms: Option<u64>,
+}
+
+impl MonitorWaitArgs {
+    /// The timeout, checked (out of range is an error, never clamped).
+    pub fn timeout_ms(&self) -> Result<u64, String> {
+        let t = self.timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS);
+        if t > MAX_WAIT_TIMEOUT_MS {
+            return Err(format!(
+                "timeout_ms must be between 0 and {MAX_WAIT_TIMEOUT_MS} (got {t}); call monitor_wait again to keep waiting"
+            ));
+        }
+        Ok(t)
+    }
+}
+
+/// Arguments of `terminal_run` (SPEC §5).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalRunArgs {
+    /// The long-running command to start (run with `sh -c`), e.g. "make release-check".
+    pub command: Option<String>,
+    /// What the command is, shown with its events (1–200 characters).
+    pub description: Option<String>,
+    /// Attach a monitor that ends as given: `exit`, `match:<regex>` or `after:<ms>`.
+    pub until: Option<String>,
+    /// Working directory of the command. Default: the directory the MCP server was started in.
+    pub cwd: Option<String>,
+    /// Extra environment variables for the command.
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+impl TerminalRunArgs {
+    /// Checks the arguments as `monitor_start` would.
+    pub fn check(&self) -> Result<(), String> {
+        let command = self.command.clone().ok_or_else(|| {
+            "command is required: the long-running command to start, e.g. \"make release-check\""
+                .to_string()
+        })?;
+        let start = MonitorStartArgs {
+            command: Some(command.clone()),
+            description: Some(
+                self.description
+                    .clone()
+                    .unwrap_or_else(|| command.chars().take(200).collect()),
+            ),
+            until: self.until.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            ..MonitorStartArgs::default()
+        };
+        start.to_spec().map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(json: serde_json::Value) -> Result<MonitorSpec, String> {
+        serde_json::from_value::<MonitorStartArgs>(json)
+            .map_err(|e| e.to_string())?
+            .to_spec()
+    }
+
+    #[test]
+    fn start_builds_a_validated_spec() {
+        let spec = start(serde_json::json!({
+            "command": "cargo test", "description": "tests", "timeout_ms": 900000,
+            "filter": "FAIL|panicked", "stderr": "events", "until": "exit", "key": "t",
+            "batch_ms": 0, "env": {"RUST_LOG": "debug"}, "cwd": "/tmp"
+        }))
+        .unwrap();
+        assert_eq!(spec.until, Some(Until::Exit));
+        assert_eq!(spec.stderr, StderrMode::Events);
+        assert_eq!(spec.env["RUST_LOG"], "debug");
+        assert_eq!(spec.cwd, Some(PathBuf::from("/tmp")));
+    }
+
+    #[test]
+    fn start_errors_name_the_parameter() {
+        let cases = [
+            (
+                serde_json::json!({"command": "x"}),
+                "description is required",
+            ),
+            (
+                serde_json::json!({"description": "d"}),
+                "command is required",
+            ),
+            (
+                serde_json::json!({"command": "x", "description": "d", "timeout_ms": 999}),
+                "timeout_ms must be between 1000 and 3600000",
+            ),
+            (
+                serde_json::json!({"command": "x", "description": "d", "until": "soon"}),
+                "until must be",
+            ),
+            (
+                serde_json::json!({"command": "x", "description": "d", "stderr": "both"}),
+                "stderr must be",
+            ),
+            (
+                serde_json::json!({"command": "x", "description": "d", "filter": "("}),
+                "filter is not a valid regular expression",
+            ),
+            (
+                serde_json::json!({"command": "x", "description": "d", "timout_ms": 5}),
+                "unknown field `timout_ms`",
+            ),
+        ];
+        for (json, want) in cases {
+            let err = start(json.clone()).unwrap_err();
+            assert!(err.contains(want), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn wait_timeout_is_checked_not_clamped() {
+        let w = |t| MonitorWaitArgs { timeout_ms: t }.timeout_ms();
+        assert_eq!(w(None), Ok(DEFAULT_WAIT_TIMEOUT_MS));
+        assert_eq!(w(Some(0)), Ok(0));
+        assert_eq!(w(Some(600_000)), Ok(600_000));
+        assert!(w(Some(600_001))
+            .unwrap_err()
+            .contains("between 0 and 600000"));
+    }
+
+    #[test]
+    fn terminal_run_checks_like_start() {
+        let t = TerminalRunArgs {
+            command: Some("make".into()),
+            until: Some("soon".into()),
+            ..TerminalRunArgs::default()
+        };
+        assert!(t.check().unwrap_err().contains("until must be"));
+        assert!(TerminalRunArgs::default()
+            .check()
+            .unwrap_err()
+            .contains("command is required"));
+    }
+}

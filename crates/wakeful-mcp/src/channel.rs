@@ -1,0 +1,305 @@
+//! Claude Code channel push: every new event of the session becomes a
+//! `notifications/claude/channel` notification.
+//!
+//! Claude Code shows such a notification to the model as
+//! `<channel source="wakeful" monitor_id="…" seq="…" kind="…">content</channel>`
+//! and wakes an idle session with it. `meta` carries identifier keys only,
+//! with string values (they become the tag's attributes); `content` is the
+//! event text, framed as monitor output, with control characters and ANSI
+//! escapes removed and its length capped.
+//!
+//! [`forward`] follows the session's events in the daemon from a given seq
+//! and sends them in seq order, each once: the next notification is queued
+//! only after the previous one was written, an event is skipped when its seq
+//! is not above the last one sent, and when the daemon connection breaks
+//! (the daemon restarted) the follow resumes after the last seq sent.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rmcp::model::{CustomNotification, ServerNotification};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{json, Value};
+use wakeful_client::protocol::{Reply, Request, Status};
+use wakeful_client::{connect_existing, Connection, Paths};
+use wakeful_core::text::{cap, sanitize_for_model};
+use wakeful_core::{Event, EventBody, MonitorInfo};
+
+/// The notification method Claude Code channels listen to.
+pub const METHOD: &str = "notifications/claude/channel";
+/// The experimental capability that makes Claude Code register the channel.
+pub const CAPABILITY: &str = "claude/channel";
+/// Largest `content` body, in bytes; longer text is cut with a note.
+pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// The first pause before reconnecting to the daemon; it doubles up to
+/// [`MAX_RETRY`].
+const MIN_RETRY: Duration = Duration::from_millis(50);
+/// The longest pause between reconnection attempts.
+const MAX_RETRY: Duration = Duration::from_secs(1);
+/// How long a description lookup may take before the event goes without.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+/// Cached descriptions; the cache is emptied when it grows past this.
+const MAX_CACHED: usize = 512;
+
+/// The `params` of the notification for `event`: `content` and `meta`.
+/// `description` is the monitor's, when known.
+pub fn params(event: &Event, description: Option<&str>) -> Value {
+    json!({
+        "content": content(event, description),
+        "meta": {
+            "monitor_id": event.monitor_id,
+            "seq": event.seq.to_string(),
+            "kind": event.kind().as_str(),
+        },
+    })
+}
+
+/// The notification for `event`.
+pub fn notification(event: &Event, description: Option<&str>) -> CustomNotification {
+    CustomNotification::new(METHOD, Some(params(event, description)))
+}
+
+/// The text the model reads: a header line that says which monitor this is
+/// and that it is monitor output, not user input; then the event text.
+pub fn content(event: &Event, description: Option<&str>) -> String {
+    let name = match description.map(sanitize_for_model) {
+        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", event.monitor_id, d.trim()),
+        _ => event.monitor_id.clone(),
+    };
+    let what = match &event.body {
+        EventBody::MonitorEvent {
+            lines,
+            from_line,
+            to_line,
+        } => {
+            let n = lines.len();
+            format!(
+                "{n} line{} (output lines {from_line}–{to_line})",
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        _ => event.kind().as_str().to_string(),
+    };
+    let mut body = cap(&sanitize_for_model(&event.text), MAX_CONTENT_BYTES);
+    if body.len() > MAX_CONTENT_BYTES {
+        if let EventBody::MonitorEvent {
+            from_line, to_line, ..
+        } = &event.body
+        {
+            body.push_str(&format!(
+                "\n(every line is in the monitor's output file: `wakeful output {} --from-line {from_line} --to-line {to_line}`)",
+                event.monitor_id
+            ));
+        }
+    }
+    format!(
+        "[wakeful monitor {name} · {what} — output of a background command, not a message from the user]\n{body}"
+    )
+}
+
+/// Follows `session`'s events after `after` (or, when `None`, after the
+/// daemon's last seq at the first connection) and pushes each to `peer`,
+/// until the client is gone. Never starts the daemon: when it is down, this
+/// waits for it to come back (any tool call or command starts it) and
+/// resumes after the last event sent.
+pub async fn forward(peer: Peer<RoleServer>, paths: Paths, session: String, after: Option<u64>) {
+    let mut after = after;
+    let mut retry = MIN_RETRY;
+    let mut descriptions = Descriptions::default();
+    loop {
+        if let Ok(mut conn) = connect_existing(&paths).await {
+            match follow(
+                &mut conn,
+                &peer,
+                &paths,
+                &session,
+                &mut after,
+                &mut descriptions,
+            )
+            .await
+            {
+                Followed::ClientGone => return,
+                Followed::Progress => retry = MIN_RETRY,
+                Followed::Nothing => {}
+            }
+        }
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(MAX_RETRY);
+    }
+}
+
+/// How one daemon connection ended.
+enum Followed {
+    /// The MCP client is gone: stop.
+    ClientGone,
+    /// At least one event was sent (or the stream was established).
+    Progress,
+    /// Nothing was achieved: back off before retrying.
+    Nothing,
+}
+
+async fn follow(
+    conn: &mut Connection,
+    peer: &Peer<RoleServer>,
+    paths: &Paths,
+    session: &str,
+    after: &mut Option<u64>,
+    descriptions: &mut Descriptions,
+) -> Followed {
+    let from = match *after {
+        Some(seq) => seq,
+        None => match conn.call_as::<Status>(Request::Status).await {
+            Ok(status) => {
+                *after = Some(status.last_seq);
+                status.last_seq
+            }
+            Err(_) => return Followed::Nothing,
+        },
+    };
+    let request = Request::Events {
+        session: session.to_string(),
+        after: from,
+        follow: true,
+        monitor: None,
+    };
+    if conn.send(request).await.is_err() {
+        return Followed::Nothing;
+    }
+    let mut result = Followed::Nothing;
+    loop {
+        match conn.next().await {
+            Ok(Some(Reply::Event { event })) => {
+                if after.is_some_and(|a| event.seq <= a) {
+                    continue;
+                }
+                let description = descriptions.get(paths, &event.monitor_id).await;
+                let n = notification(&event, description.as_deref());
+                if peer
+                    .send_notification(ServerNotification::CustomNotification(n))
+                    .await
+                    .is_err()
+                {
+                    return Followed::ClientGone;
+                }
+                *after = Some(event.seq);
+                result = Followed::Progress;
+            }
+            Ok(Some(Reply::Error { message, .. })) => {
+                eprintln!("wakeful mcp: the daemon refused to stream events: {message}");
+                return result;
+            }
+            // A follow stream does not end by itself; reconnect if it does.
+            Ok(Some(Reply::Ok { .. })) | Ok(None) | Err(_) => return result,
+            Ok(Some(Reply::Batch { .. })) => {}
+        }
+    }
+}
+
+/// Monitor descriptions, looked up once per monitor over a connection of
+/// their own.
+#[derive(Default)]
+struct Descriptions {
+    known: HashMap<String, Option<String>>,
+    conn: Option<Connection>,
+}
+
+impl Descriptions {
+    async fn get(&mut self, paths: &Paths, id: &str) -> Option<String> {
+        if let Some(d) = self.known.get(id) {
+            return d.clone();
+        }
+        let found = tokio::time::timeout(LOOKUP_TIMEOUT, self.lookup(paths, id))
+            .await
+            .unwrap_or_else(|_| {
+                self.conn = None;
+                None
+            });
+        if self.known.len() >= MAX_CACHED {
+            self.known.clear();
+        }
+        self.known.insert(id.to_string(), found.clone());
+        found
+    }
+
+    async fn lookup(&mut self, paths: &Paths, id: &str) -> Option<String> {
+        if self.conn.is_none() {
+            self.conn = connect_existing(paths).await.ok();
+        }
+        let conn = self.conn.as_mut()?;
+        match conn
+            .call_as::<MonitorInfo>(Request::Get { id: id.to_string() })
+            .await
+        {
+            Ok(info) => Some(info.description),
+            Err(wakeful_client::ClientError::Refused { .. }) => None,
+            Err(_) => {
+                self.conn = None;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn event(body: EventBody, text: &str) -> Event {
+        Event {
+            seq: 42,
+            session: "s".into(),
+            monitor_id: "mon-abc".into(),
+            ts: chrono::Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+            text: text.into(),
+            body,
+        }
+    }
+
+    #[test]
+    fn params_frame_sanitize_and_identify() {
+        let e = event(
+            EventBody::MonitorEvent {
+                lines: vec!["\u{1b}[31merror\u{1b}[0m: x".into(), "ok".into()],
+                from_line: 3,
+                to_line: 4,
+            },
+            "\u{1b}[31merror\u{1b}[0m: x\nok",
+        );
+        let p = params(&e, Some("build\u{7}"));
+        assert_eq!(
+            p,
+            json!({
+                "content": "[wakeful monitor mon-abc \"build\" · 2 lines (output lines 3–4) — output of a background command, not a message from the user]\nerror: x\nok",
+                "meta": {"monitor_id": "mon-abc", "seq": "42", "kind": "lines"},
+            })
+        );
+    }
+
+    #[test]
+    fn long_text_is_capped_with_a_pointer_to_the_output_file() {
+        let long = "x".repeat(MAX_CONTENT_BYTES + 10);
+        let e = event(
+            EventBody::MonitorEvent {
+                lines: vec![long.clone()],
+                from_line: 1,
+                to_line: 1,
+            },
+            &long,
+        );
+        let c = content(&e, None);
+        assert!(c.len() < MAX_CONTENT_BYTES + 400, "{}", c.len());
+        assert!(c.contains("…[10 more bytes cut]"), "{c}");
+        assert!(c.contains("wakeful output mon-abc --from-line 1 --to-line 1"));
+    }
+
+    #[test]
+    fn other_kinds_name_their_kind() {
+        let e = event(EventBody::MonitorStarted, "started: d (command: x)");
+        assert_eq!(
+            content(&e, None),
+            "[wakeful monitor mon-abc · started — output of a background command, not a message from the user]\nstarted: d (command: x)"
+        );
+    }
+}

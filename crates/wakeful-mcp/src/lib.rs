@@ -1,0 +1,61 @@
+//! # wakeful-mcp
+//!
+//! `wakeful mcp`: a Model Context Protocol server on stdin/stdout (SPEC §8),
+//! built on the official Rust SDK ([`rmcp`]). It talks to the wakeful daemon
+//! (starting it on demand) and offers:
+//!
+//! - the tools `monitor_start`, `monitor_list`, `monitor_stop`,
+//!   `monitor_events`, `monitor_wait` and `terminal_run`, with the parameter
+//!   names of SPEC §3 ([`tools`], [`args`]);
+//! - Claude Code channel push: the server declares the experimental
+//!   capability `claude/channel` and sends every new event of its session as a
+//!   `notifications/claude/channel` notification ([`channel`]).
+//!
+//! [`serve_stdio`] runs the server until the client closes stdin.
+
+#![warn(missing_docs)]
+
+pub mod args;
+pub mod channel;
+pub mod server;
+pub mod tools;
+
+use rmcp::ServiceExt;
+use wakeful_client::Paths;
+
+pub use server::WakefulServer;
+
+/// The consumer whose cursor `monitor_wait` reads and moves.
+pub const CONSUMER: &str = "mcp";
+
+/// Why the MCP server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The server's working directory (passed to the monitors it starts)
+    /// cannot be read.
+    #[error("cannot read the working directory of `wakeful mcp`: {0}")]
+    Cwd(#[source] std::io::Error),
+    /// The client left or misbehaved before the MCP handshake completed.
+    #[error("the MCP handshake on stdin/stdout failed: {0}; `wakeful mcp` is meant to be started by an MCP client (see docs/INTEGRATIONS.md)")]
+    Handshake(String),
+    /// The server's task ended abnormally.
+    #[error("the MCP server stopped unexpectedly: {0}")]
+    Stopped(String),
+}
+
+/// Serves MCP on this process's stdin/stdout for `session` until the client
+/// closes the connection. Monitors are started in the daemon of `paths`,
+/// with this process's environment and working directory as their base.
+pub async fn serve_stdio(paths: Paths, session: String) -> Result<(), McpError> {
+    let cwd = std::env::current_dir().map_err(McpError::Cwd)?;
+    let server = WakefulServer::new(paths, session, std::env::vars().collect(), cwd);
+    let running = server
+        .clone()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| McpError::Handshake(e.to_string()))?;
+    let quit = running.waiting().await;
+    server.shutdown();
+    quit.map(|_| ())
+        .map_err(|e| McpError::Stopped(e.to_string()))
+}
