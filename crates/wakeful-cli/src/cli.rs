@@ -126,6 +126,11 @@ pub enum Command {
         /// Keep waiting and printing after each batch.
         #[arg(long)]
         follow: bool,
+        /// Be the consumer's only waiter: an older `--exclusive` waiter of the
+        /// same session and consumer gives up and exits 0 (one waiter per
+        /// session, as hooks need).
+        #[arg(long)]
+        exclusive: bool,
     },
     /// Print a monitor's output file (every line, never rate-limited).
     #[command(

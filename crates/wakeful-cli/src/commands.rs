@@ -86,7 +86,13 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             timeout_ms,
             consumer,
             follow,
-        } => wait(&paths, session, consumer, timeout_ms, follow, json).await,
+            exclusive,
+        } => {
+            wait(
+                &paths, session, consumer, timeout_ms, follow, exclusive, json,
+            )
+            .await
+        }
         Command::Output {
             id,
             from_line,
@@ -310,6 +316,7 @@ async fn wait(
     consumer: String,
     timeout_ms: Option<u64>,
     follow: bool,
+    exclusive: bool,
     json: bool,
 ) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
@@ -318,6 +325,7 @@ async fn wait(
         consumer,
         timeout_ms,
         follow,
+        exclusive,
     })
     .await?;
     let stdout = std::io::stdout();
@@ -336,6 +344,10 @@ async fn wait(
             }
             Some(Reply::Ok { .. }) => return Ok(0),
             Some(Reply::Error { kind, message }) => {
+                if kind == ErrorKind::Superseded {
+                    eprintln!("wakeful: {message}");
+                    return Ok(0);
+                }
                 if kind == ErrorKind::Timeout && !json {
                     eprintln!("wakeful: {message}");
                     return Ok(kind.exit_code());

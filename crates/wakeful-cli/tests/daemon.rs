@@ -514,3 +514,86 @@ fn kill_9_during_flood_then_restart_keeps_the_log_and_cursors() {
     );
     let _ = wait_ended;
 }
+
+#[test]
+fn exclusive_waiters_hand_over_and_batches_are_never_duplicated() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let spawn = |args: &[&str]| {
+        home.cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let older = spawn(&[
+        "--json",
+        "wait",
+        "--exclusive",
+        "--consumer",
+        "hook",
+        "--timeout-ms",
+        "20000",
+    ]);
+    // Give the first waiter time to register: it must then be superseded.
+    assert!(eventually(Duration::from_secs(5), || {
+        std::fs::read_to_string(home.path().join("daemon.log")).is_ok()
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    let newer = spawn(&[
+        "--json",
+        "wait",
+        "--exclusive",
+        "--consumer",
+        "hook",
+        "--timeout-ms",
+        "20000",
+    ]);
+    let out = older.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("took over"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    start(&home, &["-d", "wake", "--", "echo ping"]);
+    let out = newer.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"started\""));
+
+    // Two followers of one consumer: every event is handed out exactly once.
+    let a = spawn(&["--json", "wait", "--follow", "--consumer", "shared"]);
+    let b = spawn(&["--json", "wait", "--follow", "--consumer", "shared"]);
+    for i in 0..5 {
+        start(
+            &home,
+            &["-d", &format!("m{i}"), "--", &format!("echo line-{i}")],
+        );
+    }
+    let total = home.json_lines(&["events"]).len();
+    assert!(eventually(Duration::from_secs(10), || home
+        .json_lines(&["events"])
+        .len()
+        >= total));
+    std::thread::sleep(Duration::from_millis(500));
+    home.ok(&["daemon", "stop"]);
+    let seqs = |c: std::process::Child| -> Vec<u64> {
+        let out = c.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let mut all = seqs(a);
+    all.extend(seqs(b));
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "an event was handed to both followers");
+    assert!(n >= 15, "{n} events handed out");
+}

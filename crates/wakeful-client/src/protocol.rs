@@ -77,6 +77,12 @@ pub enum Request {
         /// Keep going after each batch.
         #[serde(default)]
         follow: bool,
+        /// Become the consumer's only exclusive waiter: an older exclusive
+        /// waiter of the same session and consumer gives up (error
+        /// `superseded`). Batches of one consumer are never handed to two
+        /// waiters at once, exclusive or not.
+        #[serde(default)]
+        exclusive: bool,
     },
     /// Inside a `wait`: everything up to `seq` was handed on.
     Ack {
@@ -185,6 +191,8 @@ pub enum ErrorKind {
     Timeout,
     /// Protocol version mismatch (exit 1).
     Version,
+    /// A newer exclusive waiter took over (exit 0: nothing to do).
+    Superseded,
     /// Anything else (exit 1).
     Internal,
 }
@@ -197,6 +205,7 @@ impl ErrorKind {
             ErrorKind::NotFound => 3,
             ErrorKind::Limit => 4,
             ErrorKind::Timeout => 124,
+            ErrorKind::Superseded => 0,
             ErrorKind::Version | ErrorKind::Internal => 1,
         }
     }

@@ -4,6 +4,7 @@
 //! Followers never poll: they read the store after the last seq they sent,
 //! then wait for the registry's "latest seq" to change.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,28 @@ pub struct State {
     reader: StoreReader,
     paths: Paths,
     shutdown: watch::Sender<bool>,
+    consumers: std::sync::Mutex<HashMap<(String, String), Arc<ConsumerSlot>>>,
+}
+
+/// One consumer of one session: its batches are handed out one at a time,
+/// and the newest exclusive waiter is the only one that may wait.
+struct ConsumerSlot {
+    handing_out: tokio::sync::Mutex<()>,
+    exclusive: watch::Sender<u64>,
+}
+
+impl State {
+    fn consumer(&self, session: &str, consumer: &str) -> Arc<ConsumerSlot> {
+        let mut map = self.consumers.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry((session.to_string(), consumer.to_string()))
+            .or_insert_with(|| {
+                Arc::new(ConsumerSlot {
+                    handing_out: tokio::sync::Mutex::new(()),
+                    exclusive: watch::channel(0).0,
+                })
+            })
+            .clone()
+    }
 }
 
 impl State {
@@ -41,6 +64,7 @@ impl State {
             reader,
             paths,
             shutdown: watch::channel(false).0,
+            consumers: std::sync::Mutex::new(HashMap::new()),
         }
     }
 }
@@ -236,7 +260,17 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             consumer,
             timeout_ms,
             follow,
-        } => wait(conn, state, &session, &consumer, timeout_ms, follow).await,
+            exclusive,
+        } => {
+            let opts = WaitOpts {
+                session: &session,
+                consumer: &consumer,
+                timeout_ms,
+                follow,
+                exclusive,
+            };
+            wait(conn, state, opts).await
+        }
         Request::Ack { .. } => {
             conn.error(ErrorKind::Invalid, "ack is only valid inside a wait")
                 .await
@@ -463,18 +497,42 @@ async fn stream_events(
 
 /// Hands the consumer's unacknowledged events over in batches; the cursor
 /// moves only when the client acknowledges a batch.
-async fn wait(
-    conn: &mut Conn,
-    state: &State,
-    session: &str,
-    consumer: &str,
+struct WaitOpts<'a> {
+    session: &'a str,
+    consumer: &'a str,
     timeout_ms: Option<u64>,
     follow: bool,
-) -> std::io::Result<()> {
+    exclusive: bool,
+}
+
+async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Result<()> {
+    let WaitOpts {
+        session,
+        consumer,
+        timeout_ms,
+        follow,
+        exclusive,
+    } = opts;
+    let slot = state.consumer(session, consumer);
+    let mut generation = slot.exclusive.subscribe();
+    let mine = if exclusive {
+        slot.exclusive.send_modify(|g| *g += 1);
+        Some(*generation.borrow_and_update())
+    } else {
+        None
+    };
     let mut latest = state.registry.latest_seq();
     let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
     loop {
+        if mine.is_some_and(|m| *generation.borrow() != m) {
+            return superseded(conn, session, consumer).await;
+        }
         latest.borrow_and_update();
+        // One batch of this consumer at a time: read, hand out, acknowledge.
+        let _handing_out = slot.handing_out.lock().await;
+        if mine.is_some_and(|m| *generation.borrow() != m) {
+            return superseded(conn, session, consumer).await;
+        }
         let cursor = state
             .reader
             .cursor(session, consumer)
@@ -513,6 +571,7 @@ async fn wait(
             }
             continue;
         }
+        drop(_handing_out);
         let sleep = async {
             match deadline {
                 Some(d) => tokio::time::sleep_until(d).await,
@@ -538,6 +597,17 @@ async fn wait(
                     return Ok(());
                 }
             }
+            _ = generation.changed(), if mine.is_some() => {}
         }
     }
+}
+
+async fn superseded(conn: &mut Conn, session: &str, consumer: &str) -> std::io::Result<()> {
+    conn.error(
+        ErrorKind::Superseded,
+        format!(
+            "a newer exclusive waiter of session `{session}` (consumer `{consumer}`) took over"
+        ),
+    )
+    .await
 }

@@ -243,6 +243,7 @@ impl WakefulServer {
             consumer: CONSUMER.to_string(),
             timeout_ms: Some(timeout_ms),
             follow: false,
+            exclusive: false,
         })
         .await
         .map_err(daemon_error)?;
