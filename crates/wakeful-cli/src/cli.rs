@@ -84,6 +84,10 @@ pub enum Command {
     /// Terminals started with `wakeful run`.
     #[command(subcommand)]
     Terminal(TerminalCommand),
+    /// How the session's events wake its agent (a new turn) when nobody is
+    /// reading them: Codex, OpenCode, any command, a webhook.
+    #[command(subcommand)]
+    Wake(WakeCommand),
     /// List monitors: active first, then those that ended in the last hour.
     #[command(after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json")]
     List {
@@ -185,6 +189,71 @@ pub enum PluginCommand {
         dir: std::path::PathBuf,
         /// The skill, as `SKILL` or `<plugin>:SKILL`.
         skill: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WakeCommand {
+    /// Route the session's events to its agent (replaces its route).
+    #[command(
+        after_help = "At most one wake is in flight per session; events arriving meanwhile join the next wake. A refused delivery is retried (1 s doubling to 60 s) for up to 15 minutes, then shown as undelivered; its events stay for the next wake.\n\nExamples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123\n  wakeful wake set exec --busy-exit-code 75 -- notify-send wakeful {text}\n  wakeful wake set exec -- claude -p --resume {session} {text}\n  wakeful wake set webhook --url https://hooks.example.com/agent"
+    )]
+    Set {
+        #[command(subcommand)]
+        adapter: WakeAdapterArgs,
+    },
+    /// The session's route and delivery state (idle, retrying, undelivered…).
+    #[command(after_help = "Example:\n  wakeful wake show --json")]
+    Show,
+    /// Remove the session's route.
+    #[command(after_help = "Example:\n  wakeful wake clear --session my-session")]
+    Clear,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WakeAdapterArgs {
+    /// `codex queue --thread ID --message TEXT` (Codex queues it: idle, a turn
+    /// starts; busy, it runs after the current turn).
+    Codex {
+        /// The Codex thread [default: the session name].
+        #[arg(long)]
+        thread: Option<String>,
+        /// The codex executable [default: codex on PATH].
+        #[arg(long, value_name = "PATH")]
+        binary: Option<std::path::PathBuf>,
+        /// CODEX_HOME for the command.
+        #[arg(long, value_name = "DIR")]
+        codex_home: Option<std::path::PathBuf>,
+    },
+    /// An OpenCode server: POST {url}/session/{id}/prompt_async.
+    Opencode {
+        /// The server, e.g. http://127.0.0.1:4096 (loopback is allowed).
+        #[arg(long)]
+        url: String,
+        /// The OpenCode session id [default: the session name].
+        #[arg(long, value_name = "ID")]
+        opencode_session: Option<String>,
+        /// The project directory OpenCode runs in.
+        #[arg(long, value_name = "DIR")]
+        directory: Option<String>,
+    },
+    /// Any program: ARGV with {session}, {text} and {wake_id} substituted
+    /// inside single arguments (never through a shell). Exit 0 = accepted.
+    Exec {
+        /// An exit code that means "busy, retry later" (repeat for more);
+        /// other non-zero codes are failures.
+        #[arg(long = "busy-exit-code", value_name = "N")]
+        busy_exit_codes: Vec<i32>,
+        /// The program and its arguments.
+        #[arg(last = true, required = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
+    /// POST {wake_id, session, text, events} as JSON to a URL (private
+    /// addresses only as allowed by [network] in config.toml).
+    Webhook {
+        /// The URL.
+        #[arg(long)]
+        url: String,
     },
 }
 

@@ -11,6 +11,7 @@ use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
+    WakeAdapterArgs, WakeCommand,
 };
 use crate::{exit, render, Failure};
 
@@ -46,6 +47,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             description,
             command,
         } => run_terminal(&paths, session, until, description, command.join(" "), json).await,
+        Command::Wake(cmd) => wake(&paths, session, cmd, json).await,
         Command::Validate { path } => crate::plugin_cmd::validate(&path, json),
         Command::Plugin(PluginCommand::Start { dir }) => {
             crate::plugin_cmd::start(
@@ -241,7 +243,11 @@ async fn interrupted(paths: &Paths, id: &str, detach: bool) -> Result<u8, Failur
 
 async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let list: Vec<MonitorInfo> = conn.call_as(Request::List { session }).await?;
+    let list: Vec<MonitorInfo> = conn
+        .call_as(Request::List {
+            session: session.clone(),
+        })
+        .await?;
     if json {
         print_json(&list)?;
         return Ok(0);
@@ -252,6 +258,20 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
     }
     let mut out = std::io::stdout().lock();
     render::monitor_table(&mut out, &list)?;
+    drop(out);
+    if let Some(session) = session {
+        let w = conn
+            .call(Request::WakeShow {
+                session: session.clone(),
+            })
+            .await?;
+        if w["state"] == "undelivered" {
+            println!(
+                "wake undelivered: events #{}–#{} of session {session} did not reach the agent ({}); they go with the next wake",
+                w["events_from"], w["events_to"], w["reason"].as_str().unwrap_or("")
+            );
+        }
+    }
     Ok(0)
 }
 
@@ -406,6 +426,12 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
         );
         println!("recently ended:   {}", s.monitors_recently_ended);
         println!("last event seq:   {}", s.last_seq);
+        if s.wakes_undelivered > 0 {
+            println!(
+                "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",
+                s.wakes_undelivered
+            );
+        }
     }
     Ok(0)
 }
@@ -519,6 +545,102 @@ async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Fail
         print_json(&t)?;
     } else {
         println!("killed {}", t.id);
+    }
+    Ok(0)
+}
+
+async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
+    use wakeful_client::protocol::WakeAdapter;
+    let mut conn = connect(paths).await?;
+    let v = match cmd {
+        WakeCommand::Set { adapter } => {
+            let route = match adapter {
+                WakeAdapterArgs::Codex {
+                    thread,
+                    binary,
+                    codex_home,
+                } => WakeAdapter::Codex {
+                    thread,
+                    binary,
+                    codex_home,
+                },
+                WakeAdapterArgs::Opencode {
+                    url,
+                    opencode_session,
+                    directory,
+                } => WakeAdapter::Opencode {
+                    url,
+                    opencode_session,
+                    directory,
+                },
+                WakeAdapterArgs::Exec {
+                    busy_exit_codes,
+                    argv,
+                } => WakeAdapter::Exec {
+                    argv,
+                    busy_exit_codes,
+                },
+                WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
+            };
+            conn.call(Request::WakeSet {
+                session: session.clone(),
+                route,
+            })
+            .await?
+        }
+        WakeCommand::Show => {
+            conn.call(Request::WakeShow {
+                session: session.clone(),
+            })
+            .await?
+        }
+        WakeCommand::Clear => {
+            conn.call(Request::WakeClear {
+                session: session.clone(),
+            })
+            .await?
+        }
+    };
+    if json {
+        print_json(&v)?;
+    } else if v.is_null() {
+        println!("session {session} has no wake route (`wakeful wake set --help`)");
+    } else if let Some(cleared) = v.get("cleared") {
+        println!(
+            "session {session}: route {}",
+            if cleared == true {
+                "cleared"
+            } else {
+                "was not set"
+            }
+        );
+    } else {
+        println!("session:  {session}");
+        println!(
+            "adapter:  {} ({})",
+            v["route"]["adapter"].as_str().unwrap_or("?"),
+            v["source"].as_str().unwrap_or("?")
+        );
+        println!("state:    {}", v["state"].as_str().unwrap_or("?"));
+        for key in [
+            "wake_id",
+            "attempts",
+            "next_attempt_in_ms",
+            "reason",
+            "last_error",
+            "acked_seq",
+            "wakes_delivered",
+        ] {
+            if let Some(x) = v.get(key) {
+                println!(
+                    "{:<9} {}",
+                    format!("{key}:"),
+                    x.as_str()
+                        .map(String::from)
+                        .unwrap_or_else(|| x.to_string())
+                );
+            }
+        }
     }
     Ok(0)
 }

@@ -137,6 +137,25 @@ pub enum Request {
         /// The terminal id.
         id: String,
     },
+    /// Route a session's events to its agent. Reply: `ok` with the route
+    /// as `wake_show` describes it.
+    WakeSet {
+        /// The session.
+        session: String,
+        /// How to reach the agent.
+        route: WakeAdapter,
+    },
+    /// A session's route and delivery state. Reply: `ok` with
+    /// `{session, route, source, state, ...}` or `null` without a route.
+    WakeShow {
+        /// The session.
+        session: String,
+    },
+    /// Remove a session's route (set with `wake_set`). Reply: `ok`.
+    WakeClear {
+        /// The session.
+        session: String,
+    },
 }
 
 /// What travels on the wire: a request with the protocol version.
@@ -232,6 +251,9 @@ pub struct Status {
     pub sessions_active: usize,
     /// The last event's seq.
     pub last_seq: u64,
+    /// Sessions whose last wake could not be delivered.
+    #[serde(default)]
+    pub wakes_undelivered: usize,
 }
 
 /// Result of [`Request::Start`] (`start --json`).
@@ -248,6 +270,82 @@ pub struct StartResult {
     /// Every event of this monitor that a watcher has not seen yet has a
     /// greater seq (its `started` event, for a new monitor).
     pub after_seq: u64,
+}
+
+/// A session's wake route: which adapter, with its options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "adapter", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WakeAdapter {
+    /// `codex queue --thread <id> --message <text>`: Codex's durable queue.
+    Codex {
+        /// The thread (default: the session name, which is `CODEX_THREAD_ID`
+        /// for sessions detected inside Codex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thread: Option<String>,
+        /// The `codex` executable (default: `codex` on PATH).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binary: Option<PathBuf>,
+        /// `CODEX_HOME` for the command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        codex_home: Option<PathBuf>,
+    },
+    /// An OpenCode server: `POST {url}/session/{id}/prompt_async`.
+    Opencode {
+        /// The server, e.g. `http://127.0.0.1:4096`.
+        url: String,
+        /// The OpenCode session id (default: the wakeful session name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        opencode_session: Option<String>,
+        /// The project directory (`?directory=`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        directory: Option<String>,
+    },
+    /// Any command: an argv template whose elements may contain `{session}`,
+    /// `{text}` and `{wake_id}`; each is substituted inside its one argument,
+    /// never through a shell.
+    Exec {
+        /// The template; the first element is the program.
+        argv: Vec<String>,
+        /// Exit codes that mean "busy, retry later". Exit 0 is accepted;
+        /// any other code is a failure (no retry).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        busy_exit_codes: Vec<i32>,
+    },
+    /// `POST` a JSON body `{wake_id, session, text, events}` to a URL.
+    Webhook {
+        /// The URL (http or https).
+        url: String,
+    },
+}
+
+impl WakeAdapter {
+    /// The adapter's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WakeAdapter::Codex { .. } => "codex",
+            WakeAdapter::Opencode { .. } => "opencode",
+            WakeAdapter::Exec { .. } => "exec",
+            WakeAdapter::Webhook { .. } => "webhook",
+        }
+    }
+
+    /// Checks the options (before a route is stored).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            WakeAdapter::Exec { argv, .. } if argv.is_empty() || argv[0].is_empty() => Err(
+                "the exec adapter needs a program: `wakeful wake set exec -- PROGRAM ARGS...`"
+                    .into(),
+            ),
+            WakeAdapter::Opencode { url, .. } | WakeAdapter::Webhook { url } => {
+                if url.starts_with("http://") || url.starts_with("https://") {
+                    Ok(())
+                } else {
+                    Err(format!("`{url}` is not an http:// or https:// URL"))
+                }
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Result of [`Request::Run`] (`run --json`).

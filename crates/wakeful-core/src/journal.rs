@@ -50,6 +50,13 @@ pub enum JournalEntry {
         /// The last acknowledged seq.
         seq: u64,
     },
+    /// A session's wake route was set (its JSON) or cleared (`None`).
+    WakeRoute {
+        /// The session.
+        session: String,
+        /// The route as JSON, or `None` to remove it.
+        route: Option<String>,
+    },
     /// A terminal started or ended (insert or replace its row).
     Terminal(crate::terminal::TerminalInfo),
     /// Called once every entry sent before it has been appended.
@@ -73,6 +80,7 @@ impl fmt::Debug for JournalEntry {
                 seq,
             } => write!(f, "Ack({session}, {consumer}, {seq})"),
             JournalEntry::Terminal(t) => write!(f, "Terminal({})", t.id),
+            JournalEntry::WakeRoute { session, .. } => write!(f, "WakeRoute({session})"),
             JournalEntry::Barrier(_) => f.write_str("Barrier"),
         }
     }

@@ -17,6 +17,7 @@
 //!   timeouts into one per-monitor state machine ([`MonitorMachine`]).
 //! - [`terminal`]: managed commands monitors attach to ([`terminal::TerminalInfo`]).
 //! - [`text`]: making event text safe to show to a model.
+//! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
 
 pub mod batch;
@@ -30,6 +31,7 @@ pub mod rate;
 pub mod session;
 pub mod terminal;
 pub mod text;
+pub mod wake;
 
 pub use batch::Batcher;
 pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};

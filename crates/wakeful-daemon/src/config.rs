@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Limits.
@@ -19,6 +19,28 @@ pub struct Config {
     /// Which private addresses network sources may reach.
     #[serde(default)]
     pub network: Network,
+    /// Wake routes: `[[wake]]` tables with `session`, `adapter` and the
+    /// adapter's options (see `wakeful wake set --help`).
+    #[serde(default)]
+    pub wake: Vec<toml::Table>,
+    /// Wake behaviour.
+    #[serde(default)]
+    pub wake_options: WakeOptions,
+}
+
+/// `[wake_options]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WakeOptions {
+    /// A monitor started inside Codex (`CODEX_THREAD_ID` set) in a session
+    /// without a route gives it the `codex` route (default true).
+    pub auto_codex: bool,
+}
+
+impl Default for WakeOptions {
+    fn default() -> Self {
+        WakeOptions { auto_codex: true }
+    }
 }
 
 /// `[limits]`.
@@ -108,7 +130,37 @@ impl Config {
         if config.limits.max_active_per_session == 0 {
             return Err("limits.max_active_per_session must be at least 1".into());
         }
+        config.wake_routes()?;
         Ok(config)
+    }
+
+    /// The `[[wake]]` tables as (session, route).
+    pub fn wake_routes(
+        &self,
+    ) -> Result<Vec<(String, wakeful_client::protocol::WakeAdapter)>, String> {
+        self.wake
+            .iter()
+            .enumerate()
+            .map(|(i, table)| {
+                let mut table = table.clone();
+                let session = match table.remove("session") {
+                    Some(toml::Value::String(s)) if !s.is_empty() => s,
+                    _ => {
+                        return Err(format!(
+                            "[[wake]] table {} needs `session = \"...\"`",
+                            i + 1
+                        ))
+                    }
+                };
+                let route: wakeful_client::protocol::WakeAdapter = toml::Value::Table(table)
+                    .try_into()
+                    .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
+                route
+                    .validate()
+                    .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
+                Ok((session, route))
+            })
+            .collect()
     }
 }
 
@@ -126,6 +178,22 @@ mod tests {
         assert_eq!(c.limits.max_active_per_session, 3);
         assert_eq!(c.monitors.grace_ms, 500);
         assert_eq!(c.network.allow, ["127.0.0.0/8"]);
+    }
+
+    #[test]
+    fn wake_tables() {
+        let c = Config::parse(
+            "[[wake]]\nsession = \"s1\"\nadapter = \"exec\"\nargv = [\"notify-send\", \"{text}\"]\n\n[wake_options]\nauto_codex = false\n",
+        )
+        .unwrap();
+        let routes = c.wake_routes().unwrap();
+        assert_eq!(routes[0].0, "s1");
+        assert_eq!(routes[0].1.name(), "exec");
+        assert!(!c.wake_options.auto_codex);
+        assert!(Config::parse("[[wake]]\nadapter = \"codex\"\n")
+            .unwrap_err()
+            .contains("session"));
+        assert!(Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"pager\"\n").is_err());
     }
 
     #[test]

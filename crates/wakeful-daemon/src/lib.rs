@@ -7,10 +7,12 @@
 //!   persistent monitors, serve until asked to stop.
 //! - [`config`]: the `config.toml` file.
 //! - [`server`]: one task per connection, answering requests.
+//! - [`wake`]: delivering events to agents as new turns (wake routes).
 
 pub mod config;
 pub mod recovery;
 pub mod server;
+pub mod wake;
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -96,6 +98,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             message: e.to_string(),
         }
     })?;
+    let launch_net = net.clone();
     let (mut writer, reader) = wakeful_store::open(&paths.database())?;
     let to_rearm = recover(&mut writer, &reader)?;
     let latest = reader.latest_seq()?;
@@ -147,7 +150,26 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         socket.display()
     );
 
-    let state = Arc::new(server::State::new(registry.clone(), reader, paths.clone()));
+    let wakes = wake::Wakes::new(
+        registry.clone(),
+        reader.clone(),
+        launch_net,
+        config.wake_options.auto_codex,
+    );
+    wakes.start_all(
+        config
+            .wake_routes()
+            .map_err(|message| config::ConfigError::Invalid {
+                path: paths.config_file.display().to_string(),
+                message,
+            })?,
+    );
+    let state = Arc::new(server::State::new(
+        registry.clone(),
+        reader,
+        paths.clone(),
+        wakes,
+    ));
     let served = server::serve(listener, state.clone()).await;
 
     // Persistent monitors are suspended (re-armed by the next daemon); the

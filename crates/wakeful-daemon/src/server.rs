@@ -28,6 +28,7 @@ const PAGE: usize = 1000;
 
 /// What every connection shares.
 pub struct State {
+    wakes: crate::wake::Wakes,
     registry: MonitorRegistry,
     reader: StoreReader,
     paths: Paths,
@@ -58,8 +59,14 @@ impl State {
 
 impl State {
     /// The daemon's shared state.
-    pub fn new(registry: MonitorRegistry, reader: StoreReader, paths: Paths) -> Self {
+    pub fn new(
+        registry: MonitorRegistry,
+        reader: StoreReader,
+        paths: Paths,
+        wakes: crate::wake::Wakes,
+    ) -> Self {
         State {
+            wakes,
             registry,
             reader,
             paths,
@@ -198,6 +205,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 monitors_recently_ended: all.len() - running.len(),
                 sessions_active: sessions.len(),
                 last_seq: *state.registry.latest_seq().borrow(),
+                wakes_undelivered: state.wakes.undelivered().len(),
             };
             conn.ok(value(&status)).await
         }
@@ -208,6 +216,27 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             cwd,
         } => {
             let after_seq = *state.registry.latest_seq().borrow();
+            // Inside Codex: route the session to its thread, unless it has a
+            // route or the configuration says no.
+            if let Some(thread) = env.get("CODEX_THREAD_ID").filter(|t| !t.is_empty()) {
+                if state.wakes.auto_codex
+                    && !state.wakes.has_route(&session)
+                    && spec.validate().is_ok()
+                {
+                    let route = wakeful_client::protocol::WakeAdapter::Codex {
+                        thread: Some(thread.clone()),
+                        binary: None,
+                        codex_home: env.get("CODEX_HOME").map(std::path::PathBuf::from),
+                    };
+                    if let Err(e) = state
+                        .wakes
+                        .set(&session, route, crate::wake::RouteSource::Auto)
+                        .await
+                    {
+                        tracing::warn!("cannot route session {session} to Codex: {e}");
+                    }
+                }
+            }
             let opts = StartOptions {
                 session: Some(session.clone()),
                 base_env: Some(env),
@@ -313,6 +342,22 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 None => terminal_not_found(conn, &id).await,
             },
         },
+        Request::WakeSet { session, route } => {
+            match state
+                .wakes
+                .set(&session, route, crate::wake::RouteSource::Set)
+                .await
+            {
+                Ok(v) => conn.ok(v).await,
+                Err(e) => conn.error(ErrorKind::Invalid, e).await,
+            }
+        }
+        Request::WakeShow { session } => conn.ok(state.wakes.show(&session)).await,
+        Request::WakeClear { session } => {
+            let cleared = state.wakes.clear(&session).await;
+            conn.ok(json!({ "session": session, "cleared": cleared }))
+                .await
+        }
         Request::Shutdown => {
             conn.ok(json!({ "pid": std::process::id() })).await?;
             state.shutdown.send_replace(true);
@@ -449,6 +494,11 @@ fn store_error(e: wakeful_store::StoreError) -> std::io::Error {
 
 /// Sends events after `after`; with `follow`, keeps sending new ones until
 /// the client disconnects (or `monitor`'s final event was sent).
+///
+/// Catching up reads the store. Once caught up, a follower takes events from
+/// the registry's broadcast, which carries every event right after it was
+/// committed; if it falls behind (the broadcast buffer overflows), it reads
+/// the store again. Seqs only move forward, so nothing is sent twice.
 async fn stream_events(
     conn: &mut Conn,
     state: &State,
@@ -457,9 +507,9 @@ async fn stream_events(
     mut after: u64,
     follow: bool,
 ) -> std::io::Result<()> {
-    let mut latest = state.registry.latest_seq();
+    // Subscribe before reading, so nothing committed in between is missed.
+    let mut live = state.registry.subscribe();
     loop {
-        latest.borrow_and_update();
         let page = state
             .reader
             .events_after(Some(session), monitor, after, PAGE)
@@ -479,15 +529,30 @@ async fn stream_events(
         if !follow {
             return conn.ok(json!({ "last_seq": after })).await;
         }
-        tokio::select! {
-            changed = latest.changed() => {
-                if changed.is_err() {
-                    return Ok(());
-                }
-            }
-            line = conn.lines.next_line() => {
-                // The client said something or left; either ends the stream.
-                if line?.is_none() {
+        // Live: until the client leaves, or the broadcast overflows.
+        loop {
+            tokio::select! {
+                received = live.recv() => match received {
+                    Ok(e) => {
+                        let ours = e.session == session
+                            && monitor.is_none_or(|m| e.monitor_id == m);
+                        if e.seq <= after || !ours {
+                            continue;
+                        }
+                        after = e.seq;
+                        let end = monitor.is_some() && e.kind().is_terminal();
+                        conn.event(e).await?;
+                        if end {
+                            return conn.ok(json!({ "last_seq": after })).await;
+                        }
+                    }
+                    // Fell behind: catch up from the store.
+                    Err(wakeful_engine::RecvError::Lagged(_)) => break,
+                    Err(wakeful_engine::RecvError::Closed) => return Ok(()),
+                },
+                line = conn.lines.next_line() => {
+                    // The client said something or left; either ends the stream.
+                    line?;
                     return Ok(());
                 }
             }

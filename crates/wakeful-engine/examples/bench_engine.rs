@@ -109,8 +109,9 @@ fn main() {
         report.push_str(&latency(&rt, &registry, dir, &opts));
     }
     report.push_str(&format!(
-        "\nTotal benchmark wall time: {:.1} s\n",
-        total.elapsed().as_secs_f64()
+        "\nTotal benchmark wall time: {:.1} s; load average at the end: {}.\n",
+        total.elapsed().as_secs_f64(),
+        load_average()
     ));
     println!("{report}");
     drop(registry);
@@ -128,6 +129,14 @@ fn sh_out(cmd: &str) -> String {
         .unwrap_or_else(|e| format!("({cmd}: {e})"))
 }
 
+/// The 1, 5 and 15 minute load averages: anything else running skews
+/// latency figures on a small machine.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn machine_facts() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -139,11 +148,12 @@ fn machine_facts() -> String {
         })
         .unwrap_or_else(|| "unknown".into());
     format!(
-        "## Machine\n\n| fact | value |\n|---|---|\n| nproc | {} |\n| kernel (`uname -r`) | {} |\n| CPU | {} |\n| date (UTC) | {} |\n| tools | {}; {}; {} |\n",
+        "## Machine\n\n| fact | value |\n|---|---|\n| nproc | {} |\n| kernel (`uname -r`) | {} |\n| CPU | {} |\n| date (UTC) | {} |\n| load average at start | {} |\n| tools | {}; {}; {} |\n",
         sh_out("nproc"),
         sh_out("uname -r"),
         cpu,
         sh_out("date -u '+%Y-%m-%d %H:%M'"),
+        load_average(),
         sh_out("cat --version | head -1"),
         sh_out("tail --version | head -1"),
         sh_out("grep --version | head -1"),
@@ -326,8 +336,41 @@ enum Contender {
 
 const CONTENDERS: [Contender; 3] = [Contender::CatToFile, Contender::CatPipe, Contender::Wakeful];
 
-/// Runs one contender once on `input`; returns seconds and, for wakeful,
-/// its event counts. Verifies the copy and removes it.
+/// CPU time used so far by this process (all its threads: the engine) and
+/// by its waited-for children (`sh`, `cat`).
+#[derive(Clone, Copy)]
+struct Cpu {
+    own: f64,
+    children: f64,
+}
+
+impl Cpu {
+    fn now() -> Cpu {
+        let get = |who| {
+            // SAFETY: an all-zero rusage is a valid value of this plain C
+            // struct, and getrusage only writes into the struct we hand it.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: see above; `ru` outlives the call.
+            unsafe { libc::getrusage(who, &mut ru) };
+            let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+            tv(ru.ru_utime) + tv(ru.ru_stime)
+        };
+        Cpu {
+            own: get(libc::RUSAGE_SELF),
+            children: get(libc::RUSAGE_CHILDREN),
+        }
+    }
+
+    fn since(self, earlier: Cpu) -> Cpu {
+        Cpu {
+            own: self.own - earlier.own,
+            children: self.children - earlier.children,
+        }
+    }
+}
+
+/// Runs one contender once on `input`; returns wall seconds, CPU time and,
+/// for wakeful, its event counts. Verifies the copy and removes it.
 fn run_contender(
     rt: &tokio::runtime::Runtime,
     registry: &MonitorRegistry,
@@ -335,9 +378,10 @@ fn run_contender(
     input: &Path,
     out: &Path,
     lines: usize,
-) -> (f64, Option<IngestRun>) {
+) -> (f64, Cpu, Option<IngestRun>) {
     // Start every run with no dirty pages left over from the previous one.
     nix::unistd::sync();
+    let cpu0 = Cpu::now();
     match c {
         Contender::CatToFile | Contender::CatPipe => {
             let script = if c == Contender::CatToFile {
@@ -346,12 +390,14 @@ fn run_contender(
                 "cat {in} | cat > {out}"
             };
             let s = time_sh(script, input, out);
+            let cpu = Cpu::now().since(cpu0);
             verify_copy(input, out, lines);
             std::fs::remove_file(out).expect("remove output");
-            (s, None)
+            (s, cpu, None)
         }
         Contender::Wakeful => {
             let (r, out) = rt.block_on(time_wakeful(registry, input));
+            let cpu = Cpu::now().since(cpu0);
             verify_copy(input, &out, lines);
             assert_eq!(
                 r.delivered_lines + r.suppressed_lines,
@@ -359,7 +405,7 @@ fn run_contender(
                 "every line is either delivered or counted as suppressed"
             );
             std::fs::remove_file(&out).expect("remove output");
-            (r.secs, Some(r))
+            (r.secs, cpu, Some(r))
         }
     }
 }
@@ -382,16 +428,18 @@ fn ingest(
         run_contender(rt, registry, c, &input, &out, o.lines);
     }
     let mut secs = [Vec::new(), Vec::new(), Vec::new()];
+    let mut cpus: [Vec<Cpu>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut last: Option<IngestRun> = None;
     for run in 0..o.runs {
         // Rotate the order, so no contender always runs first.
         for k in 0..CONTENDERS.len() {
             let ci = (k + run) % CONTENDERS.len();
-            let (s, r) = run_contender(rt, registry, CONTENDERS[ci], &input, &out, o.lines);
+            let (s, c, r) = run_contender(rt, registry, CONTENDERS[ci], &input, &out, o.lines);
             eprintln!("ingest run {run}: contender {ci}: {s:.3} s");
             secs[ci].push(s);
+            cpus[ci].push(c);
             last = r.or(last);
-            let (s, _) = run_contender(rt, registry, CONTENDERS[ci], &empty, &out, 0);
+            let (s, _, _) = run_contender(rt, registry, CONTENDERS[ci], &empty, &out, 0);
             fixed[ci].push(s);
         }
     }
@@ -415,12 +463,14 @@ fn ingest(
         o.lines, mb, o.runs
     );
     s.push_str(
-        "| contender | median s | MB/s | lines/s | runs (s) | empty input (ms) |\n\
-         |---|---:|---:|---:|---|---:|\n",
+        "| contender | median s | MB/s | lines/s | runs (s) | CPU s: bench process / children | empty input (ms) |\n\
+         |---|---:|---:|---:|---|---:|---:|\n",
     );
     for i in 0..CONTENDERS.len() {
+        let own = median(cpus[i].iter().map(|c| c.own).collect());
+        let children = median(cpus[i].iter().map(|c| c.children).collect());
         s.push_str(&format!(
-            "| {} | {:.3} | {:.0} | {:.0} | {} | {:.1} |\n",
+            "| {} | {:.3} | {:.0} | {:.0} | {} | {own:.3} / {children:.3} | {:.1} |\n",
             names[i],
             med[i],
             mb / med[i],
@@ -436,8 +486,10 @@ fn ingest(
          Every copy (cat's and the monitor's output file) is verified byte-identical to the \
          input ({bytes} bytes, {} lines). Events per wakeful run: {} `lines` events carrying {} \
          lines, {} `suppressed` reports counting {} lines (rate limit: burst {BURST}, then 1/s); \
-         delivered + suppressed = all lines. \"empty input\" is the same command on an empty \
-         file: the fixed cost of starting and ending.\n",
+         delivered + suppressed = all lines. \"CPU s\" is user + system time from \
+         `getrusage(2)` during the timed part: the bench process's own (for wakeful: the \
+         engine's threads) and its reaped children's (`sh`, `cat`); medians. \"empty input\" \
+         is the same command on an empty file: the fixed cost of starting and ending.\n",
         100.0 * med[0] / med[2],
         100.0 * med[1] / med[2],
         o.lines,
@@ -534,7 +586,12 @@ async fn latency_wakeful(
     while out.len() < samples {
         let mut spec = MonitorSpec::command(format!("cat '{}'", fifo.display()), "bench latency");
         spec.batch_ms = batch_ms;
-        let id = registry.start(spec).await.expect("start").info.id;
+        let id = registry
+            .start(spec)
+            .await
+            .expect("start the latency monitor")
+            .info
+            .id;
         monitors += 1;
         wait_started(&mut sub, &id).await;
         // Untimed warm-up: proves `cat` has the FIFO open and reading.
@@ -610,7 +667,7 @@ fn latency_tail(dir: &Path, samples: usize, pause: Duration) -> (Vec<Duration>, 
         std::thread::sleep(pause);
         out.push(roundtrip(&format!("{PATTERN} tail sample {i}")));
     }
-    // SAFETY-free cleanup: the whole pipeline is one process group.
+    // The whole pipeline is one process group of its own: end it at once.
     let _ = nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pgid),
         nix::sys::signal::Signal::SIGTERM,

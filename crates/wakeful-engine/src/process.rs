@@ -142,10 +142,10 @@ pub fn reap_group_zombies(pgid: i32, skip: Option<i32>) {
 /// stuck in the kernel, after a bounded extra second).
 ///
 /// There is no kernel notification for "this process group is now empty", so
-/// this checks the process table every 10 ms, only during this bounded
-/// shutdown.
+/// this checks it with a backoff (2 ms doubling to 50 ms), only during this
+/// bounded shutdown.
 pub async fn terminate_group(pgid: i32, grace: Duration) {
-    if live_group_members(pgid).is_empty() {
+    if group_is_empty(pgid) {
         return;
     }
     signal_group(pgid, Signal::SIGTERM);
@@ -155,17 +155,34 @@ pub async fn terminate_group(pgid: i32, grace: Duration) {
     }
 }
 
-/// Waits up to `limit` for group `pgid` to have no live member.
+/// Whether group `pgid` has no live member. A signal 0 to the group is the
+/// cheap check (no such group: empty); only when some member exists is the
+/// process table read, to tell live members from zombies.
+pub fn group_is_empty(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return true;
+    }
+    match killpg(Pid::from_raw(pgid), None) {
+        Err(nix::errno::Errno::ESRCH) => true,
+        _ => live_group_members(pgid).is_empty(),
+    }
+}
+
+/// Waits up to `limit` for group `pgid` to have no live member, checking
+/// after 2 ms, then less and less often (at most every 50 ms).
 pub async fn wait_group_empty(pgid: i32, limit: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(2);
     loop {
-        if live_group_members(pgid).is_empty() {
+        if group_is_empty(pgid) {
             return true;
         }
-        if tokio::time::Instant::now() >= deadline {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 

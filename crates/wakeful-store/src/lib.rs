@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS terminals (
     info    TEXT NOT NULL,
     running INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS wake_routes (
+    session TEXT PRIMARY KEY,
+    route   TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
@@ -243,6 +247,17 @@ impl StoreWriter {
                             params![t.id, t.session, to_json(t)?, t.state == MonitorState::Running],
                         )?;
                     }
+                    JournalEntry::WakeRoute { session, route } => match route {
+                        Some(r) => {
+                            tx.execute(
+                                "INSERT OR REPLACE INTO wake_routes(session, route) VALUES (?1, ?2)",
+                                params![session, r],
+                            )?;
+                        }
+                        None => {
+                            tx.execute("DELETE FROM wake_routes WHERE session = ?1", [session])?;
+                        }
+                    },
                     JournalEntry::Barrier(_) => {}
                 }
             }
@@ -345,17 +360,18 @@ impl StoreReader {
         after: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
+        // The limit is part of the SQL text, not a bound parameter: SQLite
+        // plans a bound LIMIT with its value, so re-binding it would make
+        // the cached statement re-prepare on every call.
+        let sql = format!(
+            "SELECT json FROM events WHERE seq > ?1
+               AND (?2 IS NULL OR session = ?2)
+               AND (?3 IS NULL OR monitor_id = ?3)
+             ORDER BY seq LIMIT {limit}"
+        );
         let rows: Vec<String> = self.with(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT json FROM events WHERE seq > ?1
-                   AND (?2 IS NULL OR session = ?2)
-                   AND (?3 IS NULL OR monitor_id = ?3)
-                 ORDER BY seq LIMIT ?4",
-            )?;
-            let rows = stmt
-                .query_map(params![after as i64, session, monitor, limit as i64], |r| {
-                    r.get(0)
-                })?;
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![after as i64, session, monitor], |r| r.get(0))?;
             rows.collect()
         })?;
         rows.iter()
@@ -374,6 +390,27 @@ impl StoreReader {
             .optional()
         })
         .map(|v| v.unwrap_or(0) as u64)
+    }
+
+    /// The last seq of `session`'s events (0 when it has none).
+    pub fn latest_seq_of(&self, session: &str) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?1",
+                [session],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|v| v as u64)
+    }
+
+    /// Stored wake routes: (session, route JSON).
+    pub fn wake_routes(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached("SELECT session, route FROM wake_routes")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
     }
 
     /// Every terminal the store knows, running or not.

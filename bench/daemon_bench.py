@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""Daemon benchmarks for wakeful: event latency, `list` round trip, idle cost.
+
+Usage:
+    cargo build --release -p wakeful-cli
+    python3 bench/daemon_bench.py [target/release/wakeful] [--samples 200] [--keep]
+
+Three scenarios, measured side by side in one run; a Markdown table is printed
+at the end (and nothing is written anywhere else).
+
+(a) Latency: a line printed by a monitored command until `wakeful --json
+    events --follow` prints it, versus a line appended to a file until
+    `tail -n0 -F FILE | grep --line-buffered probe` prints it. The monitored
+    command is `cat FIFO`; the script keeps each FIFO open for writing for the
+    whole run, so one write(2) is the whole "print". Samples rotate over 20
+    monitors with `--batch-ms 0` so that no monitor goes over its rate limit
+    (burst 20 events, 1/s refill): each gets 1 warm-up line and N/20 samples.
+    A second, smaller sample uses the default batch_ms (200) and >= 250 ms
+    spacing, to show that a leading-edge line is not held back by the batch
+    window. One more row reads the same stream straight from the socket (no
+    CLI process), to separate the daemon's share from the client's.
+(b) `wakeful list` with 100 running monitors (`sleep 600`): the whole CLI
+    (exec + connect + round trip + print), and the bare socket round trip
+    speaking the protocol from Python (persistent connection, and a new
+    connection per request).
+(c) Idle cost: daemon RSS, CPU and context switches (all threads) over a
+    10 s window with 0 and with 200 idle monitors; then the wall time and
+    daemon CPU of `wakeful session end` stopping those 200 monitors.
+
+Every scenario gets a fresh temporary WAKEFUL_HOME (its daemon starts on
+demand) and its daemon is stopped at the end; anything left over that carries
+that WAKEFUL_HOME in its environment is killed. Python 3.11 standard library
+only; the whole run takes well under 2 minutes (an alarm enforces 110 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import select
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WALL_LIMIT_S = 110
+LAT_MONITORS = 20  # rotation for the batch_ms=0 latency sample
+MAX_ACTIVE = 250
+
+
+class BenchTimeout(Exception):
+    pass
+
+
+def _alarm(_signum, _frame):
+    raise BenchTimeout(f"benchmark exceeded {WALL_LIMIT_S} s")
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+
+def pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))
+    return s[k]
+
+
+def summary_us(ns: list[int]) -> tuple[float, float, float]:
+    us = [x / 1000 for x in ns]
+    return statistics.median(us), pct(us, 99), max(us)
+
+
+class LineReader:
+    """Line reader on a raw fd, with timeouts (no Python-side buffering delay)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = b""
+
+    def readline(self, timeout: float) -> bytes | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                line, self.buf = self.buf[: i + 1], self.buf[i + 1 :]
+                return line
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.fd], [], [], left)
+            if not r:
+                return None
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise EOFError("stream closed")
+            self.buf += chunk
+
+
+class Home:
+    """A temporary WAKEFUL_HOME and everything started under it."""
+
+    def __init__(self, exe: str, name: str, max_active: int | None = None):
+        self.exe = exe
+        self.dir = Path(tempfile.mkdtemp(prefix=f"wkb-{name}-"))
+        if max_active:
+            (self.dir / "config.toml").write_text(
+                f"[limits]\nmax_active_per_session = {max_active}\n"
+            )
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "WAKEFUL_SESSION",
+                "CLAUDE_CODE_SESSION_ID",
+                "CODEX_THREAD_ID",
+                "WAKEFUL_DAEMON_EXE",
+            )
+        }
+        self.env["WAKEFUL_HOME"] = str(self.dir)
+        self.children: list[subprocess.Popen] = []
+        self.daemon_pid: int | None = None
+
+    def run(self, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+        p = subprocess.run(
+            [self.exe, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if p.returncode != 0:
+            raise RuntimeError(
+                f"wakeful {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}"
+            )
+        return p
+
+    def json(self, *args: str) -> object:
+        return json.loads(self.run("--json", *args).stdout)
+
+    def popen(self, argv: list[str], **kw) -> subprocess.Popen:
+        p = subprocess.Popen(argv, env=self.env, start_new_session=True, **kw)
+        self.children.append(p)
+        return p
+
+    def status(self) -> dict:
+        st = self.json("status")
+        self.daemon_pid = int(st["pid"])
+        return st
+
+    def start(self, session: str, command: str, *flags: str) -> dict:
+        return self.json("--session", session, "start", *flags, "--", command)
+
+    def close(self, keep: bool) -> list[str]:
+        """Stops the daemon and kills whatever this home started."""
+        notes = []
+        for p in self.children:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in self.children:
+            try:
+                p.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(timeout=3)
+        if (self.dir / "wakeful.sock").exists() or self.daemon_pid:
+            try:
+                subprocess.run(
+                    [self.exe, "daemon", "stop"],
+                    env=self.env,
+                    capture_output=True,
+                    timeout=15,
+                )
+            except subprocess.TimeoutExpired:
+                notes.append(f"`wakeful daemon stop` timed out for {self.dir}")
+        if self.daemon_pid:
+            deadline = time.monotonic() + 10
+            while alive(self.daemon_pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if alive(self.daemon_pid):
+                notes.append(f"daemon {self.daemon_pid} still alive after stop; SIGKILL")
+                try:
+                    os.kill(self.daemon_pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        left = kill_by_env("WAKEFUL_HOME", str(self.dir))
+        if left:
+            notes.append(f"killed {left} leftover processes of {self.dir}")
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return notes
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def kill_by_env(name: str, value: str) -> int:
+    """Kills processes (of this user) whose environment has NAME=VALUE."""
+    needle = f"{name}={value}".encode() + b"\0"
+    me = os.getpid()
+    n = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = f.read() + b"\0"
+        except OSError:
+            continue
+        if b"\0" + needle in b"\0" + env:
+            try:
+                os.kill(int(d), signal.SIGKILL)
+                n += 1
+            except ProcessLookupError:
+                pass
+    return n
+
+
+# --------------------------------------------------------------------------
+# (a) latency
+
+
+def wakeful_latency(
+    home: Home,
+    n_monitors: int,
+    n_samples: int,
+    batch_ms: int | None,
+    gap_s: float,
+    session: str,
+    tag: str,
+    via_socket: bool = False,
+) -> dict:
+    fifos = []
+    for k in range(n_monitors):
+        path = home.dir / f"{tag}-fifo-{k}"
+        os.mkfifo(path)
+        # O_RDWR never blocks on a FIFO and keeps a writer for the whole run.
+        fifos.append(os.open(path, os.O_RDWR))
+    flags = ["-d", f"{tag}-{{k}}"]
+    if batch_ms is not None:
+        flags += ["--batch-ms", str(batch_ms)]
+    after = home.status()["last_seq"]
+    for k in range(n_monitors):
+        home.start(
+            session,
+            f"cat {shlex.quote(str(home.dir / f'{tag}-fifo-{k}'))}",
+            *[f.replace("{k}", str(k)) for f in flags],
+        )
+    if via_socket:
+        # The same stream without the CLI: the protocol spoken from Python.
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(home.dir / "wakeful.sock"))
+        req = {"v": 1, "op": "events", "session": session, "after": after, "follow": True}
+        conn.sendall(json.dumps(req).encode() + b"\n")
+        reader = LineReader(conn.fileno())
+        unwrap = lambda obj: obj.get("event", {})  # noqa: E731
+    else:
+        follower = home.popen(
+            [home.exe, "--json", "--session", session, "events", "--follow", "--after", str(after)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
+        reader = LineReader(follower.stdout.fileno())
+        unwrap = lambda obj: obj  # noqa: E731
+    stats = {"suppressed": 0, "lost": 0, "coalesced": 0}
+
+    def probe(fd: int, text: str) -> int | None:
+        payload = (text + "\n").encode()
+        t0 = time.perf_counter_ns()
+        os.write(fd, payload)
+        deadline = time.monotonic() + 3.0
+        while True:
+            line = reader.readline(max(0.0, deadline - time.monotonic()))
+            t1 = time.perf_counter_ns()
+            if line is None:
+                stats["lost"] += 1
+                return None
+            ev = unwrap(json.loads(line))
+            if ev.get("kind") == "suppressed":
+                stats["suppressed"] += 1
+            if text in ev.get("text", ""):
+                if ev.get("lines", 1) != 1 and ev.get("kind") == "lines":
+                    stats["coalesced"] += 1
+                return t1 - t0
+
+    for k, fd in enumerate(fifos):  # warm-up: one line per monitor
+        probe(fd, f"{tag}-warm-{k:04d}")
+        time.sleep(gap_s)  # the first sample must not fall into a batch window
+    stats["lost"] = 0
+    samples = []
+    for i in range(n_samples):
+        dt = probe(fifos[i % n_monitors], f"{tag}-probe-{i:06d}")
+        if dt is not None:
+            samples.append(dt)
+        time.sleep(gap_s)
+    # Anything still in flight (a late `suppressed` report) counts too.
+    while (line := reader.readline(0.3)) is not None:
+        if unwrap(json.loads(line)).get("kind") == "suppressed":
+            stats["suppressed"] += 1
+    for fd in fifos:
+        os.close(fd)
+    if via_socket:
+        conn.close()
+    return {"samples": samples, **stats}
+
+
+def tailgrep_latency(home: Home, n_samples: int, gap_s: float) -> dict:
+    path = home.dir / "tail-target.log"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    pipeline = home.popen(
+        ["sh", "-c", f"tail -n0 -F {shlex.quote(str(path))} | grep --line-buffered probe"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=0,
+    )
+    reader = LineReader(pipeline.stdout.fileno())
+    # Warm-up: repeat until tail has opened the file and grep answers.
+    for w in range(50):
+        os.write(fd, f"probe-warm-{w}\n".encode())
+        if reader.readline(0.1) is not None:
+            break
+    else:
+        raise RuntimeError("tail -F | grep never answered")
+    while reader.readline(0.1) is not None:
+        pass
+    samples, lost = [], 0
+    for i in range(n_samples):
+        text = f"probe-{i:06d}"
+        t0 = time.perf_counter_ns()
+        os.write(fd, (text + "\n").encode())
+        while True:
+            line = reader.readline(3.0)
+            t1 = time.perf_counter_ns()
+            if line is None:
+                lost += 1
+                break
+            if text.encode() in line:
+                samples.append(t1 - t0)
+                break
+        time.sleep(gap_s)
+    os.close(fd)
+    return {"samples": samples, "lost": lost}
+
+
+# --------------------------------------------------------------------------
+# (b) list round trip
+
+
+def recv_line(sock: socket.socket, buf: bytearray) -> bytes:
+    while True:
+        i = buf.find(b"\n")
+        if i >= 0:
+            line = bytes(buf[: i + 1])
+            del buf[: i + 1]
+            return line
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("daemon closed the connection")
+        buf += chunk
+
+
+LIST_REQ = json.dumps({"v": 1, "op": "list", "session": None}).encode() + b"\n"
+
+
+def socket_list(sock_path: Path, n: int, persistent: bool) -> tuple[list[int], int, int]:
+    samples = []
+    size = count = 0
+    s = None
+    buf = bytearray()
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        if s is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.connect(str(sock_path))
+            buf = bytearray()
+        s.sendall(LIST_REQ)
+        line = recv_line(s, buf)
+        t1 = time.perf_counter_ns()
+        samples.append(t1 - t0)
+        if not persistent:
+            s.close()
+            s = None
+        size = len(line)
+    reply = json.loads(line)
+    assert reply["type"] == "ok", reply
+    count = len(reply["result"])
+    if s is not None:
+        s.close()
+    return samples, size, count
+
+
+def cli_list(home: Home, session: str, n: int) -> tuple[list[int], int]:
+    samples, count = [], 0
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        p = home.run("--json", "--session", session, "list")
+        t1 = time.perf_counter_ns()
+        samples.append(t1 - t0)
+        count = len(json.loads(p.stdout))
+    return samples, count
+
+
+# --------------------------------------------------------------------------
+# (c) idle cost
+
+
+def proc_snapshot(pid: int) -> dict:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[0] is field 3 (state): utime is field 14, stime field 15.
+    cpu_ticks = int(fields[11]) + int(fields[12])
+    rss_kib = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss_kib = int(line.split()[1])
+    ctx = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            v = nv = 0
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        v = int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        nv = int(line.split()[1])
+            ctx[tid] = v + nv
+        except FileNotFoundError:
+            pass
+    return {"t": time.monotonic(), "cpu": cpu_ticks, "rss_kib": rss_kib, "ctx": ctx}
+
+
+def idle_window(pid: int, seconds: float) -> dict:
+    a = proc_snapshot(pid)
+    time.sleep(seconds)
+    b = proc_snapshot(pid)
+    wall = b["t"] - a["t"]
+    switches = sum(b["ctx"][t] - a["ctx"].get(t, 0) for t in b["ctx"])
+    return {
+        "rss_mib": b["rss_kib"] / 1024,
+        "cpu_pct": (b["cpu"] - a["cpu"]) / CLK_TCK / wall * 100,
+        "ctx_per_s": switches / wall,
+        "threads": len(b["ctx"]),
+        "threads_gone": len(set(a["ctx"]) - set(b["ctx"])),
+    }
+
+
+def start_sleepers(home: Home, session: str, n: int, first: int = 0) -> list[int]:
+    times = []
+    for i in range(first, first + n):
+        t0 = time.perf_counter_ns()
+        home.start(session, "sleep 600", "-d", f"idle-{i}")
+        times.append(time.perf_counter_ns() - t0)
+    return times
+
+
+# --------------------------------------------------------------------------
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("wakeful", nargs="?", default=str(REPO / "target/release/wakeful"))
+    ap.add_argument("--samples", type=int, default=200, help="latency samples (default 200)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary WAKEFUL_HOMEs")
+    args = ap.parse_args()
+    exe = str(Path(args.wakeful).resolve())
+    if not os.access(exe, os.X_OK):
+        print(f"no wakeful binary at {exe}; build it with `cargo build --release -p wakeful-cli`", file=sys.stderr)
+        return 2
+    for tool in ("tail", "grep", "sh", "cat", "sleep"):
+        if shutil.which(tool) is None:
+            print(f"`{tool}` is required", file=sys.stderr)
+            return 2
+
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+    tail_v = subprocess.run(["tail", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    grep_v = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    cmd = " ".join(shlex.quote(a) for a in ["python3", *sys.argv])
+    print(f"# wakeful daemon benchmark — {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    print(f"command: {cmd}")
+    print(f"binary:  {exe} ({version})")
+    print(f"machine: nproc={os.cpu_count()} · kernel {platform.release()} · {platform.machine()} · Python {platform.python_version()}")
+    print(f"baseline: {tail_v}; {grep_v}")
+    print(f"load average at start: {open('/proc/loadavg').read().split()[0]} (other work on the machine skews tails)")
+    sys.stdout.flush()
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(WALL_LIMIT_S)
+    t_start = time.monotonic()
+    homes: list[Home] = []
+    notes: list[str] = []
+    res: dict = {}
+
+    def new_home(name: str, max_active: int | None = None) -> Home:
+        h = Home(exe, name, max_active)
+        homes.append(h)
+        return h
+
+    def close(h: Home) -> None:
+        notes.extend(h.close(args.keep))
+        homes.remove(h)
+
+    try:
+        # (a) latency ---------------------------------------------------------
+        print("\n(a) latency ...", flush=True)
+        ha = new_home("lat", MAX_ACTIVE)
+        res["a0"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lat", "b0")
+        res["a0s"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lats", "bs", via_socket=True)
+        res["a_def"] = wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")
+        res["a_tail"] = tailgrep_latency(ha, args.samples, 0.010)
+        close(ha)
+
+        # (b) list round trip + (c) 200 idle monitors -------------------------
+        print("(b) list round trip with 100 monitors ...", flush=True)
+        hb = new_home("list", MAX_ACTIVE)
+        hb.status()
+        res["start_ns"] = start_sleepers(hb, "bench", 100)
+        time.sleep(0.5)
+        res["b_cli"] = cli_list(hb, "bench", 20)
+        sock = hb.dir / "wakeful.sock"
+        res["b_sock"] = socket_list(sock, 200, persistent=True)
+        res["b_sock_new"] = socket_list(sock, 200, persistent=False)
+
+        print("(c) idle cost: 200 monitors, 10 s; then session end ...", flush=True)
+        res["start_ns"] += start_sleepers(hb, "bench", 100, first=100)
+        st = hb.status()
+        if st["monitors_running"] != 200:
+            notes.append(f"expected 200 running monitors, status says {st['monitors_running']}")
+        time.sleep(2.0)  # let start-up work (counters, started events) settle
+        res["c200"] = idle_window(hb.daemon_pid, 10.0)
+        res["b_sock200"] = socket_list(sock, 200, persistent=True)
+        # Stopping them all: wall time and the daemon's CPU meanwhile.
+        before = proc_snapshot(hb.daemon_pid)
+        t0 = time.monotonic()
+        hb.run("--session", "bench", "session", "end", "bench", timeout=60)
+        res["end200_s"] = time.monotonic() - t0
+        res["end200_cpu_s"] = (proc_snapshot(hb.daemon_pid)["cpu"] - before["cpu"]) / CLK_TCK
+        close(hb)
+
+        print("(c) idle cost: 0 monitors, 10 s ...", flush=True)
+        hc = new_home("idle0")
+        hc.status()
+        time.sleep(2.0)
+        res["c0"] = idle_window(hc.daemon_pid, 10.0)
+        close(hc)
+    except BenchTimeout as e:
+        notes.append(str(e))
+        print(f"ERROR: {e}", file=sys.stderr)
+    finally:
+        signal.alarm(0)
+        for h in list(homes):
+            notes.extend(h.close(args.keep))
+
+    elapsed = time.monotonic() - t_start
+    print_report(res, notes, elapsed, args.samples)
+    return 0 if not notes or all(n.startswith("killed") for n in notes) else 1
+
+
+def fmt(x: float, unit: str = "") -> str:
+    if x >= 100:
+        return f"{x:,.0f}{unit}"
+    if x >= 10:
+        return f"{x:.1f}{unit}"
+    return f"{x:.2f}{unit}"
+
+
+def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
+    print()
+    if "a0" in res:
+        a0, ad, at = res["a0"], res["a_def"], res["a_tail"]
+        print("### (a) Line-to-reader latency (µs)\n")
+        print("| path | samples | median | p99 | max | lost | suppressed events |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        rows = [
+            (f"wakeful: `cat FIFO` monitor → `events --follow` (batch_ms 0, {LAT_MONITORS} monitors round-robin, 10 ms gap)", a0),
+            ("wakeful, same but read from the socket by Python (no CLI process in the path)", res.get("a0s")),
+            ("baseline: append to file → `tail -n0 -F | grep --line-buffered` (10 ms gap)", at),
+            ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
+        ]
+        for name, r in rows:
+            if r is None:
+                continue
+            if r["samples"]:
+                med, p99, mx = summary_us(r["samples"])
+                print(f"| {name} | {len(r['samples'])} | {fmt(med)} | {fmt(p99)} | {fmt(mx)} | {r['lost']} | {r.get('suppressed', '—')} |")
+            else:
+                print(f"| {name} | 0 | — | — | — | {r['lost']} | {r.get('suppressed', '—')} |")
+        print()
+    if "b_cli" in res:
+        print("### (b) `list` round trip, 100 running monitors (ms)\n")
+        print("| what | runs | median | p99 | max | reply |")
+        print("|---|---:|---:|---:|---:|---|")
+        cli, cnt = res["b_cli"]
+        ms = [x / 1e6 for x in cli]
+        print(f"| `wakeful --json list` (process exec + connect + round trip + print) | {len(ms)} | {fmt(statistics.median(ms))} | {fmt(pct(ms, 99))} | {fmt(max(ms))} | {cnt} monitors |")
+        for key, label in (
+            ("b_sock", "socket `list`, one persistent connection"),
+            ("b_sock_new", "socket `list`, new connection per request"),
+            ("b_sock200", "socket `list`, persistent connection, **200** monitors"),
+        ):
+            if key in res:
+                s, size, cnt = res[key]
+                ms = [x / 1e6 for x in s]
+                print(f"| {label} | {len(ms)} | {fmt(statistics.median(ms), '')} | {fmt(pct(ms, 99))} | {fmt(max(ms))} | {cnt} monitors, {size / 1024:.0f} KiB |")
+        if res.get("start_ns"):
+            ms = [x / 1e6 for x in res["start_ns"]]
+            print(f"| (for reference) `wakeful --json start -- sleep 600` | {len(ms)} | {fmt(statistics.median(ms))} | {fmt(pct(ms, 99))} | {fmt(max(ms))} | — |")
+        print()
+    if "c0" in res or "c200" in res:
+        print("### (c) Idle daemon over a 10 s window\n")
+        print("| idle monitors | RSS (MiB) | CPU % | context switches/s (all threads) | threads |")
+        print("|---:|---:|---:|---:|---:|")
+        for key, label in (("c0", "0"), ("c200", "200 (`sleep 600`)")):
+            if key in res:
+                r = res[key]
+                gone = f" ({r['threads_gone']} exited)" if r["threads_gone"] else ""
+                print(f"| {label} | {r['rss_mib']:.1f} | {r['cpu_pct']:.2f} | {r['ctx_per_s']:.1f} | {r['threads']}{gone} |")
+        print()
+        print(f"CPU is utime+stime of the daemon process from /proc/<pid>/stat (resolution 1/{CLK_TCK} s, i.e. {100 / CLK_TCK / 10:.2f} % over 10 s); monitored commands are not included.")
+    if "end200_s" in res:
+        print(f"`wakeful session end` of the 200 idle monitors took {res['end200_s']:.2f} s of wall time and {res['end200_cpu_s']:.2f} s of daemon CPU.")
+    print(f"Latency sample: {n} requested; each latency monitor got 1 warm-up line and ≤ {math.ceil(n / LAT_MONITORS)} samples, within the rate limit (burst 20, 1/s).")
+    print(f"Total wall time: {elapsed:.1f} s; load average at end: {open('/proc/loadavg').read().split()[0]}.")
+    for note in notes:
+        print(f"NOTE: {note}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+//! The ways into an agent (see WAKE-PATHS.md): how a wake is handed to
+//! Codex, OpenCode, an argv template, or a webhook, and what counts as
+//! accepted, refused (retry) or failed (no retry).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use wakeful_core::wake::Outcome;
+use wakeful_engine::NetPolicy;
+
+use super::http::{self, Reach};
+pub use wakeful_client::protocol::WakeAdapter as Adapter;
+
+/// How long a delivery command may run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One wake to hand over.
+pub struct Wake<'a> {
+    /// The wakeful session.
+    pub session: &'a str,
+    /// `wake-<from>-<to>`.
+    pub wake_id: &'a str,
+    /// The message, framed as monitor output.
+    pub text: &'a str,
+    /// The events, as wire JSON.
+    pub events: &'a [serde_json::Value],
+}
+
+/// Hands `wake` to the agent through `adapter`.
+pub async fn deliver(adapter: &Adapter, wake: &Wake<'_>, policy: &NetPolicy) -> Outcome {
+    match adapter {
+        Adapter::Codex {
+            thread,
+            binary,
+            codex_home,
+        } => {
+            let thread = thread.clone().unwrap_or_else(|| wake.session.to_string());
+            let program = binary.clone().unwrap_or_else(|| PathBuf::from("codex"));
+            let args = vec![
+                "queue".to_string(),
+                "--thread".to_string(),
+                thread,
+                "--message".to_string(),
+                wake.text.to_string(),
+            ];
+            let mut env = BTreeMap::new();
+            if let Some(home) = codex_home {
+                env.insert("CODEX_HOME".to_string(), home.display().to_string());
+            }
+            // codex queue exits 0 once the message is queued; anything else
+            // (its daemon unreachable, a lock) is worth a retry.
+            match run(&program, &args, &env).await {
+                Ok((0, _)) => Outcome::Accepted,
+                Ok((code, err)) => Outcome::Refused(format!("codex queue exited {code}: {err}")),
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+        Adapter::Exec {
+            argv,
+            busy_exit_codes,
+        } => {
+            let subst = |s: &str| {
+                s.replace("{session}", wake.session)
+                    .replace("{wake_id}", wake.wake_id)
+                    .replace("{text}", wake.text)
+            };
+            let program = PathBuf::from(subst(&argv[0]));
+            let args: Vec<String> = argv[1..].iter().map(|a| subst(a)).collect();
+            match run(&program, &args, &BTreeMap::new()).await {
+                Ok((0, _)) => Outcome::Accepted,
+                Ok((code, err)) if busy_exit_codes.contains(&code) => {
+                    Outcome::Refused(format!("busy (exit {code}): {err}"))
+                }
+                Ok((code, err)) => Outcome::Failed(format!("exited {code}: {err}")),
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+        Adapter::Opencode {
+            url,
+            opencode_session,
+            directory,
+        } => {
+            let base = url.trim_end_matches('/');
+            let id = opencode_session.as_deref().unwrap_or(wake.session);
+            // Whether it is busy is only informative: OpenCode queues the
+            // prompt behind a running turn.
+            let busy = match http::request(
+                "GET",
+                &format!("{base}/session/status"),
+                None,
+                policy,
+                Reach::LoopbackAndPolicy,
+            )
+            .await
+            {
+                Ok(r) if r.status == 200 => serde_json::from_str::<serde_json::Value>(&r.body)
+                    .ok()
+                    .is_some_and(|v| v[id]["type"] == "busy"),
+                _ => false,
+            };
+            let mut post = format!("{base}/session/{id}/prompt_async");
+            if let Some(dir) = directory {
+                post.push_str("?directory=");
+                post.push_str(&percent(dir));
+            }
+            let body = serde_json::json!({"parts": [{"type": "text", "text": wake.text}]});
+            match http::request("POST", &post, Some(&body), policy, Reach::LoopbackAndPolicy).await
+            {
+                Ok(r) if (200..300).contains(&r.status) => {
+                    if busy {
+                        tracing::info!("wake {} queued behind a busy OpenCode turn", wake.wake_id);
+                    }
+                    Outcome::Accepted
+                }
+                Ok(r) => http_refusal("OpenCode", r),
+                Err(e) => Outcome::Refused(e.to_string()),
+            }
+        }
+        Adapter::Webhook { url } => {
+            let body = serde_json::json!({
+                "wake_id": wake.wake_id,
+                "session": wake.session,
+                "text": wake.text,
+                "events": wake.events,
+            });
+            match http::request("POST", url, Some(&body), policy, Reach::Policy).await {
+                Ok(r) if (200..300).contains(&r.status) => Outcome::Accepted,
+                Ok(r) => http_refusal("webhook", r),
+                Err(e) if e.0.starts_with("refused to connect") => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Refused(e.to_string()),
+            }
+        }
+    }
+}
+
+/// 408, 429 and 5xx are worth a retry; other statuses are a failure.
+fn http_refusal(what: &str, r: http::Response) -> Outcome {
+    let body: String = r.body.chars().take(300).collect();
+    let msg = format!("{what} answered HTTP {}: {body}", r.status);
+    if r.status == 408 || r.status == 429 || r.status >= 500 {
+        Outcome::Refused(msg)
+    } else {
+        Outcome::Failed(msg)
+    }
+}
+
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Runs a program (no shell) with stdin closed; returns its exit code and
+/// the tail of its stderr.
+async fn run(
+    program: &std::path::Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<(i32, String), String> {
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    let mut stderr = child.stderr.take();
+    let work = async {
+        let mut err = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.take(64 * 1024).read_to_end(&mut err).await;
+        }
+        let status = child.wait().await;
+        (status, err)
+    };
+    let (status, err) = tokio::time::timeout(COMMAND_TIMEOUT, work)
+        .await
+        .map_err(|_| {
+            format!(
+                "{} did not finish within {}s",
+                program.display(),
+                COMMAND_TIMEOUT.as_secs()
+            )
+        })?;
+    let status = status.map_err(|e| format!("waiting for {}: {e}", program.display()))?;
+    let err = String::from_utf8_lossy(&err);
+    let tail: String = err
+        .trim()
+        .chars()
+        .rev()
+        .take(300)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    Ok((status.code().unwrap_or(128), tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_round_trip_as_tagged_json_and_toml() {
+        let a = Adapter::Exec {
+            argv: vec!["notify".into(), "{session}".into(), "{text}".into()],
+            busy_exit_codes: vec![75],
+        };
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            json,
+            r#"{"adapter":"exec","argv":["notify","{session}","{text}"],"busy_exit_codes":[75]}"#
+        );
+        assert_eq!(serde_json::from_str::<Adapter>(&json).unwrap(), a);
+        let t: Adapter =
+            toml::from_str("adapter = \"codex\"\nbinary = \"/usr/local/bin/codex\"\n").unwrap();
+        assert!(matches!(
+            t,
+            Adapter::Codex {
+                binary: Some(_),
+                ..
+            }
+        ));
+        assert!(toml::from_str::<Adapter>("adapter = \"codex\"\nbinray = \"x\"\n").is_err());
+        assert!(Adapter::Exec {
+            argv: vec![],
+            busy_exit_codes: vec![]
+        }
+        .validate()
+        .is_err());
+        assert!(Adapter::Webhook {
+            url: "ftp://x".into()
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[tokio::test]
+    async fn exec_substitutes_inside_single_arguments_never_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("args");
+        let pwned = dir.path().join("pwned");
+        let adapter = Adapter::Exec {
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "printf '%s\\n' \"$@\" > \"$0\"".into(),
+                out.display().to_string(),
+                "{session}".into(),
+                "id={wake_id}".into(),
+                "{text}".into(),
+            ],
+            busy_exit_codes: vec![],
+        };
+        let text = format!(
+            "line; $(touch {}) `touch {}`",
+            pwned.display(),
+            pwned.display()
+        );
+        let wake = Wake {
+            session: "s 1",
+            wake_id: "wake-1-2",
+            text: &text,
+            events: &[],
+        };
+        assert_eq!(
+            deliver(&adapter, &wake, &NetPolicy::default()).await,
+            Outcome::Accepted
+        );
+        let got = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(got, format!("s 1\nid=wake-1-2\n{text}\n"));
+        assert!(!pwned.exists());
+        let busy = Adapter::Exec {
+            argv: vec!["/bin/sh".into(), "-c".into(), "exit 75".into()],
+            busy_exit_codes: vec![75],
+        };
+        assert!(matches!(
+            deliver(&busy, &wake, &NetPolicy::default()).await,
+            Outcome::Refused(_)
+        ));
+        let broken = Adapter::Exec {
+            argv: vec!["/nonexistent/x".into()],
+            busy_exit_codes: vec![],
+        };
+        assert!(matches!(
+            deliver(&broken, &wake, &NetPolicy::default()).await,
+            Outcome::Failed(_)
+        ));
+    }
+}

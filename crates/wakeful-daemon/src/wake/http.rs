@@ -1,0 +1,237 @@
+//! A small HTTP/1.1 client for the wake adapters (OpenCode, webhooks), on
+//! hyper. The host is resolved once and the address that passed the network
+//! policy is the one connected to (TLS for `https`, with the host name for
+//! SNI and certificate checks), so a DNS answer that changes between check
+//! and connect cannot reach a refused address.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use wakeful_engine::NetPolicy;
+
+/// How long one request may take, connection included.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A response: status and body.
+#[derive(Debug)]
+pub struct Response {
+    /// HTTP status code.
+    pub status: u16,
+    /// The body, as text (lossy).
+    pub body: String,
+}
+
+/// Why a request failed before a response came (transport error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpError(pub String);
+
+/// Which addresses may be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Loopback too, whatever the policy (a local agent server, e.g. OpenCode).
+    LoopbackAndPolicy,
+    /// Only what the policy allows.
+    Policy,
+}
+
+struct Target {
+    tls: bool,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+fn parse(url: &str) -> Result<Target, HttpError> {
+    let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return Err(HttpError(format!(
+            "{url}: only http:// and https:// URLs are accepted"
+        )));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err(HttpError(format!(
+            "{url}: credentials in the URL are not accepted"
+        )));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, p) = v6
+            .split_once(']')
+            .ok_or_else(|| HttpError(format!("{url}: bad IPv6 host")))?;
+        (h.to_string(), p.strip_prefix(':').map(str::to_string))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p.to_string())),
+            None => (authority.to_string(), None),
+        }
+    };
+    let port = match port {
+        Some(p) => p
+            .parse()
+            .map_err(|_| HttpError(format!("{url}: bad port `{p}`")))?,
+        None => {
+            if tls {
+                443
+            } else {
+                80
+            }
+        }
+    };
+    if host.is_empty() {
+        return Err(HttpError(format!("{url}: no host")));
+    }
+    Ok(Target {
+        tls,
+        host,
+        port,
+        path: path.to_string(),
+    })
+}
+
+async fn resolve(t: &Target, policy: &NetPolicy, reach: Reach) -> Result<SocketAddr, HttpError> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((t.host.as_str(), t.port))
+        .await
+        .map_err(|e| HttpError(format!("cannot resolve {}: {e}", t.host)))?
+        .collect();
+    let mut refused = vec![];
+    for a in &addrs {
+        let loopback_ok = reach == Reach::LoopbackAndPolicy && a.ip().is_loopback();
+        match policy.refusal(a.ip()) {
+            None => return Ok(*a),
+            Some(_) if loopback_ok => return Ok(*a),
+            Some(why) => refused.push(format!("{} ({why})", a.ip())),
+        }
+    }
+    Err(HttpError(format!(
+        "refused to connect to {}: {}; only a person can allow such addresses, in config.toml: [network] allow = [\"CIDR\"]",
+        t.host,
+        if refused.is_empty() { "no address".into() } else { refused.join(", ") }
+    )))
+}
+
+/// Sends one request and reads the whole response.
+pub async fn request(
+    method: &str,
+    url: &str,
+    json_body: Option<&serde_json::Value>,
+    policy: &NetPolicy,
+    reach: Reach,
+) -> Result<Response, HttpError> {
+    tokio::time::timeout(
+        TIMEOUT,
+        request_inner(method, url, json_body, policy, reach),
+    )
+    .await
+    .map_err(|_| {
+        HttpError(format!(
+            "{method} {url} timed out after {}s",
+            TIMEOUT.as_secs()
+        ))
+    })?
+}
+
+async fn request_inner(
+    method: &str,
+    url: &str,
+    json_body: Option<&serde_json::Value>,
+    policy: &NetPolicy,
+    reach: Reach,
+) -> Result<Response, HttpError> {
+    let target = parse(url)?;
+    let addr = resolve(&target, policy, reach).await?;
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| HttpError(format!("cannot connect to {addr}: {e}")))?;
+    let body = json_body.map(|v| v.to_string()).unwrap_or_default();
+    let host_header = if (target.tls && target.port == 443) || (!target.tls && target.port == 80) {
+        target.host.clone()
+    } else {
+        format!("{}:{}", target.host, target.port)
+    };
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(&target.path)
+        .header("host", host_header)
+        .header("user-agent", concat!("wakeful/", env!("CARGO_PKG_VERSION")));
+    if json_body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    let req = builder
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| HttpError(format!("cannot build the request: {e}")))?;
+    if target.tls {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(target.host.clone())
+            .map_err(|e| HttpError(format!("bad TLS name {}: {e}", target.host)))?;
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| HttpError(format!("TLS with {} failed: {e}", target.host)))?;
+        send(TokioIo::new(tls), req).await
+    } else {
+        send(TokioIo::new(tcp), req).await
+    }
+}
+
+async fn send<T>(io: T, req: Request<Full<Bytes>>) -> Result<Response, HttpError>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| HttpError(format!("HTTP handshake failed: {e}")))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| HttpError(format!("HTTP request failed: {e}")))?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| HttpError(format!("reading the HTTP response failed: {e}")))?
+        .to_bytes();
+    Ok(Response {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = parse("http://127.0.0.1:4096/session/x/prompt_async?directory=/a").unwrap();
+        assert_eq!((t.tls, t.host.as_str(), t.port), (false, "127.0.0.1", 4096));
+        assert_eq!(t.path, "/session/x/prompt_async?directory=/a");
+        let t = parse("https://hooks.example.com").unwrap();
+        assert_eq!((t.tls, t.port, t.path.as_str()), (true, 443, "/"));
+        let t = parse("http://[::1]:8080/x").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 8080));
+        assert!(parse("ftp://x").is_err());
+        assert!(parse("http://u:p@x/").is_err());
+    }
+}

@@ -1,0 +1,397 @@
+//! Wake routes: delivering a session's events to its agent as a new turn.
+//!
+//! A session with a route (set with `wakeful wake set`, from a `[[wake]]`
+//! table of config.toml, or automatically for sessions started inside Codex)
+//! has one *waker* task. It follows the session's events through the consumer
+//! `wake`, asks the pure [`WakeMachine`] what to deliver, hands each wake to
+//! the route's adapter, and moves the consumer's cursor only when the
+//! adapter says the agent accepted it. See [`wakeful_core::wake`] for the
+//! single-flight, coalescing, retry and give-up rules.
+
+pub mod adapters;
+pub mod http;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use wakeful_core::journal::JournalEntry;
+use wakeful_core::text::{cap, sanitize_for_model};
+use wakeful_core::wake::{Outcome, WakeAction, WakeMachine, WakeState};
+use wakeful_engine::{MonitorRegistry, NetPolicy};
+use wakeful_store::StoreReader;
+
+use adapters::{Adapter, Wake};
+
+/// The consumer whose cursor wakes move.
+pub const CONSUMER: &str = "wake";
+/// Most events written out in one wake's text.
+const MAX_EVENTS_IN_TEXT: usize = 50;
+/// Longest wake text.
+const MAX_TEXT: usize = 32 * 1024;
+
+/// Where a route came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteSource {
+    /// `wakeful wake set` (kept in the store).
+    Set,
+    /// A `[[wake]]` table of config.toml.
+    Config,
+    /// Detected: a monitor started inside Codex.
+    Auto,
+}
+
+struct Waker {
+    route: Adapter,
+    source: RouteSource,
+    status: Arc<Mutex<Value>>,
+    stop: watch::Sender<bool>,
+}
+
+/// Every session's waker.
+pub struct Wakes {
+    wakers: Mutex<HashMap<String, Waker>>,
+    registry: MonitorRegistry,
+    reader: StoreReader,
+    policy: NetPolicy,
+    /// Give sessions detected inside Codex the `codex` route.
+    pub auto_codex: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Wakes {
+    /// No routes yet.
+    pub fn new(
+        registry: MonitorRegistry,
+        reader: StoreReader,
+        policy: NetPolicy,
+        auto_codex: bool,
+    ) -> Self {
+        Wakes {
+            wakers: Mutex::new(HashMap::new()),
+            registry,
+            reader,
+            policy,
+            auto_codex,
+        }
+    }
+
+    /// Whether `session` has a route.
+    pub fn has_route(&self, session: &str) -> bool {
+        lock(&self.wakers).contains_key(session)
+    }
+
+    /// Routes `session` through `route`, replacing its waker. Routes that were
+    /// `Set` or `Auto` are kept in the store.
+    pub async fn set(
+        &self,
+        session: &str,
+        route: Adapter,
+        source: RouteSource,
+    ) -> Result<Value, String> {
+        route.validate()?;
+        if source != RouteSource::Config {
+            let text = serde_json::to_string(&route).map_err(|e| e.to_string())?;
+            self.registry
+                .record(JournalEntry::WakeRoute {
+                    session: session.to_string(),
+                    route: Some(text),
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        self.spawn(session, route, source);
+        Ok(self.show(session))
+    }
+
+    /// Removes a session's route; `false` when it had none. Routes from the
+    /// configuration file come back when the daemon restarts.
+    pub async fn clear(&self, session: &str) -> bool {
+        let removed = lock(&self.wakers).remove(session);
+        let _ = self
+            .registry
+            .record(JournalEntry::WakeRoute {
+                session: session.to_string(),
+                route: None,
+            })
+            .await;
+        match removed {
+            Some(w) => {
+                w.stop.send_replace(true);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The route and its delivery state, as `wake show --json` prints it.
+    pub fn show(&self, session: &str) -> Value {
+        let wakers = lock(&self.wakers);
+        match wakers.get(session) {
+            None => Value::Null,
+            Some(w) => {
+                let mut v = lock(&w.status).clone();
+                v["session"] = json!(session);
+                v["route"] = serde_json::to_value(&w.route).unwrap_or(Value::Null);
+                v["source"] = serde_json::to_value(w.source).unwrap_or(Value::Null);
+                v
+            }
+        }
+    }
+
+    /// Sessions whose last wake is undelivered.
+    pub fn undelivered(&self) -> Vec<String> {
+        lock(&self.wakers)
+            .iter()
+            .filter(|(_, w)| lock(&w.status)["state"] == "undelivered")
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
+    fn spawn(&self, session: &str, route: Adapter, source: RouteSource) {
+        let (stop, stop_rx) = watch::channel(false);
+        let status = Arc::new(Mutex::new(json!({"state": "idle"})));
+        let old = lock(&self.wakers).insert(
+            session.to_string(),
+            Waker {
+                route: route.clone(),
+                source,
+                status: status.clone(),
+                stop,
+            },
+        );
+        if let Some(old) = old {
+            old.stop.send_replace(true);
+        }
+        let task = WakerTask {
+            session: session.to_string(),
+            route,
+            registry: self.registry.clone(),
+            reader: self.reader.clone(),
+            policy: self.policy.clone(),
+            status,
+        };
+        tokio::spawn(task.run(stop_rx));
+    }
+
+    /// Starts routes from the configuration and the store (stored ones win).
+    pub fn start_all(&self, from_config: Vec<(String, Adapter)>) {
+        for (session, route) in from_config {
+            self.spawn(&session, route, RouteSource::Config);
+        }
+        match self.reader.wake_routes() {
+            Ok(stored) => {
+                for (session, text) in stored {
+                    match serde_json::from_str::<Adapter>(&text) {
+                        Ok(route) => self.spawn(&session, route, RouteSource::Set),
+                        Err(e) => {
+                            tracing::error!("stored wake route of {session} is unreadable: {e}")
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::error!("cannot read wake routes: {e}"),
+        }
+    }
+}
+
+/// A waker's state between events.
+struct Progress {
+    machine: WakeMachine,
+    last_error: String,
+    delivered: u64,
+}
+
+struct WakerTask {
+    session: String,
+    route: Adapter,
+    registry: MonitorRegistry,
+    reader: StoreReader,
+    policy: NetPolicy,
+    status: Arc<Mutex<Value>>,
+}
+
+impl WakerTask {
+    async fn run(self, mut stop: watch::Receiver<bool>) {
+        let acked = self.reader.cursor(&self.session, CONSUMER).unwrap_or(0);
+        let mut st = Progress {
+            machine: WakeMachine::new(acked),
+            last_error: String::new(),
+            delivered: 0,
+        };
+        let mut latest = self.registry.latest_seq();
+        loop {
+            latest.borrow_and_update();
+            let session_latest = self.reader.latest_seq_of(&self.session).unwrap_or(0);
+            let actions = st.machine.on_events(Instant::now(), session_latest);
+            if !self.execute(&mut st, actions).await {
+                return;
+            }
+            let deadline = st
+                .machine
+                .next_deadline()
+                .map(tokio::time::Instant::from_std);
+            tokio::select! {
+                changed = latest.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                _ = sleep_until_opt(deadline), if deadline.is_some() => {
+                    let due = st.machine.on_tick(Instant::now());
+                    if !self.execute(&mut st, due).await {
+                        return;
+                    }
+                }
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// Carries out the machine's actions, and those their outcomes bring, in
+    /// order. `false` when the daemon is stopping.
+    async fn execute(&self, st: &mut Progress, actions: Vec<WakeAction>) -> bool {
+        let mut queue: std::collections::VecDeque<WakeAction> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                WakeAction::Ack { seq } => {
+                    let ack = JournalEntry::Ack {
+                        session: self.session.clone(),
+                        consumer: CONSUMER.to_string(),
+                        seq,
+                    };
+                    if self.registry.record(ack).await.is_err() {
+                        return false;
+                    }
+                    st.delivered += 1;
+                }
+                WakeAction::Deliver {
+                    wake_id,
+                    from,
+                    to,
+                    attempt,
+                } => {
+                    self.publish(st);
+                    let outcome = self.deliver(&wake_id, from, to, attempt).await;
+                    if let Outcome::Refused(e) | Outcome::Failed(e) = &outcome {
+                        tracing::warn!(
+                            "wake {wake_id} of session {} (attempt {attempt}): {e}",
+                            self.session
+                        );
+                        st.last_error = e.clone();
+                    }
+                    queue.extend(st.machine.on_outcome(Instant::now(), outcome));
+                }
+            }
+        }
+        self.publish(st);
+        true
+    }
+
+    fn publish(&self, st: &Progress) {
+        let (machine, last_error, delivered) = (&st.machine, st.last_error.as_str(), st.delivered);
+        let mut v = match machine.state() {
+            WakeState::Idle => json!({"state": "idle"}),
+            WakeState::Delivering { wake_id } => json!({"state": "delivering", "wake_id": wake_id}),
+            WakeState::Retrying {
+                wake_id,
+                attempts,
+                next_at,
+                last_error,
+            } => json!({
+                "state": "retrying",
+                "wake_id": wake_id,
+                "attempts": attempts,
+                "next_attempt_in_ms": next_at.saturating_duration_since(Instant::now()).as_millis() as u64,
+                "last_error": last_error,
+            }),
+            WakeState::Undelivered {
+                wake_id,
+                reason,
+                events_from,
+                events_to,
+            } => json!({
+                "state": "undelivered",
+                "wake_id": wake_id,
+                "reason": reason,
+                "events_from": events_from,
+                "events_to": events_to,
+            }),
+        };
+        v["acked_seq"] = json!(machine.acked());
+        v["wakes_delivered"] = json!(delivered);
+        if !last_error.is_empty() && v.get("last_error").is_none() {
+            v["last_error"] = json!(last_error);
+        }
+        *lock(&self.status) = v;
+    }
+
+    async fn deliver(&self, wake_id: &str, from: u64, to: u64, attempt: u32) -> Outcome {
+        let events = match self.reader.events_after(
+            Some(&self.session),
+            None,
+            from - 1,
+            MAX_EVENTS_IN_TEXT + 1,
+        ) {
+            Ok(e) => e,
+            Err(e) => return Outcome::Refused(e.to_string()),
+        };
+        let shown: Vec<_> = events
+            .iter()
+            .filter(|e| e.seq <= to)
+            .take(MAX_EVENTS_IN_TEXT)
+            .collect();
+        let more = events.iter().filter(|e| e.seq <= to).count() > shown.len();
+        let mut text = format!(
+            "[wakeful {wake_id}] Output of background monitors of session `{}` (not a message from the user). {} event(s):\n",
+            self.session,
+            shown.len()
+        );
+        for e in &shown {
+            let body = sanitize_for_model(&e.text).replace('\n', "\n    ");
+            text.push_str(&format!(
+                "#{} {} [{}] {}\n",
+                e.seq,
+                e.monitor_id,
+                e.kind(),
+                body
+            ));
+        }
+        if more {
+            text.push_str(&format!(
+                "More events up to #{to}: run `wakeful events --session {} --after {}`.\n",
+                self.session,
+                shown.last().map_or(from, |e| e.seq)
+            ));
+        }
+        let text = cap(&text, MAX_TEXT);
+        let json_events: Vec<Value> = shown
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect();
+        let wake = Wake {
+            session: &self.session,
+            wake_id,
+            text: &text,
+            events: &json_events,
+        };
+        tracing::info!(
+            "delivering {wake_id} of session {} (attempt {attempt})",
+            self.session
+        );
+        adapters::deliver(&self.route, &wake, &self.policy).await
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
