@@ -102,6 +102,14 @@ impl Batcher {
         self.window_end = None;
     }
 
+    /// Everything held, without touching the window (for a bulk count that
+    /// must come after these lines).
+    pub fn take_pending(&mut self, out: &mut Vec<Vec<Line>>) {
+        if !self.pending.is_empty() {
+            self.cut(out);
+        }
+    }
+
     fn cut(&mut self, out: &mut Vec<Vec<Line>>) {
         self.pending_bytes = 0;
         out.push(std::mem::take(&mut self.pending));

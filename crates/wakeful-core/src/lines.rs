@@ -159,6 +159,13 @@ impl LineSplitter {
     }
 }
 
+/// The event text of one complete line (without its `\n`), as
+/// [`LineSplitter`] would give it.
+pub fn text_of(line: &[u8]) -> String {
+    let bytes = strip_cr(line);
+    event_text(bytes, bytes.len() as u64)
+}
+
 fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }

@@ -205,6 +205,62 @@ impl MonitorMachine {
         step
     }
 
+    /// Whether stdout lines may be counted in bulk now instead of one by one:
+    /// no filter or `until` needs their text, and the rate gate would
+    /// suppress them anyway (a flood). See [`MonitorMachine::absorb`].
+    pub fn can_absorb(&mut self, now: Instant) -> bool {
+        self.stop.is_none()
+            && self.until.is_none()
+            && self.filter.is_none()
+            && self.gate.would_suppress(now)
+    }
+
+    /// Counts `count` complete stdout lines, output-file lines
+    /// `from_line..=to_line`, as suppressed, after whatever the batcher holds.
+    /// `last` are the texts of the last of them (up to [`TAIL_LINES`]) for
+    /// the tail. Call only right after [`MonitorMachine::can_absorb`] said yes.
+    pub fn absorb(
+        &mut self,
+        now: Instant,
+        count: u64,
+        from_line: u64,
+        to_line: u64,
+        last: Vec<String>,
+    ) -> Step {
+        self.counters.lines += count;
+        self.last_activity = now;
+        for text in last {
+            self.push_tail(&Line {
+                stream: Stream::Stdout,
+                text,
+                file_line: 0,
+            });
+        }
+        let mut step = Step::default();
+        let mut held = Vec::new();
+        self.batcher.take_pending(&mut held);
+        self.deliver(now, held, &mut step);
+        match self.gate.admit(now, count, from_line, to_line) {
+            Admit::Suppress(report) => {
+                if let Some(r) = report {
+                    step.emits.push(self.suppressed(r));
+                }
+            }
+            // Cannot happen right after `can_absorb`; count them anyway.
+            Admit::Deliver(report) => {
+                if let Some(r) = report {
+                    step.emits.push(self.suppressed(r));
+                }
+                step.emits.push(self.suppressed(crate::rate::Suppressed {
+                    count,
+                    from_line,
+                    to_line,
+                }));
+            }
+        }
+        step
+    }
+
     /// The source has nothing more readable right now (leading edge).
     pub fn drained(&mut self, now: Instant) -> Step {
         let mut step = Step::default();
@@ -648,6 +704,55 @@ mod tests {
         assert_eq!(m.counters().delivered_lines, delivered);
         assert_eq!(m.counters().suppressed_lines, suppressed);
         assert_eq!(kinds(&emits).last(), Some(&EventKind::Stopped));
+    }
+
+    #[test]
+    fn bulk_counting_during_a_flood_keeps_exact_accounting() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        let mut emits = Vec::new();
+        let mut line = 0u64;
+        // Use up the burst one line at a time.
+        while !m.can_absorb(t0) {
+            line += 1;
+            emits.extend(m.on_line(t0, self::line(line, "x")).emits);
+            emits.extend(m.drained(t0).emits);
+            assert!(line < 10_000);
+        }
+        // One held line, then 1000 lines in bulk: the held one comes first.
+        line += 1;
+        emits.extend(m.on_line(t0, self::line(line, "held")).emits);
+        let tail: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
+        emits.extend(m.absorb(t0, 1000, line + 1, line + 1000, tail).emits);
+        let total = line + 1000;
+        emits.extend(m.finish(t0 + MS, SourceEnd::Exited(1)));
+        let delivered: u64 = emits
+            .iter()
+            .map(|e| match &e.body {
+                EventBody::MonitorEvent { lines, .. } => lines.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        let suppressed: u64 = emits
+            .iter()
+            .map(|e| match &e.body {
+                EventBody::MonitorSuppressed { count, .. } => *count,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(delivered + suppressed, total);
+        assert_eq!(m.counters().lines, total);
+        match &emits.last().unwrap().body {
+            EventBody::MonitorStopped { last_lines, .. } => {
+                assert_eq!(last_lines.first().unwrap(), "t0");
+                assert_eq!(last_lines.len(), 20);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A filter needs every line's text: no bulk counting.
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.filter = Some("x".into());
+        assert!(!machine(&spec, t0).can_absorb(t0));
     }
 
     #[test]

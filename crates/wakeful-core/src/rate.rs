@@ -107,6 +107,14 @@ impl RateGate {
         self.suppressing
     }
 
+    /// Whether a batch offered now would be suppressed: the gate is
+    /// suppressing and will not end it now. Lets a source count a flood in
+    /// bulk instead of line by line.
+    pub fn would_suppress(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.suppressing && !(self.report_allowed(now) && self.millitokens >= 1000)
+    }
+
     /// Offers a batch of `count` lines spanning output-file lines
     /// `from_line..=to_line`.
     pub fn admit(&mut self, now: Instant, count: u64, from_line: u64, to_line: u64) -> Admit {

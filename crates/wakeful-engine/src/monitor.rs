@@ -106,12 +106,58 @@ fn idx(stream: Stream) -> usize {
 
 impl Driver {
     /// Feeds a chunk of `stream`: file first, then the machine.
+    ///
+    /// During a stdout flood that the rate gate suppresses anyway (and no
+    /// filter or `until` needs each line's text), the complete lines in the
+    /// middle of the chunk are written to the file in one piece and counted
+    /// in bulk; only the line the chunk completes, the unfinished line it
+    /// ends with and the tail's last lines are looked at one by one.
     pub(crate) fn feed(
         &mut self,
         now: Instant,
         stream: Stream,
         chunk: &[u8],
     ) -> std::io::Result<Step> {
+        if stream == Stream::Stdout && self.machine.can_absorb(now) {
+            if let (Some(first), Some(last)) =
+                (memchr::memchr(b'\n', chunk), memchr::memrchr(b'\n', chunk))
+            {
+                if first < last {
+                    let mut step = self.feed_lines(now, stream, &chunk[..=first])?;
+                    let body = &chunk[first + 1..=last];
+                    if !self.file.mid_line()
+                        && !self.splitters[idx(stream)].has_partial()
+                        && self.machine.can_absorb(now)
+                    {
+                        let count = memchr::memchr_iter(b'\n', body).count() as u64;
+                        let (from, to) = self.file.write_stdout_lines(body, count)?;
+                        let tail = body[..body.len() - 1]
+                            .rsplit(|b| *b == b'\n')
+                            .take(wakeful_core::machine::TAIL_LINES)
+                            .map(wakeful_core::lines::text_of)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .collect();
+                        merge(&mut step, self.machine.absorb(now, count, from, to, tail));
+                    } else {
+                        merge(&mut step, self.feed_lines(now, stream, body)?);
+                    }
+                    merge(&mut step, self.feed_lines(now, stream, &chunk[last + 1..])?);
+                    self.file.flush()?;
+                    merge(&mut step, self.machine.drained(now));
+                    return Ok(step);
+                }
+            }
+        }
+        let mut step = self.feed_lines(now, stream, chunk)?;
+        self.file.flush()?;
+        merge(&mut step, self.machine.drained(now));
+        Ok(step)
+    }
+
+    /// Splits a chunk into lines, writes them, feeds them to the machine.
+    fn feed_lines(&mut self, now: Instant, stream: Stream, chunk: &[u8]) -> std::io::Result<Step> {
         let Driver {
             machine,
             file,
@@ -123,12 +169,10 @@ impl Driver {
         splitters[idx(stream)].push(chunk, &mut |piece| {
             Self::take(machine, file, now, stream, piece, &mut step, &mut err)
         });
-        if let Some(e) = err {
-            return Err(e);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(step),
         }
-        file.flush()?;
-        merge(&mut step, machine.drained(now));
-        Ok(step)
     }
 
     /// The stream ended: its last line without newline is still a line.

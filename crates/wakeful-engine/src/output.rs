@@ -78,6 +78,21 @@ impl OutputFile {
         }
     }
 
+    /// Whether a line of some stream is half written (then whole lines of
+    /// the other stream must wait for the line splitter).
+    pub fn mid_line(&self) -> bool {
+        self.open_line.is_some()
+    }
+
+    /// Writes `bytes`, which are `count` complete stdout lines (each ending in
+    /// `\n`), as they are. Returns the numbers of the first and last line.
+    pub fn write_stdout_lines(&mut self, bytes: &[u8], count: u64) -> io::Result<(u64, u64)> {
+        self.writer.write_all(bytes)?;
+        let first = self.lines + 1;
+        self.lines += count;
+        Ok((first, self.lines))
+    }
+
     /// Pushes buffered bytes to the file, so readers see them.
     pub fn flush(&mut self) -> io::Result<()> {
         self.writer.flush()
