@@ -539,9 +539,19 @@ async fn bad_arguments_are_tool_errors_and_start_nothing() {
             "until must be",
         ),
         (
-            "terminal_run",
-            json!({ "command": "make" }),
-            "terminals are not available yet",
+            "monitor_start",
+            json!({ "command": "x", "ws": "ws://example.com/", "description": "d" }),
+            "exactly one source",
+        ),
+        (
+            "monitor_start",
+            json!({ "every_ms": 5000, "description": "d" }),
+            "every_ms goes with command",
+        ),
+        (
+            "monitor_start",
+            json!({ "command": "date", "every_ms": 10, "description": "d" }),
+            "every_ms must be at least 1000",
         ),
     ];
     for (tool, args, want) in cases {
@@ -621,5 +631,65 @@ async fn channel_push_resumes_after_a_daemon_restart() {
     assert_eq!(pushed, logged);
 
     mcp.ok("monitor_stop", json!({ "id": id })).await;
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn terminal_run_and_other_sources_through_mcp() {
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    // terminal_run with until exit: one wake with the exit code and last lines.
+    let r = mcp
+        .ok(
+            "terminal_run",
+            json!({ "command": "echo building; echo broke; exit 4", "until": "exit", "description": "release check" }),
+        )
+        .await;
+    assert!(r["id"].as_str().unwrap().starts_with("term-"), "{r}");
+    let monitor = r["monitor_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + DEADLINE;
+    let end = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the terminal's monitor did not end"
+        );
+        let w = mcp.ok("monitor_wait", json!({ "timeout_ms": 10000 })).await;
+        if let Some(e) = w["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["monitor_id"] == monitor.as_str() && e["kind"] == "stopped")
+        {
+            break e.clone();
+        }
+    };
+    assert_eq!(
+        end["stop_reason"],
+        json!({"kind": "exit", "code": 4}),
+        "{end}"
+    );
+    assert!(end["text"].as_str().unwrap().contains("broke"), "{end}");
+
+    // A file source: lines appended after the start arrive as events.
+    let log = home.path().join("mcp.log");
+    std::fs::write(&log, "old\n").unwrap();
+    let id = mcp
+        .start(json!({ "file": log.to_str().unwrap(), "description": "log", "batch_ms": 0 }))
+        .await;
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut f, b"fresh line\n").unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        assert!(Instant::now() < deadline, "no line from the file");
+        let w = mcp.ok("monitor_wait", json!({ "timeout_ms": 10000 })).await;
+        let hit = w["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["monitor_id"] == id.as_str() && e["text"] == "fresh line");
+        if hit {
+            break;
+        }
+    }
     mcp.close().await;
 }

@@ -24,13 +24,24 @@ pub const DEFAULT_EVENTS_LIMIT: u64 = 100;
 pub const MAX_EVENTS_LIMIT: u64 = 1_000;
 
 /// Arguments of `monitor_start` (SPEC §3). The source is one of several
-/// alternative fields; today only `command` exists (`ws`, `file`, `every_ms`
-/// and `terminal` will join it), and exactly one must be given.
+/// alternative fields (`command`, `command` with `every_ms`, `ws`, `file`,
+/// `terminal`), and exactly one must be given.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MonitorStartArgs {
     /// The shell command to watch, run with `sh -c` in its own process group, e.g. `cargo test 2>&1` or `tail -F logs/app.log`. Each stdout line is a candidate event. Put line selection in `filter`, not in a `| grep` pipeline.
     pub command: Option<String>,
+    /// With `command`: run it every this many milliseconds (at least 1000) and emit its output only when it differs from the previous run's (an edge-triggered poll; a failing run is reported once per change). Use it for status checks instead of polling yourself.
+    #[schemars(range(min = 1000))]
+    pub every_ms: Option<u64>,
+    /// Instead of `command`: a ws:// or wss:// URL; each text frame is a line. Private and loopback addresses are refused unless the user allowed them in config.toml.
+    pub ws: Option<String>,
+    /// With `ws`: WebSocket subprotocols to offer.
+    pub protocols: Option<Vec<String>>,
+    /// Instead of `command`: a file to follow like `tail -F` (from its end, across rotation and truncation), without a shell pipeline.
+    pub file: Option<String>,
+    /// Instead of `command`: the id of a terminal started with terminal_run (term-…); stopping the monitor leaves the command running.
+    pub terminal: Option<String>,
     /// What the monitor watches, shown with every event (1–200 characters), e.g. "api server errors".
     pub description: Option<String>,
     /// Stop the monitor after this many milliseconds. Default 300000 (5 min); 1000–3600000. Out of range is an error. Leave it out with `persistent`.
@@ -67,17 +78,52 @@ impl MonitorStartArgs {
     fn source(&self) -> Result<Source, String> {
         let mut sources: Vec<(&str, Source)> = Vec::new();
         if let Some(command) = &self.command {
-            sources.push((
-                "command",
-                Source::Command {
+            let source = match self.every_ms {
+                Some(every_ms) => Source::Poll {
                     command: command.clone(),
+                    every_ms,
+                },
+                None => Source::Command {
+                    command: command.clone(),
+                },
+            };
+            sources.push(("command", source));
+        } else if self.every_ms.is_some() {
+            return Err(
+                "every_ms goes with command: the command to run every every_ms milliseconds".into(),
+            );
+        }
+        if let Some(url) = &self.ws {
+            sources.push((
+                "ws",
+                Source::Ws {
+                    url: url.clone(),
+                    protocols: self.protocols.clone().unwrap_or_default(),
+                },
+            ));
+        } else if self.protocols.is_some() {
+            return Err("protocols goes with ws".into());
+        }
+        if let Some(path) = &self.file {
+            let path = std::path::PathBuf::from(path);
+            let path = match (&self.cwd, path.is_relative()) {
+                (Some(cwd), true) => std::path::PathBuf::from(cwd).join(path),
+                _ => path,
+            };
+            sources.push(("file", Source::File { path }));
+        }
+        if let Some(terminal_id) = &self.terminal {
+            sources.push((
+                "terminal",
+                Source::Terminal {
+                    terminal_id: terminal_id.clone(),
                 },
             ));
         }
         match sources.len() {
             1 => Ok(sources.remove(0).1),
             0 => Err(
-                "command is required: the shell command to watch, e.g. \"npm run dev\"".to_string(),
+                "command is required (or ws, file, terminal): the shell command to watch, e.g. \"npm run dev\"".to_string(),
             ),
             _ => Err(format!(
                 "give exactly one source; got {}",

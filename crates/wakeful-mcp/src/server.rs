@@ -146,7 +146,7 @@ impl WakefulServer {
             MONITOR_STOP => self.monitor_stop(args).await,
             MONITOR_EVENTS => self.monitor_events(args).await,
             MONITOR_WAIT => self.monitor_wait(args).await,
-            TERMINAL_RUN => terminal_run(args),
+            TERMINAL_RUN => self.terminal_run(args).await,
             _ => return None,
         })
     }
@@ -170,6 +170,44 @@ impl WakefulServer {
             "session": r.session,
             "already_running": r.already_running,
             "output_path": r.output_path,
+        }))
+    }
+
+    async fn terminal_run(&self, args: Value) -> Result<Value, String> {
+        let args: TerminalRunArgs = parse(TERMINAL_RUN, args)?;
+        // Checked before the daemon is contacted: a bad argument starts nothing.
+        args.check()?;
+        let command = args.command.clone().unwrap_or_default();
+        let until = args
+            .until
+            .as_deref()
+            .map(str::parse::<wakeful_core::Until>)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let cwd = args
+            .cwd
+            .as_ref()
+            .map(|c| self.inner.cwd.join(c))
+            .unwrap_or_else(|| self.inner.cwd.clone());
+        let mut env = self.inner.env.clone();
+        env.extend(args.env.clone().unwrap_or_default());
+        let mut conn = self.connect().await?;
+        let r: wakeful_client::RunResult = conn
+            .call_as(Request::Run {
+                session: self.inner.session.clone(),
+                command,
+                env,
+                cwd,
+                until,
+                description: args.description.clone(),
+            })
+            .await
+            .map_err(daemon_error)?;
+        Ok(json!({
+            "id": r.id,
+            "session": r.session,
+            "output_path": r.output_path,
+            "monitor_id": r.monitor_id,
         }))
     }
 
@@ -372,12 +410,6 @@ impl ServerHandler for WakefulServer {
         }
         .into())
     }
-}
-
-fn terminal_run(args: Value) -> Result<Value, String> {
-    let args: TerminalRunArgs = parse(TERMINAL_RUN, args)?;
-    args.check()?;
-    Err("terminals are not available yet in this version of wakeful; to run a command and be woken once when it ends, call monitor_start with until: \"exit\"".to_string())
 }
 
 /// Decodes a tool's arguments; the error names the tool and the problem.

@@ -27,7 +27,7 @@ pub const MONITOR_WAIT: &str = "monitor_wait";
 pub const TERMINAL_RUN: &str = "terminal_run";
 
 const START_DESCRIPTION: &str = "\
-Start a background monitor. wakeful runs `command` (sh -c, in its own process group) outside this conversation; every stdout line goes to the monitor's output file and lines that pass `filter` become events for this session. Events come to you by themselves (as <channel source=\"wakeful\"> messages in Claude Code, or from monitor_wait): do not poll, sleep or re-run the command to check on it.
+Start a background monitor. wakeful runs `command` (sh -c, in its own process group) outside this conversation (or, instead of a command: follows a `file` like tail -F, reads a `ws` WebSocket, watches a `terminal`; with `every_ms` it runs the command periodically and reports only changes); every stdout line goes to the monitor's output file and lines that pass `filter` become events for this session. Events come to you by themselves (as <channel source=\"wakeful\"> messages in Claude Code, or from monitor_wait): do not poll, sleep or re-run the command to check on it.
 How to watch well:
 - Filter inside wakeful with `filter` (a regex), not with `| grep` in the command: grep, sed and awk without line buffering hold lines back for minutes, and silence is not success.
 - Make the filter match failure signatures too, not only the success line, e.g. \"ready|listening|error|FAIL|panic|Traceback\". A command that dies is always reported by a `stopped` event with its exit code and last lines.
@@ -51,7 +51,7 @@ const WAIT_DESCRIPTION: &str = "\
 Block until this session has events that monitor_wait has not returned yet, then return them all and acknowledge them: each event is returned once. Gives up after `timeout_ms` (default 50000, 0–600000; 0 checks without blocking) with `timed_out: true`. Use it when your client does not show <channel source=\"wakeful\"> messages (Codex, Gemini CLI, Qwen Code, …): after starting monitors, call monitor_wait instead of polling, sleeping or re-running commands. When `more: true`, call it again at once. Keep timeout_ms below your client's tool-call timeout (Codex: 60 s unless tool_timeout_sec is raised).";
 
 const TERMINAL_DESCRIPTION: &str = "\
-Start a managed long-running command (a terminal) that monitors can attach to, and return its id. Terminals are not available yet in this version of wakeful: this tool checks its arguments, then answers with an error. To run a command and be woken once when it ends, use monitor_start with `until: \"exit\"`.";
+Start a managed long-running command (a terminal: a dev server, a long build) outside this conversation and return its id (term-…) at once. With `until` (`exit`, `match:<regex>`, `after:<ms>`) a monitor is attached from the command's first byte, and it wakes you once: e.g. `{\"command\": \"make release-check\", \"until\": \"exit\"}` brings one event with the exit code and the last 20 lines. Attach more monitors with monitor_start `terminal: <id>` (at most 4 per terminal); stopping a monitor leaves the command running; when the command ends, its monitors end with its exit status. Returns {id, session, output_path, monitor_id}.";
 
 /// Every tool this server offers, in a stable order.
 pub fn tools() -> Vec<Tool> {
