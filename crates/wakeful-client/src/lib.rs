@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # wakeful-client
 //!
 //! Everything a program needs to talk to the wakeful daemon, and nothing of

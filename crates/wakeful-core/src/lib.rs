@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # wakeful-core
 //!
 //! The vocabulary of wakeful and the pure logic that turns a source's bytes into

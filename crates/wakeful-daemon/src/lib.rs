@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # wakeful-daemon
 //!
 //! The process that owns every monitor and the store, and serves the socket

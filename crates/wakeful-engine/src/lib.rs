@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # wakeful-engine
 //!
 //! Runs monitors: the IO edge around the pure state machines of

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # wakeful-store
 //!
 //! The durable log: events, monitors and consumer cursors in one SQLite
