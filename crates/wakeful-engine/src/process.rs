@@ -125,16 +125,36 @@ pub fn become_subreaper() -> std::io::Result<()> {
     }
 }
 
-/// Reaps the zombies of group `pgid` that are children of this process
-/// (orphans reparented to us as subreaper), except `skip` (a child whose
-/// status tokio collects).
-pub fn reap_group_zombies(pgid: i32, skip: Option<i32>) {
-    let me = std::process::id() as i32;
-    for p in all_processes() {
-        if p.pgrp == pgid && p.ppid == me && p.state == 'Z' && Some(p.pid) != skip {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+/// Reaps zombies of group `pgid` that are this process's children (orphans
+/// reparented to it as subreaper), without reading the process table: the
+/// kernel names them one by one (`waitid` on the group, peeking first). The
+/// group's leader, whose status tokio collects, is left alone.
+fn reap_own_zombies(pgid: i32) {
+    use nix::sys::wait::{waitid, Id, WaitStatus};
+    for _ in 0..1024 {
+        let peek = waitid(
+            Id::PGid(Pid::from_raw(pgid)),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+        );
+        let pid = match peek {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(status) => match status.pid() {
+                Some(pid) => pid,
+                None => return,
+            },
+        };
+        if pid.as_raw() == pgid {
+            return;
         }
+        let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
     }
+}
+
+/// Reaps the zombies of group `pgid` that are children of this process
+/// (orphans reparented to us as subreaper). The group's leader is left to
+/// tokio, which collects its exit status.
+pub fn reap_group_zombies(pgid: i32) {
+    reap_own_zombies(pgid);
 }
 
 /// Terminates group `pgid`: SIGTERM, then SIGKILL to whatever is still alive
@@ -162,6 +182,11 @@ pub fn group_is_empty(pgid: i32) -> bool {
     if pgid <= 1 {
         return true;
     }
+    // The leader still running: not empty, no need to look further.
+    if proc_info(pgid).is_some_and(|p| p.is_live() && p.pgrp == pgid) {
+        return false;
+    }
+    reap_own_zombies(pgid);
     match killpg(Pid::from_raw(pgid), None) {
         Err(nix::errno::Errno::ESRCH) => true,
         _ => live_group_members(pgid).is_empty(),

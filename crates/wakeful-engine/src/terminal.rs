@@ -356,7 +356,7 @@ async fn pump(
         let _ = k.await;
     }
     process::terminate_group(pid, grace).await;
-    process::reap_group_zombies(pid, None);
+    process::reap_group_zombies(pid);
     guard.disarm();
     match exit {
         Some(Ok(status)) => {

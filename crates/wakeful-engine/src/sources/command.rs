@@ -30,7 +30,10 @@ const PIPE_CAPACITY: i32 = 1024 * 1024;
 /// Widens a pipe to [`PIPE_CAPACITY`]; when the system refuses (a lower
 /// `/proc/sys/fs/pipe-max-size`), the default capacity stays.
 pub(crate) fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
-    let _ = nix::fcntl::fcntl(pipe.as_raw_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY));
+    let _ = nix::fcntl::fcntl(
+        pipe.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
+    );
 }
 
 /// `sh -c command` with the monitor's environment, cwd and process group.
@@ -210,7 +213,7 @@ pub(crate) async fn run(
     // Whatever is left of the group (a `sleep 600 &` holding no pipe, a child
     // ignoring SIGTERM) goes now.
     process::terminate_group(pid, launch.grace).await;
-    process::reap_group_zombies(pid, None);
+    process::reap_group_zombies(pid);
     guard.disarm();
     if suspended {
         return;

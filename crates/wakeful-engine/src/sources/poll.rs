@@ -105,7 +105,7 @@ impl Poller {
         drop(err);
         // Whatever the run left behind goes with it.
         process::terminate_group(pid, self.launch.grace).await;
-        process::reap_group_zombies(pid, None);
+        process::reap_group_zombies(pid);
         guard.disarm();
         let status = status?;
         let mut stdout = stdout;
