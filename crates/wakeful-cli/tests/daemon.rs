@@ -16,6 +16,16 @@ fn start(home: &Home, args: &[&str]) -> Value {
     home.json(&a)
 }
 
+/// Waits until the daemon counts `n` streaming connections.
+fn wait_followers(home: &Home, n: u64) {
+    assert!(
+        eventually(Duration::from_secs(10), || home.json(&["status"])
+            ["followers"]
+            == n),
+        "the daemon never had {n} followers"
+    );
+}
+
 fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
 }
@@ -236,7 +246,7 @@ fn same_key_twice_runs_one_process_and_watch_reattaches() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 1);
     home.ok(&["stop", &id]);
     let out = watcher.wait_with_output().unwrap();
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
@@ -396,7 +406,11 @@ fn kill_9_during_flood_then_restart_keeps_the_log_and_cursors() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
+    // Kill it while the writers are busy: wait for more events first.
+    let seen = home.json_lines(&["--session", "b1", "events"]).len();
+    assert!(eventually(Duration::from_secs(5), || {
+        home.json_lines(&["--session", "b1", "events"]).len() > seen + 3
+    }));
 
     let pid = home.daemon_pid().unwrap();
     nix::sys::signal::kill(
@@ -535,11 +549,8 @@ fn exclusive_waiters_hand_over_and_batches_are_never_duplicated() {
         "--timeout-ms",
         "20000",
     ]);
-    // Give the first waiter time to register: it must then be superseded.
-    assert!(eventually(Duration::from_secs(5), || {
-        std::fs::read_to_string(home.path().join("daemon.log")).is_ok()
-    }));
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the first waiter is registered, the second supersedes it.
+    wait_followers(&home, 1);
     let newer = spawn(&[
         "--json",
         "wait",
@@ -563,37 +574,68 @@ fn exclusive_waiters_hand_over_and_batches_are_never_duplicated() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"started\""));
 
     // Two followers of one consumer: every event is handed out exactly once.
-    let a = spawn(&["--json", "wait", "--follow", "--consumer", "shared"]);
-    let b = spawn(&["--json", "wait", "--follow", "--consumer", "shared"]);
+    let collect = |mut c: std::process::Child| {
+        let out = c.stdout.take().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                sink.lock().unwrap().push(v["seq"].as_u64().unwrap());
+            }
+        });
+        (c, seen)
+    };
+    let (a, seen_a) = collect(spawn(&[
+        "--json",
+        "wait",
+        "--follow",
+        "--consumer",
+        "shared",
+    ]));
+    let (b, seen_b) = collect(spawn(&[
+        "--json",
+        "wait",
+        "--follow",
+        "--consumer",
+        "shared",
+    ]));
+    wait_followers(&home, 2);
+    let mut ids = vec![];
     for i in 0..5 {
-        start(
+        ids.push(id_of(&start(
             &home,
             &["-d", &format!("m{i}"), "--", &format!("echo line-{i}")],
-        );
+        )));
     }
-    let total = home.json_lines(&["events"]).len();
-    assert!(eventually(Duration::from_secs(10), || home
-        .json_lines(&["events"])
-        .len()
-        >= total));
-    std::thread::sleep(Duration::from_millis(500));
-    home.ok(&["daemon", "stop"]);
-    let seqs = |c: std::process::Child| -> Vec<u64> {
-        let out = c.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["seq"]
-                    .as_u64()
-                    .unwrap()
+    let all_ended = || {
+        let events = home.json_lines(&["events"]);
+        ids.iter()
+            .all(|id| {
+                events
+                    .iter()
+                    .any(|e| e["monitor_id"] == id.as_str() && e["kind"] == "stopped")
             })
-            .collect()
+            .then_some(events.len())
     };
-    let mut all = seqs(a);
-    all.extend(seqs(b));
+    let mut total = 0;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            total = all_ended().unwrap_or(usize::MAX);
+            seen_a.lock().unwrap().len() + seen_b.lock().unwrap().len() >= total
+        }),
+        "handed out {} + {} of {total}",
+        seen_a.lock().unwrap().len(),
+        seen_b.lock().unwrap().len()
+    );
+    home.ok(&["daemon", "stop"]);
+    let _ = (a.wait_with_output(), b.wait_with_output());
+    let mut all: Vec<u64> = seen_a.lock().unwrap().clone();
+    all.extend(seen_b.lock().unwrap().iter());
     let n = all.len();
     all.sort_unstable();
     all.dedup();
     assert_eq!(all.len(), n, "an event was handed to both followers");
-    assert!(n >= 15, "{n} events handed out");
+    assert_eq!(n, total, "every event of the session was handed out");
 }

@@ -254,6 +254,10 @@ pub struct Status {
     /// Sessions whose last wake could not be delivered.
     #[serde(default)]
     pub wakes_undelivered: usize,
+    /// Connections streaming events now (`events --follow`, `wait`, `watch`,
+    /// MCP push).
+    #[serde(default)]
+    pub followers: usize,
 }
 
 /// Result of [`Request::Start`] (`start --json`).

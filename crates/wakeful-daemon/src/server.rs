@@ -34,6 +34,23 @@ pub struct State {
     paths: Paths,
     shutdown: watch::Sender<bool>,
     consumers: std::sync::Mutex<HashMap<(String, String), Arc<ConsumerSlot>>>,
+    followers: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a streaming connection while it lives.
+struct Following<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Following<'a> {
+    fn new(n: &'a std::sync::atomic::AtomicUsize) -> Self {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Following(n)
+    }
+}
+
+impl Drop for Following<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// One consumer of one session: its batches are handed out one at a time,
@@ -72,6 +89,7 @@ impl State {
             paths,
             shutdown: watch::channel(false).0,
             consumers: std::sync::Mutex::new(HashMap::new()),
+            followers: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -206,6 +224,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 sessions_active: sessions.len(),
                 last_seq: *state.registry.latest_seq().borrow(),
                 wakes_undelivered: state.wakes.undelivered().len(),
+                followers: state.followers.load(std::sync::atomic::Ordering::SeqCst),
             };
             conn.ok(value(&status)).await
         }
@@ -507,6 +526,7 @@ async fn stream_events(
     mut after: u64,
     follow: bool,
 ) -> std::io::Result<()> {
+    let _following = follow.then(|| Following::new(&state.followers));
     // Subscribe before reading, so nothing committed in between is missed.
     let mut live = state.registry.subscribe();
     loop {
@@ -578,6 +598,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         follow,
         exclusive,
     } = opts;
+    let _following = Following::new(&state.followers);
     let slot = state.consumer(session, consumer);
     let mut generation = slot.exclusive.subscribe();
     let mine = if exclusive {
