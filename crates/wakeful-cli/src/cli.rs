@@ -169,6 +169,13 @@ pub enum Command {
         after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"
     )]
     Mcp,
+    /// Hooks and the monitor of the Claude Code plugin (integrations/claude-code):
+    /// they bring the session's events to Claude, each once (consumer `claude`).
+    #[command(subcommand)]
+    Hook(HookCommand),
+    /// Set wakeful up for an agent.
+    #[command(subcommand)]
+    Integrate(IntegrateCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -316,4 +323,58 @@ pub enum DaemonAction {
     /// Stop the running daemon. Persistent monitors are re-armed when it
     /// starts again; the others end with `daemon_stopped`.
     Stop,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// The plugin monitor: follows the session's events and prints one line
+    /// per event (each line becomes a Claude Code notification). Never ends on
+    /// its own; reconnects when the daemon restarts.
+    #[command(
+        after_help = "Plain output: \"[wakeful <monitor-id> \"<description>\" · <what>] <text>\" a line, newlines in the text written as \\n.\n\nExample (monitors/monitors.json):\n  \"command\": \"exec wakeful hook monitor\""
+    )]
+    Monitor {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        consumer: String,
+    },
+    /// An `asyncRewake` hook (SessionStart, Stop): waits for the session's
+    /// events; with events, prints them on stderr and exits 2 (wakes Claude).
+    /// A newer rewake hook of the session makes it give up (exit 0).
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id) on stdin. Exit 0: superseded, timed out, or the daemon went away. Exit 1: an error (never 2).\n\nExample (hooks/hooks.json):\n  {\"type\": \"command\", \"command\": \"exec wakeful hook rewake\", \"asyncRewake\": true, \"timeout\": 86400}"
+    )]
+    Rewake {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        consumer: String,
+        /// Give up (exit 0) after this long; keep it under the hook's timeout.
+        #[arg(long, value_name = "MS", default_value_t = crate::hook::REWAKE_TIMEOUT_MS)]
+        timeout_ms: u64,
+    },
+    /// A Stop hook: hands over the session's unacknowledged events without
+    /// waiting, as {"decision":"block","reason":…}; nothing when there are
+    /// none or when the input's stop_hook_active is true.
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id, stop_hook_active) on stdin. Exit 0, or 1 on an error.\n\nExample (hooks/hooks.json):\n  {\"type\": \"command\", \"command\": \"exec wakeful hook stop\"}"
+    )]
+    Stop {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        consumer: String,
+    },
+    /// A SessionStart hook: keeps one session for the Claude Code process
+    /// across /clear and exports it to its Bash commands (WAKEFUL_SESSION,
+    /// through $CLAUDE_ENV_FILE).
+    SessionStart,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IntegrateCommand {
+    /// Write the Claude Code plugin (monitor, hooks, MCP server, skill) to the
+    /// state directory and print how to load or install it.
+    #[command(
+        after_help = "Writes <state dir>/integrations/claude-code/ (overwritten on every run) and a marketplace in <state dir>/integrations/.\n\nExamples:\n  wakeful integrate claude-code\n  claude --plugin-dir \"$(wakeful integrate claude-code --json | jq -r .path)\""
+    )]
+    ClaudeCode,
 }

@@ -110,6 +110,10 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             .await
             .map(|()| 0)
             .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
+        Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
+        Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
+            crate::integrate::claude_code(&paths, json)
+        }
     }
 }
 

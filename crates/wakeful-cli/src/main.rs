@@ -3,6 +3,8 @@
 
 mod cli;
 mod commands;
+mod hook;
+mod integrate;
 mod monitor_args;
 mod output;
 mod plugin_cmd;

@@ -1,0 +1,215 @@
+//! `wakeful integrate claude-code`: writes the Claude Code plugin shipped in
+//! the repository (`integrations/claude-code/`, embedded in the binary, so a
+//! `cargo install`ed wakeful has it too) to
+//! `<state dir>/integrations/claude-code/`, with a local marketplace next to
+//! it, and says how to load or install it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use wakeful_client::Paths;
+
+use crate::{exit, Failure};
+
+/// The plugin's files, relative to `integrations/claude-code/`.
+pub const PLUGIN_FILES: &[(&str, &str)] = &[
+    (
+        ".claude-plugin/plugin.json",
+        include_str!("../../../integrations/claude-code/.claude-plugin/plugin.json"),
+    ),
+    (
+        "monitors/monitors.json",
+        include_str!("../../../integrations/claude-code/monitors/monitors.json"),
+    ),
+    (
+        "hooks/hooks.json",
+        include_str!("../../../integrations/claude-code/hooks/hooks.json"),
+    ),
+    (
+        ".mcp.json",
+        include_str!("../../../integrations/claude-code/.mcp.json"),
+    ),
+    (
+        "skills/wakeful/SKILL.md",
+        include_str!("../../../integrations/claude-code/skills/wakeful/SKILL.md"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../integrations/claude-code/README.md"),
+    ),
+];
+
+/// The marketplace that lists the plugin, relative to `integrations/`.
+pub const MARKETPLACE_FILE: (&str, &str) = (
+    ".claude-plugin/marketplace.json",
+    include_str!("../../../integrations/.claude-plugin/marketplace.json"),
+);
+
+/// Writes every file under `root` (overwriting), creating directories.
+fn write_all(root: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Failure> {
+    let mut written = Vec::new();
+    for (rel, text) in files {
+        let path = root.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Failure::new(
+                    exit::FAILURE,
+                    format!("cannot create {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        std::fs::write(&path, text).map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The `wakeful` that `PATH` finds, if any.
+fn wakeful_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("wakeful"))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// `wakeful integrate claude-code`.
+pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
+    paths
+        .prepare()
+        .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+    let marketplace = paths.state_dir.join("integrations");
+    let plugin = marketplace.join("claude-code");
+    let mut files = write_all(&plugin, PLUGIN_FILES)?;
+    files.extend(write_all(&marketplace, &[MARKETPLACE_FILE])?);
+    let on_path = wakeful_on_path();
+    let this = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    let same = match (&on_path, &this) {
+        (Some(p), Some(t)) => std::fs::canonicalize(p).ok().as_ref() == Some(t),
+        _ => false,
+    };
+    let plugin_dir_cmd = format!("claude --plugin-dir {}", shell_quote(&plugin));
+    let marketplace_cmds = [
+        format!(
+            "claude plugin marketplace add {}",
+            shell_quote(&marketplace)
+        ),
+        "claude plugin install wakeful@wakeful".to_string(),
+    ];
+    if json {
+        let v = json!({
+            "path": plugin,
+            "marketplace": marketplace,
+            "files": files,
+            "wakeful_on_path": on_path,
+            "wakeful_on_path_is_this": same,
+            "load": plugin_dir_cmd,
+            "install": marketplace_cmds,
+        });
+        println!("{v}");
+        return Ok(0);
+    }
+    println!(
+        "Wrote the wakeful Claude Code plugin to {}",
+        plugin.display()
+    );
+    println!();
+    println!("Load it for one session:");
+    println!("  {plugin_dir_cmd}");
+    println!();
+    println!("or install it for every session (a local marketplace next to it):");
+    for c in &marketplace_cmds {
+        println!("  {c}");
+    }
+    println!();
+    println!("What it does: a monitor (`wakeful hook monitor`) brings every event of the");
+    println!("session's wakeful monitors to Claude as a notification, also while the session");
+    println!("is idle; asyncRewake and Stop hooks (`wakeful hook rewake`, `wakeful hook stop`)");
+    println!("deliver what the monitor did not; `.mcp.json` adds the `wakeful mcp` tools and a");
+    println!("skill says when to use them. Each event reaches Claude once (consumer `claude`).");
+    println!();
+    match (&on_path, same) {
+        (None, _) => {
+            println!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.");
+            println!(
+                "  Install it: cargo install --locked --path crates/wakeful-cli (in a wakeful"
+            );
+            println!(
+                "  checkout), or put {} on PATH.",
+                display_dir(this.as_deref())
+            );
+            println!();
+        }
+        (Some(p), false) => {
+            println!(
+                "Note: the plugin will run {} (from PATH), not this binary ({}).",
+                p.display(),
+                this.as_deref()
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|| "unknown".into())
+            );
+            println!();
+        }
+        (Some(_), true) => {}
+    }
+    println!("Channels (research preview): `claude --dangerously-load-development-channels server:wakeful`");
+    println!("  pushes events through the MCP server of a `.mcp.json`/`claude mcp add` setup. Not");
+    println!("  needed with this plugin, whose monitor already delivers every event; enabling");
+    println!("  both shows each event twice. Run this command again after upgrading wakeful.");
+    Ok(0)
+}
+
+fn display_dir(exe: Option<&Path>) -> String {
+    exe.and_then(|e| e.parent())
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| "the directory of this binary".into())
+}
+
+/// `p` as one shell word.
+fn shell_quote(p: &Path) -> String {
+    let s = p.display().to_string();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c))
+    {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_paths_for_the_shell() {
+        assert_eq!(shell_quote(Path::new("/a/b-c_d.e")), "/a/b-c_d.e");
+        assert_eq!(shell_quote(Path::new("/a b/c")), "'/a b/c'");
+        assert_eq!(shell_quote(Path::new("/it's")), "'/it'\\''s'");
+    }
+
+    #[test]
+    fn embedded_files_are_the_plugin() {
+        let names: Vec<&str> = PLUGIN_FILES.iter().map(|(n, _)| *n).collect();
+        assert!(names.contains(&"monitors/monitors.json"));
+        assert!(names.contains(&"hooks/hooks.json"));
+        for (name, text) in PLUGIN_FILES.iter().chain([&MARKETPLACE_FILE]) {
+            if name.ends_with(".json") {
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(text).is_ok(),
+                    "{name} is not JSON"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! The Claude Code plugin's commands (`wakeful hook …`, `wakeful integrate
+//! claude-code`) with the real binary, hook input on stdin, against a
+//! temporary WAKEFUL_HOME; and the shipped plugin itself.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{eventually, Home};
+use serde_json::Value;
+
+fn plugin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/claude-code")
+}
+
+/// A hook command: no session from the environment unless given.
+fn hook(home: &Home, args: &[&str]) -> Command {
+    let mut c = home.cmd(args);
+    c.env_remove("WAKEFUL_SESSION")
+        .env_remove("CLAUDE_PID")
+        .env_remove("CLAUDE_ENV_FILE");
+    c
+}
+
+fn spawn_with_stdin(mut c: Command, stdin: &str) -> Child {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child
+}
+
+/// Runs a hook with `stdin`; returns (exit code, stdout, stderr).
+fn run_hook(c: Command, stdin: &str) -> (i32, String, String) {
+    let out = spawn_with_stdin(c, stdin).wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn input(session: &str, stop_hook_active: bool) -> String {
+    serde_json::json!({
+        "session_id": session,
+        "transcript_path": "/tmp/x.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "Stop",
+        "stop_hook_active": stop_hook_active,
+    })
+    .to_string()
+}
+
+/// Starts a monitor in `session` and waits until it ended; returns its id.
+fn finished_monitor(home: &Home, session: &str, command: &str) -> String {
+    let v = home.json(&["--session", session, "start", "-d", "demo", "--", command]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert!(eventually(Duration::from_secs(15), || {
+        home.json_lines(&["--session", session, "events"])
+            .iter()
+            .any(|e| e["monitor_id"] == id.as_str() && e["kind"] == "stopped")
+    }));
+    id
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s.code().unwrap_or(-1));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stop_hook_hands_over_unacknowledged_events_once() {
+    let home = Home::new();
+    let id = finished_monitor(&home, "S", "printf 'hello-stop\\nsecond\\n'");
+    let (code, out, err) = run_hook(hook(&home, &["hook", "stop"]), &input("S", false));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["decision"], "block");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("[wakeful] 3 events from this session's background monitors"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!(
+            "[wakeful {id} \"demo\" · 2 lines (output lines 1–2)]\nhello-stop\nsecond"
+        )),
+        "{reason}"
+    );
+    assert!(reason.contains("not messages from the user"));
+    // Acknowledged: the next Stop finds nothing.
+    let (code, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("S", false));
+    assert_eq!((code, out.as_str()), (0, ""));
+}
+
+#[test]
+fn stop_hook_is_silent_when_stop_hook_active_or_nothing_is_pending() {
+    let home = Home::new();
+    let started = Instant::now();
+    let (code, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("S", false));
+    assert_eq!((code, out.as_str()), (0, ""));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the Stop hook must not wait"
+    );
+    finished_monitor(&home, "S", "echo pending");
+    let (code, out, err) = run_hook(hook(&home, &["hook", "stop"]), &input("S", true));
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+    // Nothing was taken: the next Stop without stop_hook_active gets it.
+    let (_, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("S", false));
+    assert!(out.contains("pending"), "{out}");
+}
+
+#[test]
+fn rewake_exits_2_with_the_events_on_stderr() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("R", false));
+    std::thread::sleep(Duration::from_millis(300));
+    let v = home.json(&[
+        "--session",
+        "R",
+        "start",
+        "-d",
+        "wake me",
+        "--",
+        "echo e2e-wake",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+    let mut err = String::new();
+    std::io::Read::read_to_string(waiter.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.starts_with("[wakeful] "), "{err}");
+    assert!(
+        err.contains(&format!("[wakeful {id} \"wake me\" · ")),
+        "{err}"
+    );
+    // What it delivered is acknowledged for the shared consumer.
+    let (_, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("R", false));
+    assert!(!out.contains("started: wake me"), "{out}");
+}
+
+#[test]
+fn a_newer_rewake_makes_the_older_give_up() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let mut older = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("X", false));
+    std::thread::sleep(Duration::from_millis(500));
+    let mut newer = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("X", false));
+    assert_eq!(wait_timeout(&mut older, Duration::from_secs(10)), Some(0));
+    home.ok(&["--session", "X", "start", "--", "echo for-the-newer"]);
+    assert_eq!(wait_timeout(&mut newer, Duration::from_secs(15)), Some(2));
+    // Another session's waiter is not affected.
+    let (code, _, _) = run_hook(
+        hook(&home, &["hook", "rewake", "--timeout-ms", "200"]),
+        &input("Y", false),
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn hook_failures_never_exit_2() {
+    let home = Home::new();
+    for args in [&["hook", "rewake"][..], &["hook", "stop"][..]] {
+        let (code, out, err) = run_hook(hook(&home, args), "not json");
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(err.contains("not JSON"), "{err}");
+        // No session anywhere: an error, not a wake.
+        let mut c = hook(&home, args);
+        c.env_remove("CLAUDE_CODE_SESSION_ID");
+        let (code, _, err) = run_hook(c, "{}");
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("no session"), "{err}");
+    }
+}
+
+#[test]
+fn the_three_paths_share_one_consumer() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let (mut bridge, rx) = spawn_bridge(&home, "B");
+    let v = home.json(&[
+        "--session",
+        "B",
+        "start",
+        "-d",
+        "bridge",
+        "--",
+        "printf 'one\\ntwo\\033[31m!\\n'",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let mut lines = Vec::new();
+    while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
+        lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
+    }
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].starts_with(&format!(
+        "[wakeful {id} \"bridge\" · started] started: bridge"
+    )));
+    assert_eq!(
+        lines[1],
+        format!("[wakeful {id} \"bridge\" · 2 lines (output lines 1–2)] one\\ntwo!")
+    );
+    assert_eq!(
+        lines[2],
+        format!("[wakeful {id} \"bridge\" · stopped] bridge: exited with code 0")
+    );
+    // The bridge acknowledged them: neither hook hands them over again.
+    let (_, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("B", false));
+    assert_eq!(out, "");
+    let (code, _, _) = run_hook(
+        hook(&home, &["hook", "rewake", "--timeout-ms", "300"]),
+        &input("B", false),
+    );
+    assert_eq!(code, 0);
+}
+
+/// Spawns `wakeful hook monitor` for `session`; returns it and its lines.
+fn spawn_bridge(home: &Home, session: &str) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut c = hook(home, &["hook", "monitor"]);
+    c.env("CLAUDE_CODE_SESSION_ID", session)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut bridge = c.spawn().unwrap();
+    let stdout = bridge.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    (bridge, rx)
+}
+
+#[test]
+fn rewake_leaves_the_session_to_a_running_bridge() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    // A rewake hook that started before the bridge (SessionStart) hands any
+    // batch it is given to the bridge and gives up (or, if the bridge won
+    // every batch, is made to give up by the next rewake hook).
+    let mut early = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
+    std::thread::sleep(Duration::from_millis(300));
+    let (mut bridge, rx) = spawn_bridge(&home, "L");
+    std::thread::sleep(Duration::from_millis(300));
+    let v = home.json(&[
+        "--session",
+        "L",
+        "start",
+        "-d",
+        "late",
+        "--",
+        "echo via-bridge",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let mut lines = Vec::new();
+    while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
+        lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
+    }
+    assert!(
+        lines[0].starts_with(&format!("[wakeful {id} \"late\" · started]")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with("] via-bridge")),
+        "{lines:?}"
+    );
+    // A rewake hook started while the bridge runs returns at once.
+    let started = Instant::now();
+    let (code, _, err) = run_hook(hook(&home, &["hook", "rewake"]), &input("L", false));
+    assert_eq!(code, 0, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(wait_timeout(&mut early, Duration::from_secs(10)), Some(0));
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+    // Without the bridge, rewake waits and delivers again.
+    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
+    std::thread::sleep(Duration::from_millis(300));
+    home.ok(&["--session", "L", "start", "--", "echo no-bridge"]);
+    assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+}
+
+#[test]
+fn the_bridge_follows_across_a_daemon_restart() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let mut c = hook(&home, &["hook", "monitor", "--consumer", "c2"]);
+    c.env("CLAUDE_CODE_SESSION_ID", "D")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut bridge = c.spawn().unwrap();
+    let stdout = bridge.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    home.ok(&["daemon", "stop"]);
+    std::thread::sleep(Duration::from_millis(300));
+    home.ok(&["--session", "D", "start", "--", "echo after-restart"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut seen = String::new();
+    while !seen.contains("] after-restart") && Instant::now() < deadline {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            seen.push_str(&l);
+            seen.push('\n');
+        }
+    }
+    assert_eq!(bridge.try_wait().unwrap(), None, "the bridge must not exit");
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+    assert!(seen.contains("] after-restart"), "{seen}");
+}
+
+#[test]
+fn wakeful_session_overrides_the_hook_input() {
+    let home = Home::new();
+    finished_monitor(&home, "W", "echo from-w");
+    let mut c = hook(&home, &["hook", "stop"]);
+    c.env("WAKEFUL_SESSION", "W");
+    let (_, out, _) = run_hook(c, &input("other", false));
+    assert!(out.contains("from-w"), "{out}");
+}
+
+#[test]
+fn one_session_per_claude_code_process_across_clear() {
+    let home = Home::new();
+    let env_a = home.path().join("env-a.sh");
+    let env_b = home.path().join("env-b.sh");
+    // This test process plays Claude Code: its pid and start time are real.
+    let pid = std::process::id().to_string();
+    let session_start = |session: &str, env_file: &Path| {
+        let mut c = hook(&home, &["hook", "session-start"]);
+        c.env("CLAUDE_PID", &pid)
+            .env("CLAUDE_ENV_FILE", env_file)
+            .env("CLAUDE_CODE_SESSION_ID", session);
+        let (code, out, err) = run_hook(
+            c,
+            &serde_json::json!({"session_id": session, "hook_event_name": "SessionStart"})
+                .to_string(),
+        );
+        assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    };
+    session_start("first", &env_a);
+    assert_eq!(
+        std::fs::read_to_string(&env_a).unwrap(),
+        "export WAKEFUL_SESSION='first'\n"
+    );
+    // After /clear the conversation has a new id; the process keeps its session.
+    session_start("after-clear", &env_b);
+    assert_eq!(
+        std::fs::read_to_string(&env_b).unwrap(),
+        "export WAKEFUL_SESSION='first'\n"
+    );
+    finished_monitor(&home, "first", "echo before-clear");
+    let mut c = hook(&home, &["hook", "stop"]);
+    c.env("CLAUDE_PID", &pid);
+    let (_, out, _) = run_hook(c, &input("after-clear", false));
+    assert!(out.contains("before-clear"), "{out}");
+    // Another process (a pid whose start time does not match) starts over.
+    std::fs::write(
+        home.path().join("claude-code/processes").join(&pid),
+        "1 stale\n",
+    )
+    .unwrap();
+    session_start("next", &env_a);
+    assert!(std::fs::read_to_string(&env_a)
+        .unwrap()
+        .ends_with("export WAKEFUL_SESSION='next'\n"));
+}
+
+#[test]
+fn the_shipped_plugin_passes_validate_without_warnings() {
+    let home = Home::new();
+    let dir = plugin_dir();
+    let v = home.json(&["validate", dir.to_str().unwrap()]);
+    assert_eq!(v["errors"], 0, "{v}");
+    assert_eq!(v["warnings"], 0, "{v}");
+    let (code, out, _) = home.run(&["validate", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "0 errors, 0 warnings");
+}
+
+#[test]
+fn the_shipped_plugin_wires_all_paths_to_wakeful_hook() {
+    let dir = plugin_dir();
+    let read = |p: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(p)).unwrap()).unwrap()
+    };
+    let monitors = read("monitors/monitors.json");
+    assert_eq!(monitors[0]["when"], "always");
+    assert!(monitors[0]["command"]
+        .as_str()
+        .unwrap()
+        .contains("exec wakeful hook monitor"));
+    let hooks = read("hooks/hooks.json");
+    let commands = |event: &str| -> Vec<(String, bool)> {
+        hooks["hooks"][event][0]["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["command"].as_str().unwrap().to_string(),
+                    h["asyncRewake"] == true,
+                )
+            })
+            .collect()
+    };
+    for event in ["SessionStart", "Stop"] {
+        assert!(
+            commands(event)
+                .iter()
+                .any(|(c, rewake)| *rewake && c.ends_with("exec wakeful hook rewake")),
+            "{event}"
+        );
+    }
+    assert!(commands("Stop")
+        .iter()
+        .any(|(c, rewake)| !*rewake && c.ends_with("exec wakeful hook stop")));
+    let mcp = read(".mcp.json");
+    assert_eq!(mcp["mcpServers"]["wakeful"]["command"], "wakeful");
+    assert_eq!(mcp["mcpServers"]["wakeful"]["args"][0], "mcp");
+    let skill = std::fs::read_to_string(dir.join("skills/wakeful/SKILL.md")).unwrap();
+    assert!(skill.starts_with("---\nname: wakeful\ndescription: "));
+}
+
+#[test]
+fn integrate_claude_code_writes_the_plugin_into_the_state_dir() {
+    let home = Home::new();
+    for _ in 0..2 {
+        let v = home.json(&["integrate", "claude-code"]);
+        let path = PathBuf::from(v["path"].as_str().unwrap());
+        assert_eq!(path, home.path().join("integrations/claude-code"));
+        for rel in [
+            ".claude-plugin/plugin.json",
+            "monitors/monitors.json",
+            "hooks/hooks.json",
+            ".mcp.json",
+            "skills/wakeful/SKILL.md",
+        ] {
+            assert_eq!(
+                std::fs::read_to_string(path.join(rel)).unwrap(),
+                std::fs::read_to_string(plugin_dir().join(rel)).unwrap(),
+                "{rel}"
+            );
+        }
+        assert!(home
+            .path()
+            .join("integrations/.claude-plugin/marketplace.json")
+            .is_file());
+        assert!(v["load"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude --plugin-dir "));
+        let checked = home.json(&["validate", path.to_str().unwrap()]);
+        assert_eq!(
+            (checked["errors"].clone(), checked["warnings"].clone()),
+            (0.into(), 0.into())
+        );
+        // Overwritten on the next run.
+        std::fs::write(path.join("hooks/hooks.json"), "{}").unwrap();
+    }
+    let text = home.ok(&["integrate", "claude-code"]);
+    assert!(text.contains("claude --plugin-dir "), "{text}");
+    assert!(
+        text.contains("claude plugin install wakeful@wakeful"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--dangerously-load-development-channels server:wakeful"),
+        "{text}"
+    );
+}
