@@ -89,6 +89,17 @@ fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
     }
 }
 
+/// Waits until the daemon counts at least `n` streaming connections (a hook
+/// waiting, a bridge following).
+fn wait_followers(home: &Home, n: u64) {
+    assert!(
+        common::eventually(Duration::from_secs(10), || {
+            home.json(&["status"])["followers"].as_u64().unwrap_or(0) >= n
+        }),
+        "the daemon never had {n} followers"
+    );
+}
+
 #[test]
 fn stop_hook_hands_over_unacknowledged_events_once() {
     let home = Home::new();
@@ -137,7 +148,7 @@ fn rewake_exits_2_with_the_events_on_stderr() {
     let home = Home::new();
     home.ok(&["status"]);
     let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("R", false));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 1);
     let v = home.json(&[
         "--session",
         "R",
@@ -166,7 +177,7 @@ fn a_newer_rewake_makes_the_older_give_up() {
     let home = Home::new();
     home.ok(&["status"]);
     let mut older = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("X", false));
-    std::thread::sleep(Duration::from_millis(500));
+    wait_followers(&home, 1);
     let mut newer = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("X", false));
     assert_eq!(wait_timeout(&mut older, Duration::from_secs(10)), Some(0));
     home.ok(&["--session", "X", "start", "--", "echo for-the-newer"]);
@@ -265,9 +276,9 @@ fn rewake_leaves_the_session_to_a_running_bridge() {
     // batch it is given to the bridge and gives up (or, if the bridge won
     // every batch, is made to give up by the next rewake hook).
     let mut early = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 1);
     let (mut bridge, rx) = spawn_bridge(&home, "L");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 2);
     let v = home.json(&[
         "--session",
         "L",
@@ -300,7 +311,7 @@ fn rewake_leaves_the_session_to_a_running_bridge() {
     let _ = bridge.wait();
     // Without the bridge, rewake waits and delivers again.
     let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 1);
     home.ok(&["--session", "L", "start", "--", "echo no-bridge"]);
     assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
 }
@@ -323,9 +334,8 @@ fn the_bridge_follows_across_a_daemon_restart() {
             }
         }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_followers(&home, 1);
     home.ok(&["daemon", "stop"]);
-    std::thread::sleep(Duration::from_millis(300));
     home.ok(&["--session", "D", "start", "--", "echo after-restart"]);
     let deadline = Instant::now() + Duration::from_secs(15);
     let mut seen = String::new();
