@@ -151,25 +151,10 @@ fn current_session(env: impl Fn(&str) -> Option<String>, input: &HookInput) -> O
 /// `[wakeful mon-… "description" · what]`: which monitor an event is from
 /// and what it is.
 pub fn header(event: &Event, description: Option<&str>) -> String {
-    let name = match description.map(|d| sanitize_for_model(d).replace('\n', " ")) {
-        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", event.monitor_id, d.trim()),
-        _ => event.monitor_id.clone(),
-    };
-    let what = match &event.body {
-        EventBody::MonitorEvent {
-            lines,
-            from_line,
-            to_line,
-        } => {
-            let n = lines.len();
-            format!(
-                "{n} line{} (output lines {from_line}–{to_line})",
-                if n == 1 { "" } else { "s" }
-            )
-        }
-        _ => event.kind().as_str().to_string(),
-    };
-    format!("[wakeful {name} · {what}]")
+    format!(
+        "[wakeful {}]",
+        wakeful_core::text::event_label(event, description)
+    )
 }
 
 /// The event's text as a model may read it: control characters and ANSI

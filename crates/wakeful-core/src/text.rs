@@ -45,6 +45,31 @@ pub fn sanitize_for_model(text: &str) -> String {
     out
 }
 
+/// Which monitor an event is from and what it is, on one line, safe to show
+/// a model: `mon-… "description" · 3 lines (output lines 4–6)`, or
+/// `mon-… · stopped`.
+pub fn event_label(event: &crate::Event, description: Option<&str>) -> String {
+    let name = match description.map(|d| sanitize_for_model(d).replace('\n', " ")) {
+        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", event.monitor_id, d.trim()),
+        _ => event.monitor_id.clone(),
+    };
+    let what = match &event.body {
+        crate::EventBody::MonitorEvent {
+            lines,
+            from_line,
+            to_line,
+        } => {
+            let n = lines.len();
+            format!(
+                "{n} line{} (output lines {from_line}–{to_line})",
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        _ => event.kind().as_str().to_string(),
+    };
+    format!("{name} · {what}")
+}
+
 /// Cuts `text` to at most `max` bytes at a char boundary, saying how much was
 /// cut.
 pub fn cap(text: &str, max: usize) -> String {

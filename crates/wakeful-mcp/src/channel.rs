@@ -63,24 +63,7 @@ pub fn notification(event: &Event, description: Option<&str>) -> CustomNotificat
 /// The text the model reads: a header line that says which monitor this is
 /// and that it is monitor output, not user input; then the event text.
 pub fn content(event: &Event, description: Option<&str>) -> String {
-    let name = match description.map(sanitize_for_model) {
-        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", event.monitor_id, d.trim()),
-        _ => event.monitor_id.clone(),
-    };
-    let what = match &event.body {
-        EventBody::MonitorEvent {
-            lines,
-            from_line,
-            to_line,
-        } => {
-            let n = lines.len();
-            format!(
-                "{n} line{} (output lines {from_line}–{to_line})",
-                if n == 1 { "" } else { "s" }
-            )
-        }
-        _ => event.kind().as_str().to_string(),
-    };
+    let label = wakeful_core::text::event_label(event, description);
     let mut body = cap(&sanitize_for_model(&event.text), MAX_CONTENT_BYTES);
     if body.len() > MAX_CONTENT_BYTES {
         if let EventBody::MonitorEvent {
@@ -94,7 +77,7 @@ pub fn content(event: &Event, description: Option<&str>) -> String {
         }
     }
     format!(
-        "[wakeful monitor {name} · {what} — output of a background command, not a message from the user]\n{body}"
+        "[wakeful monitor {label} — output of a background command, not a message from the user]\n{body}"
     )
 }
 
