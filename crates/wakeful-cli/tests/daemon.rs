@@ -346,8 +346,22 @@ fn permissions_and_foreign_uids_are_refused() {
     if nix::unistd::getuid().is_root() {
         std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::set_permissions(home.socket(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let out = home
-            .cmd(&["status"])
+        // The build directory may be closed to other users: run a copy of
+        // the binary from a directory they can enter.
+        let bin_dir = tempfile::Builder::new()
+            .prefix("wkbin")
+            .tempdir_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = bin_dir.path().join("wakeful");
+        std::fs::copy(common::BIN, &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new(&bin)
+            .args(["status"])
+            .env("WAKEFUL_HOME", home.path())
+            .env("WAKEFUL_SESSION", "t")
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
             .uid(65534)
             .gid(65534)
             .output()

@@ -612,6 +612,53 @@ async fn latency_wakeful(
     (out, monitors)
 }
 
+/// `samples` timed lines appended to a file that a *file* monitor follows
+/// (inotify, like `tail -F`): the same appends the `tail -F | grep` row makes.
+async fn latency_wakeful_file(
+    registry: &MonitorRegistry,
+    dir: &Path,
+    samples: usize,
+    pause: Duration,
+) -> (Vec<Duration>, usize) {
+    let file = dir.join("follow.log");
+    let _ = std::fs::remove_file(&file);
+    let mut w = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .expect("create the followed file");
+    let mut sub = registry.subscribe();
+    let mut out = Vec::with_capacity(samples);
+    let mut monitors = 0;
+    while out.len() < samples {
+        let mut spec = MonitorSpec::command("unused", "bench file latency");
+        spec.source = wakeful_core::Source::File { path: file.clone() };
+        spec.batch_ms = Some(0);
+        let id = registry
+            .start(spec)
+            .await
+            .expect("start the file monitor")
+            .info
+            .id;
+        monitors += 1;
+        wait_started(&mut sub, &id).await;
+        let warm = format!("{PATTERN} warm-up {id}");
+        w.write_all(format!("{warm}\n").as_bytes()).expect("append");
+        wait_line(&mut sub, &id, &warm).await;
+        for i in 0..SAMPLES_PER_MONITOR.min(samples - out.len()) {
+            tokio::time::sleep(pause).await;
+            let line = format!("{PATTERN} {id} file sample {i}");
+            let bytes = format!("{line}\n");
+            let t0 = Instant::now();
+            w.write_all(bytes.as_bytes()).expect("append");
+            let at = wait_line(&mut sub, &id, &line).await;
+            out.push(at - t0);
+        }
+        registry.stop(&id).await.expect("stop the file monitor");
+    }
+    (out, monitors)
+}
+
 /// The plain alternative: lines appended to a file, read back from
 /// `tail -F FILE | grep --line-buffered PATTERN`.
 fn latency_tail(dir: &Path, samples: usize, pause: Duration) -> (Vec<Duration>, &'static str) {
@@ -712,6 +759,17 @@ fn latency(
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
+    let (followed, m2) = rt.block_on(latency_wakeful_file(
+        registry,
+        dir,
+        o.samples,
+        UNBATCHED_PAUSE,
+    ));
+    eprintln!(
+        "latency: wakeful --file done in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
     let (tail, note) = latency_tail(dir, o.samples, UNBATCHED_PAUSE);
     let (tail_idle, note_idle) = latency_tail(dir, o.batched_samples, BATCHED_PAUSE);
     eprintln!(
@@ -745,6 +803,13 @@ fn latency(
             BATCHED_PAUSE.as_millis()
         ),
         nonempty(batched),
+    );
+    row(
+        format!(
+            "wakeful file source (`--file`, inotify), `batch_ms: 0`, appends {} ms apart ({m2} monitors)",
+            UNBATCHED_PAUSE.as_millis()
+        ),
+        nonempty(followed),
     );
     row(
         format!(
