@@ -17,9 +17,18 @@ use crate::monitor::{monitor_cwd, sleep_until_opt, Control, Driver, Launch};
 use crate::process::{self, GroupGuard};
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
-/// (A zeroed buffer this large is mapped lazily: an idle monitor does not
-/// pay for it in resident memory.)
-pub(crate) const READ_CHUNK: usize = 256 * 1024;
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+/// Read size once a stream has filled a whole [`READ_CHUNK`] read (a flood):
+/// as large as the widened pipe, so one read takes all that is waiting.
+/// Only streams that flooded get this buffer.
+const FLOOD_READ_CHUNK: usize = 1024 * 1024;
+
+/// Grows `buf` to [`FLOOD_READ_CHUNK`] after a read that filled it.
+fn grow_on_flood(buf: &mut Vec<u8>, n: usize) {
+    if n == buf.len() && buf.len() < FLOOD_READ_CHUNK {
+        *buf = vec![0u8; FLOOD_READ_CHUNK];
+    }
+}
 
 /// A pipe's capacity while a command floods its output: with 1 MiB instead
 /// of Linux's 64 KiB default, the writer and the reader swap places far less
@@ -161,7 +170,11 @@ pub(crate) async fn run(
                         out = None;
                         driver.end_stream(now, Stream::Stdout)
                     }
-                    Ok(n) => driver.feed(now, Stream::Stdout, &obuf[..n]),
+                    Ok(n) => {
+                        let step = driver.feed(now, Stream::Stdout, &obuf[..n]);
+                        grow_on_flood(&mut obuf, n);
+                        step
+                    }
                 };
                 match res {
                     Ok(s) => step = s,
@@ -175,7 +188,11 @@ pub(crate) async fn run(
                         err = None;
                         driver.end_stream(now, Stream::Stderr)
                     }
-                    Ok(n) => driver.feed(now, Stream::Stderr, &ebuf[..n]),
+                    Ok(n) => {
+                        let step = driver.feed(now, Stream::Stderr, &ebuf[..n]);
+                        grow_on_flood(&mut ebuf, n);
+                        step
+                    }
                 };
                 match res {
                     Ok(s) => step = s,
