@@ -430,6 +430,13 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
         );
         println!("recently ended:   {}", s.monitors_recently_ended);
         println!("last event seq:   {}", s.last_seq);
+        if s.journal_failures > 0 {
+            println!(
+                "store failures:   {} (retried; see {})",
+                s.journal_failures,
+                paths.daemon_log().display()
+            );
+        }
         if s.wakes_undelivered > 0 {
             println!(
                 "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",

@@ -258,6 +258,10 @@ pub struct Status {
     /// MCP push).
     #[serde(default)]
     pub followers: usize,
+    /// Times the store failed to take a batch of events (retried until it
+    /// did; nothing dropped). Anything but 0 deserves a look at the log.
+    #[serde(default)]
+    pub journal_failures: u64,
 }
 
 /// Result of [`Request::Start`] (`start --json`).

@@ -225,6 +225,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 last_seq: *state.registry.latest_seq().borrow(),
                 wakes_undelivered: state.wakes.undelivered().len(),
                 followers: state.followers.load(std::sync::atomic::Ordering::SeqCst),
+                journal_failures: state.registry.journal_failures(),
             };
             conn.ok(value(&status)).await
         }

@@ -177,6 +177,7 @@ struct Inner {
     journal: mpsc::Sender<JournalEntry>,
     events: broadcast::Sender<Event>,
     latest: watch::Receiver<u64>,
+    journal_failures: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Inner {
@@ -234,9 +235,11 @@ impl MonitorRegistry {
         let (events, _) = broadcast::channel(config.subscriber_capacity.max(16));
         let (latest_tx, latest_rx) = watch::channel(latest);
         let pump_events = events.clone();
+        let failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let pump_failures = failures.clone();
         std::thread::Builder::new()
             .name("wakeful-journal".into())
-            .spawn(move || pump(journal, rx, pump_events, latest_tx))
+            .spawn(move || pump(journal, rx, pump_events, latest_tx, pump_failures))
             .map_err(|e| tracing::error!("cannot start the journal thread: {e}"))
             .ok();
         MonitorRegistry {
@@ -251,6 +254,7 @@ impl MonitorRegistry {
                 journal: tx,
                 events,
                 latest: latest_rx,
+                journal_failures: failures,
             }),
         }
     }
@@ -270,6 +274,14 @@ impl MonitorRegistry {
         Subscription {
             rx: self.inner.events.subscribe(),
         }
+    }
+
+    /// How many times the journal failed to take a batch (each was retried
+    /// until it succeeded; nothing was dropped).
+    pub fn journal_failures(&self) -> u64 {
+        self.inner
+            .journal_failures
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The seq of the last journaled event; changes whenever events are
@@ -560,6 +572,7 @@ fn pump(
     mut rx: mpsc::Receiver<JournalEntry>,
     events: broadcast::Sender<Event>,
     latest: watch::Sender<u64>,
+    failures: Arc<std::sync::atomic::AtomicU64>,
 ) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = Vec::with_capacity(64);
@@ -570,17 +583,29 @@ fn pump(
                 Err(_) => break,
             }
         }
-        match journal.append(&mut batch) {
-            Ok(numbered) => {
-                if let Some(last) = numbered.last() {
-                    latest.send_replace(last.seq);
-                }
-                for e in numbered {
-                    // No subscriber is not an error.
-                    let _ = events.send(e);
+        // A failing store (disk full, a lock) is retried with backoff, never
+        // skipped: meanwhile the bounded queue fills and monitors wait, so
+        // nothing is lost. Each failure is counted and reported.
+        let mut pause = std::time::Duration::from_millis(100);
+        let numbered = loop {
+            match journal.append(&mut batch) {
+                Ok(numbered) => break numbered,
+                Err(e) => {
+                    let n = failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    tracing::error!(
+                        "journal failed ({n} failures so far), retrying in {pause:?}: {e}"
+                    );
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
                 }
             }
-            Err(e) => tracing::error!("journal: {e}"),
+        };
+        if let Some(last) = numbered.last() {
+            latest.send_replace(last.seq);
+        }
+        for e in numbered {
+            // No subscriber is not an error.
+            let _ = events.send(e);
         }
         for entry in batch {
             if let JournalEntry::Barrier(done) = entry {
@@ -605,4 +630,64 @@ pub fn new_id(prefix: &str) -> String {
         s.push(ALPHABET[fastrand::usize(..ALPHABET.len())] as char);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wakeful_core::journal::JournalError;
+
+    /// Fails its first `fail` batches, then numbers events in memory.
+    struct Flaky {
+        fail: u32,
+        inner: MemoryJournal,
+    }
+
+    impl Journal for Flaky {
+        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError> {
+            if self.fail > 0 {
+                self.fail -= 1;
+                return Err(JournalError::Store("disk full (test)".into()));
+            }
+            self.inner.append(batch)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_store_is_retried_and_counted_never_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = MonitorRegistry::with_journal(
+            RegistryConfig {
+                output_dir: dir.path().to_path_buf(),
+                ..RegistryConfig::default()
+            },
+            Flaky {
+                fail: 2,
+                inner: MemoryJournal::default(),
+            },
+        );
+        let mut sub = reg.subscribe();
+        let id = reg
+            .start(MonitorSpec::command("echo kept", "flaky store"))
+            .await
+            .unwrap()
+            .info
+            .id;
+        let mut kinds = vec![];
+        let mut seqs = vec![];
+        while !kinds
+            .last()
+            .is_some_and(|k: &wakeful_core::EventKind| k.is_terminal())
+        {
+            let e = tokio::time::timeout(std::time::Duration::from_secs(10), sub.recv())
+                .await
+                .expect("events arrive despite the failures")
+                .unwrap();
+            assert_eq!(e.monitor_id, id);
+            kinds.push(e.kind());
+            seqs.push(e.seq);
+        }
+        assert_eq!(seqs, [1, 2, 3], "nothing skipped, seqs from 1");
+        assert_eq!(reg.journal_failures(), 2);
+    }
 }
