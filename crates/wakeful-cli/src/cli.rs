@@ -79,14 +79,23 @@ pub enum Command {
         path: std::path::PathBuf,
     },
     /// Run a Claude Code plugin's monitors for any agent.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  wakeful plugin start ./my-plugin\n  wakeful plugin skill ./my-plugin my-plugin:debug"
+    )]
     Plugin(PluginCommand),
     /// Terminals started with `wakeful run`.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  wakeful terminal list\n  wakeful terminal output term-4k2x9q0abc --follow\n  wakeful terminal kill term-4k2x9q0abc"
+    )]
     Terminal(TerminalCommand),
     /// How the session's events wake its agent (a new turn) when nobody is
     /// reading them: Codex, OpenCode, any command, a webhook.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set exec -- notify-send wakeful {text}\n  wakeful wake show --json\n  wakeful wake clear"
+    )]
     Wake(WakeCommand),
     /// List monitors: active first, then those that ended in the last hour.
     #[command(after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json")]
@@ -154,7 +163,7 @@ pub enum Command {
         follow: bool,
     },
     /// Session commands.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Example:\n  wakeful session end my-session")]
     Session(SessionCommand),
     /// Daemon facts: pid, version, socket, state directory, monitor counts.
     #[command(after_help = "Example:\n  wakeful status --json")]
@@ -171,10 +180,13 @@ pub enum Command {
     Mcp,
     /// Hooks and the monitor of the Claude Code plugin (integrations/claude-code):
     /// they bring the session's events to Claude, each once (consumer `claude`).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Run by the Claude Code plugin (integrations/claude-code), not by hand.\n\nExamples:\n  wakeful hook monitor                       # the plugin monitor: one line per event\n  echo '{\"session_id\":\"S\"}' | wakeful hook stop"
+    )]
     Hook(HookCommand),
     /// Set wakeful up for an agent.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Example:\n  wakeful integrate claude-code")]
     Integrate(IntegrateCommand),
 }
 
@@ -221,6 +233,9 @@ pub enum WakeCommand {
 pub enum WakeAdapterArgs {
     /// `codex queue --thread ID --message TEXT` (Codex queues it: idle, a turn
     /// starts; busy, it runs after the current turn).
+    #[command(
+        after_help = "Example:\n  wakeful wake set codex --thread 019a8d3e-…  --codex-home ~/.codex"
+    )]
     Codex {
         /// The Codex thread [default: the session name].
         #[arg(long)]
@@ -233,6 +248,9 @@ pub enum WakeAdapterArgs {
         codex_home: Option<std::path::PathBuf>,
     },
     /// An OpenCode server: POST {url}/session/{id}/prompt_async.
+    #[command(
+        after_help = "Example:\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123 --directory ~/src/app"
+    )]
     Opencode {
         /// The server, e.g. http://127.0.0.1:4096 (loopback is allowed).
         #[arg(long)]
@@ -246,6 +264,9 @@ pub enum WakeAdapterArgs {
     },
     /// Any program: ARGV with {session}, {text} and {wake_id} substituted
     /// inside single arguments (never through a shell). Exit 0 = accepted.
+    #[command(
+        after_help = "Examples:\n  wakeful wake set exec -- gemini -p {text} --resume {session}\n  wakeful wake set exec --busy-exit-code 75 -- ./notify-agent.sh {session} {wake_id} {text}"
+    )]
     Exec {
         /// An exit code that means "busy, retry later" (repeat for more);
         /// other non-zero codes are failures.
@@ -257,6 +278,9 @@ pub enum WakeAdapterArgs {
     },
     /// POST {wake_id, session, text, events} as JSON to a URL (private
     /// addresses only as allowed by [network] in config.toml).
+    #[command(
+        after_help = "Example:\n  wakeful wake set webhook --url https://hooks.example.com/agent"
+    )]
     Webhook {
         /// The URL.
         #[arg(long)]
@@ -322,6 +346,7 @@ pub struct DaemonArgs {
 pub enum DaemonAction {
     /// Stop the running daemon. Persistent monitors are re-armed when it
     /// starts again; the others end with `daemon_stopped`.
+    #[command(after_help = "Example:\n  wakeful daemon stop")]
     Stop,
 }
 
@@ -366,6 +391,9 @@ pub enum HookCommand {
     /// A SessionStart hook: keeps one session for the Claude Code process
     /// across /clear and exports it to its Bash commands (WAKEFUL_SESSION,
     /// through $CLAUDE_ENV_FILE).
+    #[command(
+        after_help = "Example (as Claude Code runs it):\n  echo '{\"session_id\":\"S\",\"hook_event_name\":\"SessionStart\"}' | wakeful hook session-start"
+    )]
     SessionStart,
 }
 
