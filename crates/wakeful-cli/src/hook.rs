@@ -40,7 +40,6 @@
 //! Claude Code process, the hook input's `session_id`,
 //! `$CLAUDE_CODE_SESSION_ID`.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -49,7 +48,7 @@ use serde_json::json;
 use wakeful_client::protocol::{ErrorKind, Reply, Request};
 use wakeful_client::{connect, connect_existing, Connection, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
-use wakeful_core::{Event, EventBody, MonitorInfo};
+use wakeful_core::{Event, EventBody};
 
 use crate::cli::HookCommand;
 use crate::{exit, Failure};
@@ -67,14 +66,10 @@ pub const MAX_FRAMED_BYTES: usize = 48 * 1024;
 pub const REWAKE_TIMEOUT_MS: u64 = 86_340_000;
 /// How long a hook waits for its JSON on stdin.
 const STDIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a description lookup may take before the event goes without.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reconnection backoff of the bridge: from this…
 const MIN_RETRY: Duration = Duration::from_millis(50);
 /// …doubling up to this.
 const MAX_RETRY: Duration = Duration::from_secs(1);
-/// Cached descriptions; the cache is emptied when it grows past this.
-const MAX_CACHED: usize = 512;
 
 // ------------------------------------------------------------ pure parts
 
@@ -475,65 +470,6 @@ async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Fail
     Ok(0)
 }
 
-/// Monitor descriptions by id, looked up on a connection of their own.
-#[derive(Default)]
-struct Descriptions {
-    known: HashMap<String, String>,
-    conn: Option<Connection>,
-}
-
-impl Descriptions {
-    async fn get(&mut self, paths: &Paths, id: &str) -> Option<String> {
-        if let Some(d) = self.known.get(id) {
-            return Some(d.clone());
-        }
-        let found = tokio::time::timeout(LOOKUP_TIMEOUT, async {
-            if self.conn.is_none() {
-                self.conn = connect_existing(paths).await.ok();
-            }
-            let conn = self.conn.as_mut()?;
-            match conn
-                .call_as::<MonitorInfo>(Request::Get { id: id.to_string() })
-                .await
-            {
-                Ok(info) => Some(info.description),
-                Err(wakeful_client::ClientError::Refused { .. }) => None,
-                Err(_) => {
-                    self.conn = None;
-                    None
-                }
-            }
-        })
-        .await
-        .ok()
-        .flatten();
-        match &found {
-            Some(d) => {
-                if self.known.len() >= MAX_CACHED {
-                    self.known.clear();
-                }
-                self.known.insert(id.to_string(), d.clone());
-            }
-            // A lookup cut short leaves the connection mid-reply.
-            None => self.conn = None,
-        }
-        found
-    }
-
-    async fn describe(
-        &mut self,
-        paths: &Paths,
-        events: Vec<Event>,
-    ) -> Vec<(Event, Option<String>)> {
-        let mut out = Vec::with_capacity(events.len());
-        for e in events {
-            let d = self.get(paths, &e.monitor_id).await;
-            out.push((e, d));
-        }
-        out
-    }
-}
-
 /// Completes when the process that started this one (Claude Code, for a
 /// hook or monitor command that `exec`s wakeful) is gone; never, when that
 /// cannot be watched.
@@ -579,7 +515,7 @@ async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Resul
     });
     let parent = parent_gone();
     tokio::pin!(parent);
-    let mut descriptions = Descriptions::default();
+    let mut descriptions = wakeful_client::describe::Descriptions::default();
     let mut reported: Option<String> = None;
     let mut first = true;
     let mut retry = MIN_RETRY;
@@ -662,7 +598,7 @@ async fn follow(
     paths: &Paths,
     session: &str,
     consumer: &str,
-    descriptions: &mut Descriptions,
+    descriptions: &mut wakeful_client::describe::Descriptions,
 ) -> Followed {
     let sent = conn
         .send(Request::Wait {
@@ -740,7 +676,7 @@ async fn take_batch(
                     // batch to the next waiter.
                     return Ok(None);
                 }
-                let described = Descriptions::default()
+                let described = wakeful_client::describe::Descriptions::default()
                     .describe(paths, std::mem::take(&mut events))
                     .await;
                 let (text, n) = framed(&described, MAX_FRAMED_BYTES);

@@ -6,8 +6,10 @@
 //! - [`paths`]: where state, socket and configuration live;
 //! - [`protocol`]: the versioned JSON messages on the socket;
 //! - [`client`]: a connection that starts the daemon on demand.
+//! - [`describe`]: monitor descriptions by id, cached.
 
 pub mod client;
+pub mod describe;
 pub mod paths;
 pub mod protocol;
 

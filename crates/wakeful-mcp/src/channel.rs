@@ -14,7 +14,6 @@
 //! is not above the last one sent, and when the daemon connection breaks
 //! (the daemon restarted) the follow resumes after the last seq sent.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use rmcp::model::{CustomNotification, ServerNotification};
@@ -23,7 +22,7 @@ use serde_json::{json, Value};
 use wakeful_client::protocol::{Reply, Request, Status};
 use wakeful_client::{connect_existing, Connection, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
-use wakeful_core::{Event, EventBody, MonitorInfo};
+use wakeful_core::{Event, EventBody};
 
 /// The notification method Claude Code channels listen to.
 pub const METHOD: &str = "notifications/claude/channel";
@@ -37,10 +36,6 @@ pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
 const MIN_RETRY: Duration = Duration::from_millis(50);
 /// The longest pause between reconnection attempts.
 const MAX_RETRY: Duration = Duration::from_secs(1);
-/// How long a description lookup may take before the event goes without.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
-/// Cached descriptions; the cache is emptied when it grows past this.
-const MAX_CACHED: usize = 512;
 
 /// The `params` of the notification for `event`: `content` and `meta`.
 /// `description` is the monitor's, when known.
@@ -89,7 +84,7 @@ pub fn content(event: &Event, description: Option<&str>) -> String {
 pub async fn forward(peer: Peer<RoleServer>, paths: Paths, session: String, after: Option<u64>) {
     let mut after = after;
     let mut retry = MIN_RETRY;
-    let mut descriptions = Descriptions::default();
+    let mut descriptions = wakeful_client::describe::Descriptions::default();
     loop {
         if let Ok(mut conn) = connect_existing(&paths).await {
             match follow(
@@ -128,7 +123,7 @@ async fn follow(
     paths: &Paths,
     session: &str,
     after: &mut Option<u64>,
-    descriptions: &mut Descriptions,
+    descriptions: &mut wakeful_client::describe::Descriptions,
 ) -> Followed {
     let from = match *after {
         Some(seq) => seq,
@@ -175,51 +170,6 @@ async fn follow(
             // A follow stream does not end by itself; reconnect if it does.
             Ok(Some(Reply::Ok { .. })) | Ok(None) | Err(_) => return result,
             Ok(Some(Reply::Batch { .. })) => {}
-        }
-    }
-}
-
-/// Monitor descriptions, looked up once per monitor over a connection of
-/// their own.
-#[derive(Default)]
-struct Descriptions {
-    known: HashMap<String, Option<String>>,
-    conn: Option<Connection>,
-}
-
-impl Descriptions {
-    async fn get(&mut self, paths: &Paths, id: &str) -> Option<String> {
-        if let Some(d) = self.known.get(id) {
-            return d.clone();
-        }
-        let found = tokio::time::timeout(LOOKUP_TIMEOUT, self.lookup(paths, id))
-            .await
-            .unwrap_or_else(|_| {
-                self.conn = None;
-                None
-            });
-        if self.known.len() >= MAX_CACHED {
-            self.known.clear();
-        }
-        self.known.insert(id.to_string(), found.clone());
-        found
-    }
-
-    async fn lookup(&mut self, paths: &Paths, id: &str) -> Option<String> {
-        if self.conn.is_none() {
-            self.conn = connect_existing(paths).await.ok();
-        }
-        let conn = self.conn.as_mut()?;
-        match conn
-            .call_as::<MonitorInfo>(Request::Get { id: id.to_string() })
-            .await
-        {
-            Ok(info) => Some(info.description),
-            Err(wakeful_client::ClientError::Refused { .. }) => None,
-            Err(_) => {
-                self.conn = None;
-                None
-            }
         }
     }
 }
