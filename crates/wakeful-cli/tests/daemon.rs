@@ -356,16 +356,27 @@ fn permissions_and_foreign_uids_are_refused() {
         let bin = bin_dir.path().join("wakeful");
         std::fs::copy(common::BIN, &bin).unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = std::process::Command::new(&bin)
-            .args(["status"])
-            .env("WAKEFUL_HOME", home.path())
-            .env("WAKEFUL_SESSION", "t")
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .uid(65534)
-            .gid(65534)
-            .output()
-            .unwrap();
+        let run = || {
+            std::process::Command::new(&bin)
+                .args(["status"])
+                .env("WAKEFUL_HOME", home.path())
+                .env("WAKEFUL_SESSION", "t")
+                .current_dir("/")
+                .stdin(std::process::Stdio::null())
+                .uid(65534)
+                .gid(65534)
+                .output()
+        };
+        // A test forking in another thread may hold the fresh copy open for
+        // a moment ("text file busy"): retry that, and only that.
+        let mut out = run();
+        let mut left = 50;
+        while matches!(&out, Err(e) if e.raw_os_error() == Some(libc::ETXTBSY)) && left > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            out = run();
+            left -= 1;
+        }
+        let out = out.unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("not the daemon's owner"), "{err}");
