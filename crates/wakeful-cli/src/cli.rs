@@ -152,15 +152,8 @@ pub enum Command {
     Output {
         /// The monitor id.
         id: String,
-        /// First line to print (1-based).
-        #[arg(long, value_name = "A")]
-        from_line: Option<u64>,
-        /// Last line to print.
-        #[arg(long, value_name = "B")]
-        to_line: Option<u64>,
-        /// Keep printing new lines until the monitor ends.
-        #[arg(long)]
-        follow: bool,
+        #[command(flatten)]
+        range: LineRange,
     },
     /// Session commands.
     #[command(subcommand, after_help = "Example:\n  wakeful session end my-session")]
@@ -311,16 +304,23 @@ pub enum TerminalCommand {
     Output {
         /// The terminal id.
         id: String,
-        /// First line to print (1-based).
-        #[arg(long, value_name = "A")]
-        from_line: Option<u64>,
-        /// Last line to print.
-        #[arg(long, value_name = "B")]
-        to_line: Option<u64>,
-        /// Keep printing new lines until the command ends.
-        #[arg(long)]
-        follow: bool,
+        #[command(flatten)]
+        range: LineRange,
     },
+}
+
+/// Which lines of an output file to print (monitors and terminals alike).
+#[derive(Debug, Clone, Args)]
+pub struct LineRange {
+    /// First line to print (1-based).
+    #[arg(long, value_name = "A")]
+    pub from_line: Option<u64>,
+    /// Last line to print.
+    #[arg(long, value_name = "B")]
+    pub to_line: Option<u64>,
+    /// Keep printing new lines until the monitor (or terminal command) ends.
+    #[arg(long)]
+    pub follow: bool,
 }
 
 #[derive(Debug, Subcommand)]

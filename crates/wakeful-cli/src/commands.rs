@@ -26,22 +26,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             monitor,
             source,
             command,
-        } => {
-            let source = source
-                .to_source(command)
-                .map_err(|e| Failure::new(exit::USAGE, e))?;
-            start(&paths, session, monitor.to_spec(source), json).await
-        }
+        } => start(&paths, session, spec_of(&monitor, &source, command)?, json).await,
         Command::Watch {
             monitor,
             source,
             command,
-        } => {
-            let source = source
-                .to_source(command)
-                .map_err(|e| Failure::new(exit::USAGE, e))?;
-            watch(&paths, session, monitor.to_spec(source), json).await
-        }
+        } => watch(&paths, session, spec_of(&monitor, &source, command)?, json).await,
         Command::Run {
             until,
             description,
@@ -73,12 +63,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             terminal_list(&paths, (!all_sessions).then_some(session), json).await
         }
         Command::Terminal(TerminalCommand::Kill { id }) => terminal_kill(&paths, id, json).await,
-        Command::Terminal(TerminalCommand::Output {
-            id,
-            from_line,
-            to_line,
-            follow,
-        }) => crate::output::terminal_output(&paths, id, from_line, to_line, follow).await,
+        Command::Terminal(TerminalCommand::Output { id, range }) => {
+            crate::output::terminal_output(&paths, id, &range).await
+        }
         Command::List { all_sessions } => {
             list(&paths, (!all_sessions).then_some(session), json).await
         }
@@ -95,12 +82,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             )
             .await
         }
-        Command::Output {
-            id,
-            from_line,
-            to_line,
-            follow,
-        } => crate::output::output(&paths, session, id, from_line, to_line, follow).await,
+        Command::Output { id, range } => crate::output::output(&paths, id, &range).await,
         Command::Session(SessionCommand::End { session }) => {
             session_end(&paths, session, json).await
         }
@@ -115,6 +97,18 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             crate::integrate::claude_code(&paths, json)
         }
     }
+}
+
+/// The spec that `start`/`watch` flags and command words describe.
+fn spec_of(
+    monitor: &crate::monitor_args::MonitorArgs,
+    source: &crate::monitor_args::SourceArgs,
+    command: Vec<String>,
+) -> Result<MonitorSpec, Failure> {
+    let source = source
+        .to_source(command)
+        .map_err(|e| Failure::new(exit::USAGE, e))?;
+    Ok(monitor.to_spec(source))
 }
 
 /// Checks the spec locally so that invalid input exits 2 without starting

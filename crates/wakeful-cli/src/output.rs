@@ -12,6 +12,7 @@ use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
 
+use crate::cli::LineRange;
 use crate::{exit, Failure};
 
 /// Prints lines `from..=to` (1-based, inclusive) that are complete in the
@@ -46,9 +47,9 @@ fn print_range(
     }
 }
 
-fn check_range(from: Option<u64>, to: Option<u64>) -> Result<(u64, u64), Failure> {
-    let from = from.unwrap_or(1);
-    let to = to.unwrap_or(u64::MAX);
+fn check_range(range: &LineRange) -> Result<(u64, u64), Failure> {
+    let from = range.from_line.unwrap_or(1);
+    let to = range.to_line.unwrap_or(u64::MAX);
     if from == 0 || to < from {
         return Err(Failure::new(
             exit::USAGE,
@@ -119,19 +120,11 @@ async fn print_file(
 }
 
 /// Runs `wakeful output`.
-pub async fn output(
-    paths: &Paths,
-    session: String,
-    id: String,
-    from: Option<u64>,
-    to: Option<u64>,
-    follow: bool,
-) -> Result<u8, Failure> {
-    let (from, to) = check_range(from, to)?;
-    let _ = session;
+pub async fn output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, Failure> {
+    let (from, to) = check_range(range)?;
     let mut conn = connect(paths).await?;
     let info: MonitorInfo = conn.call_as(Request::Get { id: id.clone() }).await?;
-    let follow = follow && info.is_active();
+    let follow = range.follow && info.is_active();
     if follow {
         conn.send(Request::Events {
             session: info.session.clone(),
@@ -154,19 +147,13 @@ pub async fn output(
 }
 
 /// Runs `wakeful terminal output`.
-pub async fn terminal_output(
-    paths: &Paths,
-    id: String,
-    from: Option<u64>,
-    to: Option<u64>,
-    follow: bool,
-) -> Result<u8, Failure> {
-    let (from, to) = check_range(from, to)?;
+pub async fn terminal_output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, Failure> {
+    let (from, to) = check_range(range)?;
     let mut conn = connect(paths).await?;
     let info: TerminalInfo = conn
         .call_as(Request::TerminalGet { id: id.clone() })
         .await?;
-    let follow = follow && info.state == wakeful_core::MonitorState::Running;
+    let follow = range.follow && info.state == wakeful_core::MonitorState::Running;
     let end = async move {
         let _ = conn.call(Request::TerminalWait { id }).await;
     };
