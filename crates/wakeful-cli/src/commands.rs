@@ -4,10 +4,13 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::json;
-use wakeful_client::protocol::{Reply, Request, RunResult, StartResult, Status};
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, MonitorInfo, MonitorSpec};
+use wakeful_protocol::{
+    Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
+    WakeClearResult, WakeDelivery, WakeStatus,
+};
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
@@ -258,15 +261,20 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
     render::monitor_table(&mut out, &list)?;
     drop(out);
     if let Some(session) = session {
-        let w = conn
-            .call(Request::WakeShow {
+        let w: Option<WakeStatus> = conn
+            .call_as(Request::WakeShow {
                 session: session.clone(),
             })
             .await?;
-        if w["state"] == "undelivered" {
+        if let Some(WakeDelivery::Undelivered {
+            events_from,
+            events_to,
+            reason,
+            ..
+        }) = w.map(|w| w.delivery)
+        {
             println!(
-                "wake undelivered: events #{}–#{} of session {session} did not reach the agent ({}); they go with the next wake",
-                w["events_from"], w["events_to"], w["reason"].as_str().unwrap_or("")
+                "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({reason}); they go with the next wake"
             );
         }
     }
@@ -382,22 +390,15 @@ async fn wait(
 
 async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let v = conn
-        .call(Request::SessionEnd {
+    let v: SessionEndResult = conn
+        .call_as(Request::SessionEnd {
             session: session.clone(),
         })
         .await?;
     if json {
         print_json(&v)?;
     } else {
-        let ids: Vec<String> = v["stopped"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ids = v.stopped;
         println!(
             "session {session}: stopped {} monitor(s){}{}",
             ids.len(),
@@ -451,7 +452,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
                 );
                 return Ok(0);
             };
-            let v = conn.call(Request::Shutdown).await?;
+            let v: ShutdownResult = conn.call_as(Request::Shutdown).await?;
             // The daemon holds its lock until it has stopped every monitor and
             // exited: taking the lock is the notification that it is gone.
             let lock = paths.lock_file();
@@ -474,7 +475,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             if json {
                 print_json(&v)?;
             } else {
-                println!("stopped the wakeful daemon (pid {})", v["pid"]);
+                println!("stopped the wakeful daemon (pid {})", v.pid);
             }
             Ok(0)
         }
@@ -555,9 +556,24 @@ async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Fail
 }
 
 async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
-    use wakeful_client::protocol::WakeAdapter;
+    use wakeful_protocol::WakeAdapter;
     let mut conn = connect(paths).await?;
-    let v = match cmd {
+    match cmd {
+        WakeCommand::Clear => {
+            let v: WakeClearResult = conn
+                .call_as(Request::WakeClear {
+                    session: session.clone(),
+                })
+                .await?;
+            if json {
+                print_json(&v)?;
+            } else {
+                println!(
+                    "session {session}: route {}",
+                    if v.cleared { "cleared" } else { "was not set" }
+                );
+            }
+        }
         WakeCommand::Set { adapter } => {
             let route = match adapter {
                 WakeAdapterArgs::Codex {
@@ -587,65 +603,77 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
                 },
                 WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
             };
-            conn.call(Request::WakeSet {
-                session: session.clone(),
-                route,
-            })
-            .await?
+            let v: WakeStatus = conn
+                .call_as(Request::WakeSet {
+                    session: session.clone(),
+                    route,
+                })
+                .await?;
+            print_wake(Some(&v), &session, json)?;
         }
         WakeCommand::Show => {
-            conn.call(Request::WakeShow {
-                session: session.clone(),
-            })
-            .await?
-        }
-        WakeCommand::Clear => {
-            conn.call(Request::WakeClear {
-                session: session.clone(),
-            })
-            .await?
-        }
-    };
-    if json {
-        print_json(&v)?;
-    } else if v.is_null() {
-        println!("session {session} has no wake route (`wakeful wake set --help`)");
-    } else if let Some(cleared) = v.get("cleared") {
-        println!(
-            "session {session}: route {}",
-            if cleared == true {
-                "cleared"
-            } else {
-                "was not set"
-            }
-        );
-    } else {
-        println!("session:  {session}");
-        println!(
-            "adapter:  {} ({})",
-            v["route"]["adapter"].as_str().unwrap_or("?"),
-            v["source"].as_str().unwrap_or("?")
-        );
-        println!("state:    {}", v["state"].as_str().unwrap_or("?"));
-        for key in [
-            "wake_id",
-            "attempts",
-            "next_attempt_in_ms",
-            "reason",
-            "last_error",
-            "acked_seq",
-            "wakes_delivered",
-        ] {
-            if let Some(x) = v.get(key) {
-                println!(
-                    "{:<9} {}",
-                    format!("{key}:"),
-                    x.as_str()
-                        .map(String::from)
-                        .unwrap_or_else(|| x.to_string())
-                );
-            }
+            let v: Option<WakeStatus> = conn
+                .call_as(Request::WakeShow {
+                    session: session.clone(),
+                })
+                .await?;
+            print_wake(v.as_ref(), &session, json)?;
         }
     }
     Ok(0)
+}
+
+fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), Failure> {
+    if json {
+        return print_json(&v);
+    }
+    let Some(v) = v else {
+        println!("session {session} has no wake route (`wakeful wake set --help`)");
+        return Ok(());
+    };
+    let source = serde_json::to_value(v.source).unwrap_or_default();
+    println!("session:  {session}");
+    println!(
+        "adapter:  {} ({})",
+        v.route.name(),
+        source.as_str().unwrap_or("?")
+    );
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    match &v.delivery {
+        WakeDelivery::Idle => println!("state:    idle"),
+        WakeDelivery::Delivering { wake_id } => {
+            println!("state:    delivering");
+            rows.push(("wake_id", wake_id.clone()));
+        }
+        WakeDelivery::Retrying {
+            wake_id,
+            attempts,
+            next_attempt_in_ms,
+        } => {
+            println!("state:    retrying");
+            rows.push(("wake_id", wake_id.clone()));
+            rows.push(("attempts", attempts.to_string()));
+            rows.push(("next_attempt_in_ms", next_attempt_in_ms.to_string()));
+        }
+        WakeDelivery::Undelivered {
+            wake_id,
+            reason,
+            events_from,
+            events_to,
+        } => {
+            println!("state:    undelivered");
+            rows.push(("wake_id", wake_id.clone()));
+            rows.push(("reason", reason.clone()));
+            rows.push(("events", format!("#{events_from}–#{events_to}")));
+        }
+    }
+    if let Some(e) = &v.last_error {
+        rows.push(("last_error", e.clone()));
+    }
+    rows.push(("acked_seq", v.acked_seq.to_string()));
+    rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
+    for (key, value) in rows {
+        println!("{:<9} {value}", format!("{key}:"));
+    }
+    Ok(())
 }

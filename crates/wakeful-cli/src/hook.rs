@@ -45,10 +45,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use wakeful_client::protocol::{ErrorKind, Reply, Request};
 use wakeful_client::{connect, connect_existing, Connection, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, EventBody};
+use wakeful_protocol::{ErrorKind, Reply, Request};
 
 use crate::cli::HookCommand;
 use crate::{exit, Failure};

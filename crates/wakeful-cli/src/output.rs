@@ -7,10 +7,10 @@
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 
 use notify::{RecursiveMode, Watcher};
-use wakeful_client::protocol::{Reply, Request};
 use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
+use wakeful_protocol::{Reply, Request};
 
 use crate::cli::LineRange;
 use crate::{exit, Failure};

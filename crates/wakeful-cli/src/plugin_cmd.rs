@@ -12,10 +12,10 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use serde_json::json;
-use wakeful_client::protocol::{Request, StartResult};
 use wakeful_client::{connect, Paths};
 use wakeful_core::{MonitorSpec, Source};
 use wakeful_plugin::{PluginMonitor, Report, When};
+use wakeful_protocol::{Request, StartResult};
 
 use crate::{exit, Failure};
 

@@ -90,10 +90,7 @@ fn state_word(
 ) -> String {
     match (state, reason) {
         (wakeful_core::MonitorState::Running, _) => "running".to_string(),
-        (_, Some(r)) => serde_json::to_value(r)
-            .ok()
-            .and_then(|v| v["kind"].as_str().map(String::from))
-            .unwrap_or_else(|| "ended".into()),
+        (_, Some(r)) => r.kind().to_string(),
         _ => "ended".to_string(),
     }
 }

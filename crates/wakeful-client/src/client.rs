@@ -16,8 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
-use crate::paths::Paths;
-use crate::protocol::{Envelope, ErrorKind, Reply, Request, PROTOCOL_VERSION};
+use wakeful_protocol::{Envelope, ErrorKind, Paths, PathsError, Reply, Request, PROTOCOL_VERSION};
 
 /// How long a client waits for a daemon it started to accept connections.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -35,7 +34,7 @@ pub enum ClientError {
     },
     /// The state directories could not be prepared.
     #[error(transparent)]
-    Paths(#[from] crate::paths::PathsError),
+    Paths(#[from] PathsError),
     /// The connection broke.
     #[error("lost the connection to the wakeful daemon: {0}; run the command again (the daemon restarts on demand)")]
     Io(#[from] std::io::Error),

@@ -7,8 +7,7 @@ use std::time::Duration;
 use wakeful_core::MonitorInfo;
 
 use crate::client::{connect_existing, ClientError, Connection};
-use crate::paths::Paths;
-use crate::protocol::Request;
+use wakeful_protocol::{Paths, Request};
 
 /// How long one lookup may take before the event is shown without it.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);

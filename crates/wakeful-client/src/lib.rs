@@ -1,18 +1,14 @@
 #![warn(missing_docs)]
 //! # wakeful-client
 //!
-//! Everything a program needs to talk to the wakeful daemon, and nothing of
-//! the daemon itself:
-//! - [`paths`]: where state, socket and configuration live;
-//! - [`protocol`]: the versioned JSON messages on the socket;
-//! - [`client`]: a connection that starts the daemon on demand.
-//! - [`describe`]: monitor descriptions by id, cached.
+//! A program's side of talking to the wakeful daemon: a [`Connection`] that
+//! starts the daemon on demand ([`connect`]) and speaks the protocol of
+//! [`wakeful_protocol`], and [`describe`]: monitor descriptions by id,
+//! cached. The messages themselves are in `wakeful-protocol`, which the
+//! daemon shares; this crate knows nothing of the daemon's insides.
 
 pub mod client;
 pub mod describe;
-pub mod paths;
-pub mod protocol;
 
 pub use client::{connect, connect_existing, ClientError, Connection};
-pub use paths::Paths;
-pub use protocol::{ErrorKind, Reply, Request, RunResult, StartResult, Status, PROTOCOL_VERSION};
+pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

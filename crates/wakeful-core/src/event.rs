@@ -49,6 +49,23 @@ pub enum MonitorStopReason {
 }
 
 impl MonitorStopReason {
+    /// The `kind` on the wire (`"exit"`, `"stopped"`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MonitorStopReason::ExitCode { .. } => "exit",
+            MonitorStopReason::Signal { .. } => "signal",
+            MonitorStopReason::Timeout => "timeout",
+            MonitorStopReason::IdleTimeout => "idle_timeout",
+            MonitorStopReason::MaxEvents => "max_events",
+            MonitorStopReason::Until => "until",
+            MonitorStopReason::UserStopped => "stopped",
+            MonitorStopReason::SessionEnded => "session_ended",
+            MonitorStopReason::DaemonStopped => "daemon_stopped",
+            MonitorStopReason::WsClosed { .. } => "ws_closed",
+            MonitorStopReason::WsFrameTooLarge => "ws_frame_too_large",
+        }
+    }
+
     /// Whether this ending is a failure of the watched thing (a non-zero exit
     /// or a signal the monitor did not send), so the event should carry the
     /// last lines.
@@ -481,6 +498,8 @@ mod tests {
         ];
         for (reason, json) in cases {
             assert_eq!(serde_json::to_string(&reason).unwrap(), json);
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            assert_eq!(v["kind"], reason.kind());
         }
     }
 }

@@ -135,9 +135,7 @@ impl Config {
     }
 
     /// The `[[wake]]` tables as (session, route).
-    pub fn wake_routes(
-        &self,
-    ) -> Result<Vec<(String, wakeful_client::protocol::WakeAdapter)>, String> {
+    pub fn wake_routes(&self) -> Result<Vec<(String, wakeful_protocol::WakeAdapter)>, String> {
         self.wake
             .iter()
             .enumerate()
@@ -152,7 +150,7 @@ impl Config {
                         ))
                     }
                 };
-                let route: wakeful_client::protocol::WakeAdapter = toml::Value::Table(table)
+                let route: wakeful_protocol::WakeAdapter = toml::Value::Table(table)
                     .try_into()
                     .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
                 route

@@ -2,7 +2,7 @@
 //! # wakeful-daemon
 //!
 //! The process that owns every monitor and the store, and serves the socket
-//! protocol of [`wakeful_client::protocol`].
+//! protocol of [`wakeful_protocol::protocol`].
 //!
 //! - [`run`]: take the lock, recover after a crash ([`recovery`]), re-arm
 //!   persistent monitors, serve until asked to stop.
@@ -23,11 +23,11 @@ use std::time::Duration;
 use chrono::Utc;
 use nix::fcntl::{Flock, FlockArg};
 use tokio::net::UnixListener;
-use wakeful_client::Paths;
 use wakeful_core::journal::{Journal, JournalEntry};
 use wakeful_core::{EventBody, MonitorStopReason, PendingEvent};
 use wakeful_engine::registry::ENDED_RETENTION;
 use wakeful_engine::{Launch, MonitorRegistry, RegistryConfig, StartOptions};
+use wakeful_protocol::Paths;
 
 use config::Config;
 
@@ -39,7 +39,7 @@ pub enum DaemonError {
     AlreadyRunning(String),
     /// The state directories.
     #[error(transparent)]
-    Paths(#[from] wakeful_client::paths::PathsError),
+    Paths(#[from] wakeful_protocol::PathsError),
     /// The configuration file.
     #[error(transparent)]
     Config(#[from] config::ConfigError),

@@ -8,19 +8,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
-use wakeful_client::protocol::{
-    Envelope, ErrorKind, Reply, Request, RunResult, StartResult, Status,
-};
-use wakeful_client::{Paths, PROTOCOL_VERSION};
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 use wakeful_engine::{MonitorRegistry, StartError, StartOptions};
+use wakeful_protocol::{
+    Acked, Envelope, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult,
+    StartResult, Status, StreamEnd, WakeClearResult,
+};
+use wakeful_protocol::{Paths, PROTOCOL_VERSION};
 use wakeful_store::StoreReader;
 
 /// Events read from the store per query.
@@ -129,7 +129,8 @@ impl Conn {
         self.out.write_all(&line).await
     }
 
-    async fn ok(&mut self, result: serde_json::Value) -> std::io::Result<()> {
+    async fn ok<T: serde::Serialize>(&mut self, result: &T) -> std::io::Result<()> {
+        let result = serde_json::to_value(result).map_err(std::io::Error::other)?;
         self.reply(&Reply::Ok { result }).await
     }
 
@@ -201,10 +202,6 @@ fn start_error(e: &StartError) -> ErrorKind {
     }
 }
 
-fn value<T: serde::Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
-}
-
 async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result<()> {
     match req {
         Request::Status => {
@@ -227,7 +224,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 followers: state.followers.load(std::sync::atomic::Ordering::SeqCst),
                 journal_failures: state.registry.journal_failures(),
             };
-            conn.ok(value(&status)).await
+            conn.ok(&status).await
         }
         Request::Start {
             session,
@@ -243,14 +240,14 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                     && !state.wakes.has_route(&session)
                     && spec.validate().is_ok()
                 {
-                    let route = wakeful_client::protocol::WakeAdapter::Codex {
+                    let route = wakeful_protocol::WakeAdapter::Codex {
                         thread: Some(thread.clone()),
                         binary: None,
                         codex_home: env.get("CODEX_HOME").map(std::path::PathBuf::from),
                     };
                     if let Err(e) = state
                         .wakes
-                        .set(&session, route, crate::wake::RouteSource::Auto)
+                        .set(&session, route, wakeful_protocol::RouteSource::Auto)
                         .await
                     {
                         tracing::warn!("cannot route session {session} to Codex: {e}");
@@ -276,7 +273,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                             after_seq
                         },
                     };
-                    conn.ok(value(&result)).await
+                    conn.ok(&result).await
                 }
                 Err(e) => conn.error(start_error(&e), e.to_string()).await,
             }
@@ -288,14 +285,14 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 .into_iter()
                 .filter(|i| session.as_ref().is_none_or(|s| &i.session == s))
                 .collect();
-            conn.ok(value(&list)).await
+            conn.ok(&list).await
         }
         Request::Get { id } => match find(state, &id) {
-            Some(info) => conn.ok(value(&info)).await,
+            Some(info) => conn.ok(&info).await,
             None => not_found(conn, &id).await,
         },
         Request::Stop { id } => match state.registry.stop(&id).await {
-            Ok(info) => conn.ok(value(&info)).await,
+            Ok(info) => conn.ok(&info).await,
             Err(e) => conn.error(ErrorKind::NotFound, e.to_string()).await,
         },
         Request::Events {
@@ -326,8 +323,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
         }
         Request::SessionEnd { session } => {
             let stopped = state.registry.end_session(&session).await;
-            conn.ok(json!({ "session": session, "stopped": stopped }))
-                .await
+            conn.ok(&SessionEndResult { session, stopped }).await
         }
         Request::Run {
             session,
@@ -342,44 +338,46 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 .into_iter()
                 .filter(|t| session.as_ref().is_none_or(|s| &t.session == s))
                 .collect::<Vec<_>>();
-            conn.ok(value(&list)).await
+            conn.ok(&list).await
         }
         Request::TerminalGet { id } => match terminals(state).into_iter().find(|t| t.id == id) {
-            Some(t) => conn.ok(value(&t)).await,
+            Some(t) => conn.ok(&t).await,
             None => terminal_not_found(conn, &id).await,
         },
         Request::TerminalKill { id } => match state.registry.terminals().kill(&id).await {
             Ok(t) => {
                 state.registry.sync().await;
-                conn.ok(value(&t)).await
+                conn.ok(&t).await
             }
             Err(_) => terminal_not_found(conn, &id).await,
         },
         Request::TerminalWait { id } => match state.registry.terminals().wait(&id).await {
-            Ok(t) => conn.ok(value(&t)).await,
+            Ok(t) => conn.ok(&t).await,
             Err(_) => match terminals(state).into_iter().find(|t| t.id == id) {
-                Some(t) => conn.ok(value(&t)).await,
+                Some(t) => conn.ok(&t).await,
                 None => terminal_not_found(conn, &id).await,
             },
         },
         Request::WakeSet { session, route } => {
             match state
                 .wakes
-                .set(&session, route, crate::wake::RouteSource::Set)
+                .set(&session, route, wakeful_protocol::RouteSource::Set)
                 .await
             {
-                Ok(v) => conn.ok(v).await,
+                Ok(v) => conn.ok(&v).await,
                 Err(e) => conn.error(ErrorKind::Invalid, e).await,
             }
         }
-        Request::WakeShow { session } => conn.ok(state.wakes.show(&session)).await,
+        Request::WakeShow { session } => conn.ok(&state.wakes.show(&session)).await,
         Request::WakeClear { session } => {
             let cleared = state.wakes.clear(&session).await;
-            conn.ok(json!({ "session": session, "cleared": cleared }))
-                .await
+            conn.ok(&WakeClearResult { session, cleared }).await
         }
         Request::Shutdown => {
-            conn.ok(json!({ "pid": std::process::id() })).await?;
+            conn.ok(&ShutdownResult {
+                pid: std::process::id(),
+            })
+            .await?;
             state.shutdown.send_replace(true);
             Ok(())
         }
@@ -490,7 +488,7 @@ async fn run_terminal(
         output_path: term.output_path,
         monitor_id,
     };
-    conn.ok(value(&result)).await
+    conn.ok(&result).await
 }
 
 fn find(state: &State, id: &str) -> Option<MonitorInfo> {
@@ -541,14 +539,14 @@ async fn stream_events(
             let end = monitor.is_some() && e.kind().is_terminal();
             conn.event(e).await?;
             if end {
-                return conn.ok(json!({ "last_seq": after })).await;
+                return conn.ok(&StreamEnd { last_seq: after }).await;
             }
         }
         if full {
             continue;
         }
         if !follow {
-            return conn.ok(json!({ "last_seq": after })).await;
+            return conn.ok(&StreamEnd { last_seq: after }).await;
         }
         // Live: until the client leaves, or the broadcast overflows.
         loop {
@@ -564,7 +562,7 @@ async fn stream_events(
                         let end = monitor.is_some() && e.kind().is_terminal();
                         conn.event(e).await?;
                         if end {
-                            return conn.ok(json!({ "last_seq": after })).await;
+                            return conn.ok(&StreamEnd { last_seq: after }).await;
                         }
                     }
                     // Fell behind: catch up from the store.
@@ -654,7 +652,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
                 None => return Ok(()),
             }
             if !follow {
-                return conn.ok(json!({ "acked": last })).await;
+                return conn.ok(&Acked { acked: last }).await;
             }
             continue;
         }

@@ -19,10 +19,10 @@ use std::time::Duration;
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{json, Value};
-use wakeful_client::protocol::{Reply, Request, Status};
 use wakeful_client::{connect_existing, Connection, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, EventBody};
+use wakeful_protocol::{Reply, Request, Status};
 
 /// The notification method Claude Code channels listen to.
 pub const METHOD: &str = "notifications/claude/channel";

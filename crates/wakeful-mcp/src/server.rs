@@ -17,10 +17,10 @@ use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
-use wakeful_client::protocol::{Reply, Request, StartResult, Status};
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, MonitorInfo};
+use wakeful_protocol::{Reply, Request, StartResult, Status};
 
 use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
@@ -192,7 +192,7 @@ impl WakefulServer {
         let mut env = self.inner.env.clone();
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
-        let r: wakeful_client::RunResult = conn
+        let r: wakeful_protocol::RunResult = conn
             .call_as(Request::Run {
                 session: self.inner.session.clone(),
                 command,

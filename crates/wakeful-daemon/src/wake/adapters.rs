@@ -12,7 +12,7 @@ use wakeful_core::wake::Outcome;
 use wakeful_engine::NetPolicy;
 
 use super::http::{self, Reach};
-pub use wakeful_client::protocol::WakeAdapter as Adapter;
+pub use wakeful_protocol::WakeAdapter as Adapter;
 
 /// How long a delivery command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);

@@ -15,12 +15,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::wake::{Outcome, WakeAction, WakeMachine, WakeState};
 use wakeful_engine::{MonitorRegistry, NetPolicy};
+use wakeful_protocol::{RouteSource, WakeDelivery, WakeStatus};
 use wakeful_store::StoreReader;
 
 use adapters::{Adapter, Wake};
@@ -32,22 +33,30 @@ const MAX_EVENTS_IN_TEXT: usize = 50;
 /// Longest wake text.
 const MAX_TEXT: usize = 32 * 1024;
 
-/// Where a route came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RouteSource {
-    /// `wakeful wake set` (kept in the store).
-    Set,
-    /// A `[[wake]]` table of config.toml.
-    Config,
-    /// Detected: a monitor started inside Codex.
-    Auto,
+/// What a waker publishes about its delivery.
+#[derive(Debug, Clone)]
+struct Published {
+    delivery: WakeDelivery,
+    acked_seq: u64,
+    wakes_delivered: u64,
+    last_error: Option<String>,
+}
+
+impl Default for Published {
+    fn default() -> Self {
+        Published {
+            delivery: WakeDelivery::Idle,
+            acked_seq: 0,
+            wakes_delivered: 0,
+            last_error: None,
+        }
+    }
 }
 
 struct Waker {
     route: Adapter,
     source: RouteSource,
-    status: Arc<Mutex<Value>>,
+    status: Arc<Mutex<Published>>,
     stop: watch::Sender<bool>,
 }
 
@@ -94,7 +103,7 @@ impl Wakes {
         session: &str,
         route: Adapter,
         source: RouteSource,
-    ) -> Result<Value, String> {
+    ) -> Result<WakeStatus, String> {
         route.validate()?;
         if source != RouteSource::Config {
             let text = serde_json::to_string(&route).map_err(|e| e.to_string())?;
@@ -107,7 +116,8 @@ impl Wakes {
                 .map_err(|e| e.to_string())?;
         }
         self.spawn(session, route, source);
-        Ok(self.show(session))
+        self.show(session)
+            .ok_or_else(|| format!("the route of session {session} vanished while it was set"))
     }
 
     /// Removes a session's route; `false` when it had none. Routes from the
@@ -131,32 +141,33 @@ impl Wakes {
     }
 
     /// The route and its delivery state, as `wake show --json` prints it.
-    pub fn show(&self, session: &str) -> Value {
+    pub fn show(&self, session: &str) -> Option<WakeStatus> {
         let wakers = lock(&self.wakers);
-        match wakers.get(session) {
-            None => Value::Null,
-            Some(w) => {
-                let mut v = lock(&w.status).clone();
-                v["session"] = json!(session);
-                v["route"] = serde_json::to_value(&w.route).unwrap_or(Value::Null);
-                v["source"] = serde_json::to_value(w.source).unwrap_or(Value::Null);
-                v
-            }
-        }
+        let w = wakers.get(session)?;
+        let p = lock(&w.status).clone();
+        Some(WakeStatus {
+            session: session.to_string(),
+            route: w.route.clone(),
+            source: w.source,
+            delivery: p.delivery,
+            acked_seq: p.acked_seq,
+            wakes_delivered: p.wakes_delivered,
+            last_error: p.last_error,
+        })
     }
 
     /// Sessions whose last wake is undelivered.
     pub fn undelivered(&self) -> Vec<String> {
         lock(&self.wakers)
             .iter()
-            .filter(|(_, w)| lock(&w.status)["state"] == "undelivered")
+            .filter(|(_, w)| matches!(lock(&w.status).delivery, WakeDelivery::Undelivered { .. }))
             .map(|(s, _)| s.clone())
             .collect()
     }
 
     fn spawn(&self, session: &str, route: Adapter, source: RouteSource) {
         let (stop, stop_rx) = watch::channel(false);
-        let status = Arc::new(Mutex::new(json!({"state": "idle"})));
+        let status = Arc::new(Mutex::new(Published::default()));
         let old = lock(&self.wakers).insert(
             session.to_string(),
             Waker {
@@ -214,7 +225,7 @@ struct WakerTask {
     registry: MonitorRegistry,
     reader: StoreReader,
     policy: NetPolicy,
-    status: Arc<Mutex<Value>>,
+    status: Arc<Mutex<Published>>,
 }
 
 impl WakerTask {
@@ -295,41 +306,44 @@ impl WakerTask {
     }
 
     fn publish(&self, st: &Progress) {
-        let (machine, last_error, delivered) = (&st.machine, st.last_error.as_str(), st.delivered);
-        let mut v = match machine.state() {
-            WakeState::Idle => json!({"state": "idle"}),
-            WakeState::Delivering { wake_id } => json!({"state": "delivering", "wake_id": wake_id}),
+        let machine = &st.machine;
+        let delivery = match machine.state() {
+            WakeState::Idle => WakeDelivery::Idle,
+            WakeState::Delivering { wake_id } => WakeDelivery::Delivering { wake_id },
             WakeState::Retrying {
                 wake_id,
                 attempts,
                 next_at,
-                last_error,
-            } => json!({
-                "state": "retrying",
-                "wake_id": wake_id,
-                "attempts": attempts,
-                "next_attempt_in_ms": next_at.saturating_duration_since(Instant::now()).as_millis() as u64,
-                "last_error": last_error,
-            }),
+                ..
+            } => WakeDelivery::Retrying {
+                wake_id,
+                attempts,
+                next_attempt_in_ms: next_at
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as u64,
+            },
             WakeState::Undelivered {
                 wake_id,
                 reason,
                 events_from,
                 events_to,
-            } => json!({
-                "state": "undelivered",
-                "wake_id": wake_id,
-                "reason": reason,
-                "events_from": events_from,
-                "events_to": events_to,
-            }),
+            } => WakeDelivery::Undelivered {
+                wake_id,
+                reason,
+                events_from,
+                events_to,
+            },
         };
-        v["acked_seq"] = json!(machine.acked());
-        v["wakes_delivered"] = json!(delivered);
-        if !last_error.is_empty() && v.get("last_error").is_none() {
-            v["last_error"] = json!(last_error);
-        }
-        *lock(&self.status) = v;
+        let last_error = match machine.state() {
+            WakeState::Retrying { last_error, .. } => Some(last_error),
+            _ => (!st.last_error.is_empty()).then(|| st.last_error.clone()),
+        };
+        *lock(&self.status) = Published {
+            delivery,
+            acked_seq: machine.acked(),
+            wakes_delivered: st.delivered,
+            last_error,
+        };
     }
 
     async fn deliver(&self, wake_id: &str, from: u64, to: u64, attempt: u32) -> Outcome {

@@ -1,16 +1,18 @@
-//! The daemon's socket protocol, version [`PROTOCOL_VERSION`]: one JSON
-//! object a line in each direction over a Unix stream socket. The client
-//! sends a [`Request`]; the daemon answers with one or more [`Reply`] lines.
-//! `docs/PROTOCOL.md` documents every message with examples.
+//! What a client asks the daemon: [`Request`], wrapped in an [`Envelope`]
+//! that carries the protocol version.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use wakeful_core::{Event, MonitorInfo, MonitorSpec};
+use wakeful_core::MonitorSpec;
 
-/// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+#[allow(unused_imports)] // rustdoc links
+use crate::reply::{Reply, RunResult, StartResult, Status, WakeStatus};
+#[allow(unused_imports)] // rustdoc links
+use crate::PROTOCOL_VERSION;
+#[allow(unused_imports)] // rustdoc links
+use wakeful_core::MonitorInfo;
 
 /// A request, tagged by `op`, wrapped in an [`Envelope`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,118 +170,6 @@ pub struct Envelope {
     pub request: Request,
 }
 
-/// One line from the daemon, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Reply {
-    /// Success, with the request's result.
-    Ok {
-        /// Result; its shape depends on the request.
-        result: serde_json::Value,
-    },
-    /// One event of a stream.
-    Event {
-        /// The event.
-        event: Event,
-    },
-    /// The end of a `wait` batch; answer with [`Request::Ack`].
-    Batch {
-        /// The seq of its last event.
-        last_seq: u64,
-    },
-    /// Failure.
-    Error {
-        /// What kind of failure; decides the client's exit code.
-        kind: ErrorKind,
-        /// What happened and what to do.
-        message: String,
-    },
-}
-
-/// Kinds of failure, each with its exit code (SPEC §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// Invalid input (exit 2).
-    Invalid,
-    /// Unknown or ended id (exit 3).
-    NotFound,
-    /// A limit was hit (exit 4).
-    Limit,
-    /// `wait` timed out (exit 124).
-    Timeout,
-    /// Protocol version mismatch (exit 1).
-    Version,
-    /// A newer exclusive waiter took over (exit 0: nothing to do).
-    Superseded,
-    /// Anything else (exit 1).
-    Internal,
-}
-
-impl ErrorKind {
-    /// The command-line exit code for this failure.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            ErrorKind::Invalid => 2,
-            ErrorKind::NotFound => 3,
-            ErrorKind::Limit => 4,
-            ErrorKind::Timeout => 124,
-            ErrorKind::Superseded => 0,
-            ErrorKind::Version | ErrorKind::Internal => 1,
-        }
-    }
-}
-
-/// Result of [`Request::Status`] (`status --json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Status {
-    /// The daemon's process id.
-    pub pid: u32,
-    /// The daemon's version.
-    pub version: String,
-    /// Protocol version.
-    pub protocol: u32,
-    /// The socket path.
-    pub socket: PathBuf,
-    /// The state directory.
-    pub state_dir: PathBuf,
-    /// Active monitors, all sessions.
-    pub monitors_running: usize,
-    /// Monitors that ended within the last hour.
-    pub monitors_recently_ended: usize,
-    /// Sessions with at least one active monitor.
-    pub sessions_active: usize,
-    /// The last event's seq.
-    pub last_seq: u64,
-    /// Sessions whose last wake could not be delivered.
-    #[serde(default)]
-    pub wakes_undelivered: usize,
-    /// Connections streaming events now (`events --follow`, `wait`, `watch`,
-    /// MCP push).
-    #[serde(default)]
-    pub followers: usize,
-    /// Times the store failed to take a batch of events (retried until it
-    /// did; nothing dropped). Anything but 0 deserves a look at the log.
-    #[serde(default)]
-    pub journal_failures: u64,
-}
-
-/// Result of [`Request::Start`] (`start --json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StartResult {
-    /// The monitor id.
-    pub id: String,
-    /// Its session.
-    pub session: String,
-    /// True when the key was held and nothing was started.
-    pub already_running: bool,
-    /// Its output file.
-    pub output_path: PathBuf,
-    /// Every event of this monitor that a watcher has not seen yet has a
-    /// greater seq (its `started` event, for a new monitor).
-    pub after_seq: u64,
-}
-
 /// A session's wake route: which adapter, with its options.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "adapter", rename_all = "snake_case", deny_unknown_fields)]
@@ -353,54 +243,5 @@ impl WakeAdapter {
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// Result of [`Request::Run`] (`run --json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunResult {
-    /// The terminal id (`term-…`).
-    pub id: String,
-    /// Its session.
-    pub session: String,
-    /// Its output file.
-    pub output_path: PathBuf,
-    /// The monitor attached with `until`, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub monitor_id: Option<String>,
-}
-
-/// Result of [`Request::Get`]/[`Request::List`] entries.
-pub type MonitorEntry = MonitorInfo;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn envelope_is_flat_and_versioned() {
-        let e = Envelope {
-            v: 1,
-            request: Request::Stop { id: "mon-1".into() },
-        };
-        assert_eq!(
-            serde_json::to_string(&e).unwrap(),
-            r#"{"v":1,"op":"stop","id":"mon-1"}"#
-        );
-        let back: Envelope = serde_json::from_str(r#"{"v":1,"op":"status"}"#).unwrap();
-        assert_eq!(back.request, Request::Status);
-    }
-
-    #[test]
-    fn replies_are_tagged() {
-        let r = Reply::Error {
-            kind: ErrorKind::NotFound,
-            message: "monitor mon-x not found".into(),
-        };
-        assert_eq!(
-            serde_json::to_string(&r).unwrap(),
-            r#"{"type":"error","kind":"not_found","message":"monitor mon-x not found"}"#
-        );
-        assert_eq!(ErrorKind::Timeout.exit_code(), 124);
     }
 }

@@ -1,0 +1,123 @@
+#![warn(missing_docs)]
+//! # wakeful-protocol
+//!
+//! The contract between wakeful's daemon and its clients (the CLI, the MCP
+//! server, the Claude Code bridge, anything that embeds a client), and
+//! nothing else: no IO, no daemon, no client logic.
+//!
+//! - [`request`]: what a client asks ([`Request`], in an [`Envelope`] with
+//!   the [`PROTOCOL_VERSION`]).
+//! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
+//!   with their exit codes, and one typed result per request).
+//! - [`paths`]: where state, socket and configuration live.
+//! - Events travel in their wire shape, defined with the model in
+//!   [`wakeful_core::event`].
+//!
+//! The wire format is one JSON object a line in each direction over a Unix
+//! stream socket; `docs/PROTOCOL.md` documents every message with examples.
+
+pub mod paths;
+pub mod reply;
+pub mod request;
+
+pub use paths::{Paths, PathsError};
+pub use reply::{
+    Acked, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
+    Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
+};
+pub use request::{Envelope, Request, WakeAdapter};
+pub use wakeful_core::{Event, MonitorInfo};
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The socket line of an event reply for an event already encoded as JSON
+/// (`{"type":"event","event":…}` and a newline): the daemon encodes each
+/// event once and sends the same bytes to every reader.
+pub fn event_reply_line(event_json: &str) -> Vec<u8> {
+    let mut line = Vec::with_capacity(event_json.len() + 26);
+    line.extend_from_slice(EVENT_REPLY_PREFIX.as_bytes());
+    line.extend_from_slice(event_json.as_bytes());
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// What every event reply line starts with.
+pub const EVENT_REPLY_PREFIX: &str = r#"{"type":"event","event":"#;
+
+/// The event JSON inside an event reply line written by
+/// [`event_reply_line`], without decoding it (a `--json` reader passes it
+/// through as it is); `None` for any other line.
+pub fn event_json_of_line(line: &str) -> Option<&str> {
+    line.strip_prefix(EVENT_REPLY_PREFIX)?.strip_suffix('}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_is_flat_and_versioned() {
+        let e = Envelope {
+            v: 1,
+            request: Request::Stop { id: "mon-1".into() },
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"v":1,"op":"stop","id":"mon-1"}"#
+        );
+        let back: Envelope = serde_json::from_str(r#"{"v":1,"op":"status"}"#).unwrap();
+        assert_eq!(back.request, Request::Status);
+    }
+
+    #[test]
+    fn replies_are_tagged() {
+        let r = Reply::Error {
+            kind: ErrorKind::NotFound,
+            message: "monitor mon-x not found".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"type":"error","kind":"not_found","message":"monitor mon-x not found"}"#
+        );
+        assert_eq!(ErrorKind::Timeout.exit_code(), 124);
+        assert_eq!(ErrorKind::Busy.exit_code(), 1);
+    }
+
+    #[test]
+    fn an_encoded_event_line_is_a_reply_and_passes_through() {
+        let json = r#"{"seq":3,"session":"s","monitor_id":"mon-a","kind":"started","ts":"2026-01-01T00:00:00.000Z","text":"x}"}"#;
+        let line = event_reply_line(json);
+        let text = std::str::from_utf8(&line).unwrap();
+        let reply: Reply = serde_json::from_str(text).unwrap();
+        assert!(matches!(reply, Reply::Event { event } if event.seq == 3));
+        assert_eq!(event_json_of_line(text.trim_end()), Some(json));
+        assert_eq!(event_json_of_line(r#"{"type":"ok","result":{}}"#), None);
+    }
+
+    #[test]
+    fn wake_status_is_flat() {
+        let w = WakeStatus {
+            session: "s".into(),
+            route: WakeAdapter::Webhook {
+                url: "http://x".into(),
+            },
+            source: RouteSource::Set,
+            delivery: WakeDelivery::Retrying {
+                wake_id: "w-1".into(),
+                attempts: 2,
+                next_attempt_in_ms: 900,
+            },
+            acked_seq: 4,
+            wakes_delivered: 1,
+            last_error: Some("busy".into()),
+        };
+        let v = serde_json::to_value(&w).unwrap();
+        assert_eq!(v["state"], "retrying");
+        assert_eq!(v["attempts"], 2);
+        assert_eq!(v["last_error"], "busy");
+        assert_eq!(v["route"]["adapter"], "webhook");
+        let back: WakeStatus = serde_json::from_value(v).unwrap();
+        assert_eq!(back, w);
+    }
+}

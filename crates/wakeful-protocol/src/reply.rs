@@ -1,0 +1,247 @@
+//! What the daemon answers: [`Reply`] lines, the [`ErrorKind`]s with their
+//! exit codes, and the typed result of every request.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use wakeful_core::Event;
+
+#[allow(unused_imports)] // rustdoc links
+use crate::request::Request;
+use crate::request::WakeAdapter;
+
+/// One line from the daemon, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// Success, with the request's result.
+    Ok {
+        /// Result; its shape depends on the request.
+        result: serde_json::Value,
+    },
+    /// One event of a stream.
+    Event {
+        /// The event.
+        event: Event,
+    },
+    /// The end of a `wait` batch; answer with [`Request::Ack`].
+    Batch {
+        /// The seq of its last event.
+        last_seq: u64,
+    },
+    /// Failure.
+    Error {
+        /// What kind of failure; decides the client's exit code.
+        kind: ErrorKind,
+        /// What happened and what to do.
+        message: String,
+    },
+}
+
+/// Kinds of failure, each with its exit code (SPEC §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Invalid input (exit 2).
+    Invalid,
+    /// Unknown or ended id (exit 3).
+    NotFound,
+    /// A limit was hit (exit 4).
+    Limit,
+    /// `wait` timed out (exit 124).
+    Timeout,
+    /// Protocol version mismatch (exit 1).
+    Version,
+    /// A newer exclusive waiter took over (exit 0: nothing to do).
+    Superseded,
+    /// The daemon is out of connections for this client (too many open from
+    /// one process, or no file descriptor left); retry later (exit 1).
+    Busy,
+    /// Anything else (exit 1).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The command-line exit code for this failure.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Invalid => 2,
+            ErrorKind::NotFound => 3,
+            ErrorKind::Limit => 4,
+            ErrorKind::Timeout => 124,
+            ErrorKind::Superseded => 0,
+            ErrorKind::Busy | ErrorKind::Version | ErrorKind::Internal => 1,
+        }
+    }
+}
+
+/// Result of [`Request::Status`] (`status --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The daemon's process id.
+    pub pid: u32,
+    /// The daemon's version.
+    pub version: String,
+    /// Protocol version.
+    pub protocol: u32,
+    /// The socket path.
+    pub socket: PathBuf,
+    /// The state directory.
+    pub state_dir: PathBuf,
+    /// Active monitors, all sessions.
+    pub monitors_running: usize,
+    /// Monitors that ended within the last hour.
+    pub monitors_recently_ended: usize,
+    /// Sessions with at least one active monitor.
+    pub sessions_active: usize,
+    /// The last event's seq.
+    pub last_seq: u64,
+    /// Sessions whose last wake could not be delivered.
+    #[serde(default)]
+    pub wakes_undelivered: usize,
+    /// Connections streaming events now (`events --follow`, `wait`, `watch`,
+    /// MCP push).
+    #[serde(default)]
+    pub followers: usize,
+    /// Times the store failed to take a batch of events (retried until it
+    /// did; nothing dropped). Anything but 0 deserves a look at the log.
+    #[serde(default)]
+    pub journal_failures: u64,
+}
+
+/// Result of [`Request::Start`] (`start --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartResult {
+    /// The monitor id.
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// True when the key was held and nothing was started.
+    pub already_running: bool,
+    /// Its output file.
+    pub output_path: PathBuf,
+    /// Every event of this monitor that a watcher has not seen yet has a
+    /// greater seq (its `started` event, for a new monitor).
+    pub after_seq: u64,
+}
+
+/// Result of [`Request::Run`] (`run --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The terminal id (`term-…`).
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// Its output file.
+    pub output_path: PathBuf,
+    /// The monitor attached with `until`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor_id: Option<String>,
+}
+
+/// Result of [`Request::SessionEnd`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEndResult {
+    /// The session.
+    pub session: String,
+    /// The monitors that were stopped (`session_ended`).
+    pub stopped: Vec<String>,
+}
+
+/// Result of [`Request::Shutdown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShutdownResult {
+    /// The daemon's process id.
+    pub pid: u32,
+}
+
+/// The `ok` that ends a finite event stream ([`Request::Events`] without
+/// `follow`, or a monitor's stream after its final event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamEnd {
+    /// The seq of the last event sent (or the `after` asked for).
+    pub last_seq: u64,
+}
+
+/// The `ok` that ends a [`Request::Wait`] without `follow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acked {
+    /// The consumer's cursor now.
+    pub acked: u64,
+}
+
+/// Result of [`Request::WakeClear`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeClearResult {
+    /// The session.
+    pub session: String,
+    /// Whether it had a route.
+    pub cleared: bool,
+}
+
+/// Where a session's wake route came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteSource {
+    /// `wakeful wake set` (kept in the store).
+    Set,
+    /// A `[[wake]]` table of config.toml.
+    Config,
+    /// Detected: a monitor started inside Codex.
+    Auto,
+}
+
+/// Where a session's wake delivery stands (`state` on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum WakeDelivery {
+    /// Nothing to deliver.
+    Idle,
+    /// A wake is being handed to the agent.
+    Delivering {
+        /// The wake's id.
+        wake_id: String,
+    },
+    /// The agent refused (busy); the same wake is tried again.
+    Retrying {
+        /// The wake's id.
+        wake_id: String,
+        /// Attempts so far.
+        attempts: u32,
+        /// Time until the next attempt.
+        next_attempt_in_ms: u64,
+    },
+    /// Given up; the events go with the next wake.
+    Undelivered {
+        /// The wake's id.
+        wake_id: String,
+        /// Why.
+        reason: String,
+        /// First event of the wake.
+        events_from: u64,
+        /// Last event of the wake.
+        events_to: u64,
+    },
+}
+
+/// Result of [`Request::WakeShow`] and [`Request::WakeSet`]: a session's
+/// route and its delivery state (`wake show --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeStatus {
+    /// The session.
+    pub session: String,
+    /// How the agent is reached.
+    pub route: WakeAdapter,
+    /// Where the route came from.
+    pub source: RouteSource,
+    /// Where delivery stands.
+    #[serde(flatten)]
+    pub delivery: WakeDelivery,
+    /// The `wake` consumer's cursor.
+    pub acked_seq: u64,
+    /// Wakes the agent accepted.
+    pub wakes_delivered: u64,
+    /// Why the last attempt failed, if one did (kept while idle again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
