@@ -104,6 +104,16 @@ pub enum Command {
         #[arg(long)]
         all_sessions: bool,
     },
+    /// Consumers of the session's events: where each acknowledged up to, how
+    /// many events it has not acknowledged, and how many waiters it has now.
+    #[command(
+        after_help = "Consumers are named readers with a durable cursor: `default` (wakeful wait), `mcp` (monitor_wait), `claude` (the Claude Code plugin), `wake` (wake routes), or any --consumer NAME.\n\nExamples:\n  wakeful consumers\n  wakeful consumers --all-sessions --json"
+    )]
+    Consumers {
+        /// Every session's consumers.
+        #[arg(long)]
+        all_sessions: bool,
+    },
     /// Stop an active monitor (its whole process group).
     #[command(
         after_help = "Exit code 3 when the id is unknown or the monitor already ended.\n\nExample:\n  wakeful stop mon-4k2x9q0abc"

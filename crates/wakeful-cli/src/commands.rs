@@ -73,6 +73,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             list(&paths, (!all_sessions).then_some(session), json).await
         }
         Command::Stop { id } => stop(&paths, id, json).await,
+        Command::Consumers { all_sessions } => {
+            consumers(&paths, (!all_sessions).then_some(session), json).await
+        }
         Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
         Command::Wait {
             timeout_ms,
@@ -278,6 +281,23 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
             );
         }
     }
+    Ok(0)
+}
+
+async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let list: Vec<wakeful_protocol::ConsumerInfo> =
+        conn.call_as(Request::Consumers { session }).await?;
+    if json {
+        print_json(&list)?;
+        return Ok(0);
+    }
+    if list.is_empty() {
+        println!("no consumers yet (a consumer appears with its first wait)");
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    render::consumer_table(&mut out, &list)?;
     Ok(0)
 }
 

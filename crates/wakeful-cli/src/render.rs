@@ -119,3 +119,25 @@ pub fn terminal_table(
     }
     Ok(())
 }
+
+/// A table of consumers for `consumers`.
+pub fn consumer_table(
+    out: &mut impl Write,
+    list: &[wakeful_protocol::ConsumerInfo],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<14} {:<12} {:>10} {:>8} {:>7}",
+        "SESSION", "CONSUMER", "ACKED", "UNACKED", "WAITERS"
+    )?;
+    for c in list {
+        let session: String = c.session.chars().take(14).collect();
+        let consumer: String = c.consumer.chars().take(12).collect();
+        writeln!(
+            out,
+            "{:<14} {:<12} {:>10} {:>8} {:>7}",
+            session, consumer, c.acked_seq, c.unacked, c.waiters
+        )?;
+    }
+    Ok(())
+}

@@ -225,6 +225,22 @@ fn the_three_paths_share_one_consumer() {
     while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
         lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
     }
+    // The bridge acknowledges a batch right after printing it.
+    let last = home
+        .json_lines(&["--session", "B", "events"])
+        .last()
+        .unwrap()["seq"]
+        .clone();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            home.json(&["--session", "B", "consumers"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["consumer"] == "claude" && c["acked_seq"] == last)
+        }),
+        "the bridge acknowledged what it printed"
+    );
     let _ = bridge.kill();
     let _ = bridge.wait();
     assert_eq!(lines.len(), 3, "{lines:?}");

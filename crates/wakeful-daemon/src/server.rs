@@ -58,6 +58,7 @@ impl Drop for Following<'_> {
 struct ConsumerSlot {
     handing_out: tokio::sync::Mutex<()>,
     exclusive: watch::Sender<u64>,
+    waiters: std::sync::atomic::AtomicUsize,
 }
 
 impl State {
@@ -68,6 +69,7 @@ impl State {
                 Arc::new(ConsumerSlot {
                     handing_out: tokio::sync::Mutex::new(()),
                     exclusive: watch::channel(0).0,
+                    waiters: std::sync::atomic::AtomicUsize::new(0),
                 })
             })
             .clone()
@@ -75,6 +77,56 @@ impl State {
 }
 
 impl State {
+    /// Consumers of `session` (all for `None`): the store's cursors, and
+    /// consumers with waiters attached that never acknowledged anything.
+    fn consumers(
+        &self,
+        session: Option<&str>,
+    ) -> Result<Vec<wakeful_protocol::ConsumerInfo>, wakeful_store::StoreError> {
+        let slots: Vec<((String, String), usize)> = {
+            let map = self.consumers.lock().unwrap_or_else(|p| p.into_inner());
+            map.iter()
+                .filter(|((s, _), _)| session.is_none_or(|want| s == want))
+                .map(|(k, slot)| {
+                    let n = slot.waiters.load(std::sync::atomic::Ordering::SeqCst);
+                    (k.clone(), n)
+                })
+                .collect()
+        };
+        let mut out: Vec<wakeful_protocol::ConsumerInfo> = self
+            .reader
+            .consumers(session)?
+            .into_iter()
+            .map(
+                |(session, consumer, acked_seq, unacked)| wakeful_protocol::ConsumerInfo {
+                    session,
+                    consumer,
+                    acked_seq,
+                    unacked,
+                    waiters: 0,
+                },
+            )
+            .collect();
+        for ((s, c), waiters) in slots {
+            match out.iter_mut().find(|i| i.session == s && i.consumer == c) {
+                Some(info) => info.waiters = waiters,
+                None if waiters > 0 => {
+                    let unacked = self.reader.count_after(&s, 0)?;
+                    out.push(wakeful_protocol::ConsumerInfo {
+                        session: s,
+                        consumer: c,
+                        acked_seq: 0,
+                        unacked,
+                        waiters,
+                    });
+                }
+                None => {}
+            }
+        }
+        out.sort_by(|a, b| (&a.session, &a.consumer).cmp(&(&b.session, &b.consumer)));
+        Ok(out)
+    }
+
     /// The daemon's shared state.
     pub fn new(
         registry: MonitorRegistry,
@@ -321,6 +373,10 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             conn.error(ErrorKind::Invalid, "ack is only valid inside a wait")
                 .await
         }
+        Request::Consumers { session } => match state.consumers(session.as_deref()) {
+            Ok(list) => conn.ok(&list).await,
+            Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+        },
         Request::SessionEnd { session } => {
             let stopped = state.registry.end_session(&session).await;
             conn.ok(&SessionEndResult { session, stopped }).await
@@ -599,6 +655,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
     } = opts;
     let _following = Following::new(&state.followers);
     let slot = state.consumer(session, consumer);
+    let _attached = Following::new(&slot.waiters);
     let mut generation = slot.exclusive.subscribe();
     let mine = if exclusive {
         slot.exclusive.send_modify(|g| *g += 1);

@@ -22,8 +22,8 @@ pub mod request;
 
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
-    Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
+    Acked, ConsumerInfo, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult,
+    ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{Envelope, Request, WakeAdapter};
 pub use wakeful_core::{Event, MonitorInfo};

@@ -245,3 +245,20 @@ pub struct WakeStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
+
+/// One consumer of a session's events (an element of the result of
+/// [`Request::Consumers`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerInfo {
+    /// The session.
+    pub session: String,
+    /// The consumer's name (`default`, `mcp`, `claude`, `wake`, …).
+    pub consumer: String,
+    /// Every event up to this seq was acknowledged.
+    pub acked_seq: u64,
+    /// Events of the session after `acked_seq`: not yet acknowledged.
+    pub unacked: u64,
+    /// Waiters (`wait`, `monitor_wait`, hooks, the Claude Code bridge)
+    /// attached to this consumer now.
+    pub waiters: usize,
+}

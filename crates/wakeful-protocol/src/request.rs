@@ -91,6 +91,12 @@ pub enum Request {
         /// The `last_seq` of the batch.
         seq: u64,
     },
+    /// Consumers and their cursors. Reply: `ok` with an array of
+    /// [`crate::ConsumerInfo`].
+    Consumers {
+        /// Only this session's; `None` for all sessions.
+        session: Option<String>,
+    },
     /// Stop every active monitor of a session (`session_ended`). Reply: `ok`
     /// with `{"stopped": [ids]}`.
     SessionEnd {

@@ -393,6 +393,44 @@ impl StoreReader {
         .map(|v| v.unwrap_or(0) as u64)
     }
 
+    /// Every consumer cursor of `session` (all sessions for `None`), with how
+    /// many of the session's events lie after it: (session, consumer, acked
+    /// seq, unacknowledged events), by session and consumer.
+    pub fn consumers(
+        &self,
+        session: Option<&str>,
+    ) -> Result<Vec<(String, String, u64, u64)>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT c.session, c.consumer, c.seq,
+                        (SELECT COUNT(*) FROM events e WHERE e.session = c.session AND e.seq > c.seq)
+                   FROM cursors c WHERE (?1 IS NULL OR c.session = ?1)
+                  ORDER BY c.session, c.consumer",
+            )?;
+            let rows = stmt.query_map([session], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)? as u64,
+                    r.get::<_, i64>(3)? as u64,
+                ))
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// How many of `session`'s events have a seq above `after`.
+    pub fn count_after(&self, session: &str, after: u64) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM events WHERE session = ?1 AND seq > ?2",
+                params![session, after as i64],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| n as u64)
+    }
+
     /// The last seq of `session`'s events (0 when it has none).
     pub fn latest_seq_of(&self, session: &str) -> Result<u64, StoreError> {
         self.with(|c| {
@@ -606,5 +644,10 @@ mod tests {
         w.append(&mut vec![ack(3)]).unwrap();
         assert_eq!(r.cursor("s", "c").unwrap(), 5);
         assert_eq!(r.cursor("s", "other").unwrap(), 0);
+        assert_eq!(
+            r.consumers(Some("s")).unwrap(),
+            [("s".to_string(), "c".to_string(), 5, 0)]
+        );
+        assert!(r.consumers(Some("t")).unwrap().is_empty());
     }
 }
