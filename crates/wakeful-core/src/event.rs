@@ -46,6 +46,12 @@ pub enum MonitorStopReason {
     },
     /// A WebSocket frame exceeded 1 MiB.
     WsFrameTooLarge,
+    /// The source could not run or broke (spawn error, refused connection,
+    /// unwritable output file). The event's kind is `failed`.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
 }
 
 impl MonitorStopReason {
@@ -63,6 +69,7 @@ impl MonitorStopReason {
             MonitorStopReason::DaemonStopped => "daemon_stopped",
             MonitorStopReason::WsClosed { .. } => "ws_closed",
             MonitorStopReason::WsFrameTooLarge => "ws_frame_too_large",
+            MonitorStopReason::Failed { .. } => "failed",
         }
     }
 
@@ -73,7 +80,10 @@ impl MonitorStopReason {
         matches!(
             self,
             MonitorStopReason::ExitCode { code } if *code != 0
-        ) || matches!(self, MonitorStopReason::Signal { .. })
+        ) || matches!(
+            self,
+            MonitorStopReason::Signal { .. } | MonitorStopReason::Failed { .. }
+        )
     }
 }
 
@@ -91,6 +101,7 @@ impl fmt::Display for MonitorStopReason {
             MonitorStopReason::DaemonStopped => f.write_str("daemon stopped"),
             MonitorStopReason::WsClosed { code } => write!(f, "WebSocket closed with code {code}"),
             MonitorStopReason::WsFrameTooLarge => f.write_str("WebSocket frame over 1 MiB"),
+            MonitorStopReason::Failed { error } => write!(f, "failed: {error}"),
         }
     }
 }
@@ -169,6 +180,9 @@ pub enum EventBody {
         reason: MonitorStopReason,
         /// The last lines (up to 20) when the ending calls for them.
         last_lines: Vec<String>,
+        /// Processes of the monitor that were still alive after SIGKILL
+        /// (normally none).
+        survivors: Vec<i32>,
     },
     /// `failed`: the monitor could not run (spawn error, connection refused…).
     MonitorFailed {
@@ -176,12 +190,35 @@ pub enum EventBody {
         error: String,
         /// The last lines, if any were read.
         last_lines: Vec<String>,
+        /// Processes of the monitor that were still alive after SIGKILL
+        /// (normally none).
+        survivors: Vec<i32>,
     },
     /// `rearmed`: a persistent monitor was restarted after a daemon restart.
     MonitorRearmed,
 }
 
 impl EventBody {
+    /// Why the monitor ended, for a final body (`stopped` or `failed`).
+    pub fn stop_reason(&self) -> Option<MonitorStopReason> {
+        match self {
+            EventBody::MonitorStopped { reason, .. } => Some(reason.clone()),
+            EventBody::MonitorFailed { error, .. } => Some(MonitorStopReason::Failed {
+                error: error.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Processes that survived the monitor's stop, for a final body.
+    pub fn survivors(&self) -> &[i32] {
+        match self {
+            EventBody::MonitorStopped { survivors, .. }
+            | EventBody::MonitorFailed { survivors, .. } => survivors,
+            _ => &[],
+        }
+    }
+
     /// The event's kind.
     pub fn kind(&self) -> EventKind {
         match self {
@@ -247,6 +284,11 @@ impl Event {
     pub fn kind(&self) -> EventKind {
         self.body.kind()
     }
+
+    /// Why the monitor ended, for a final event (`stopped` or `failed`).
+    pub fn stop_reason(&self) -> Option<MonitorStopReason> {
+        self.body.stop_reason()
+    }
 }
 
 /// Formats a timestamp as the wire does: RFC 3339, milliseconds, `Z`.
@@ -274,6 +316,8 @@ struct WireEvent {
     stop_reason: Option<MonitorStopReason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    survivors: Vec<i32>,
 }
 
 impl From<Event> for WireEvent {
@@ -292,6 +336,7 @@ impl From<Event> for WireEvent {
             to_line: None,
             stop_reason: None,
             error: None,
+            survivors: Vec::new(),
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
@@ -314,17 +359,30 @@ impl From<Event> for WireEvent {
                 w.from_line = Some(from_line);
                 w.to_line = Some(to_line);
             }
-            EventBody::MonitorStopped { reason, last_lines } => {
+            EventBody::MonitorStopped {
+                reason,
+                last_lines,
+                survivors,
+            } => {
                 w.stop_reason = Some(reason);
                 if !last_lines.is_empty() {
                     w.lines = Some(last_lines);
                 }
+                w.survivors = survivors;
             }
-            EventBody::MonitorFailed { error, last_lines } => {
+            EventBody::MonitorFailed {
+                error,
+                last_lines,
+                survivors,
+            } => {
+                w.stop_reason = Some(MonitorStopReason::Failed {
+                    error: error.clone(),
+                });
                 w.error = Some(error);
                 if !last_lines.is_empty() {
                     w.lines = Some(last_lines);
                 }
+                w.survivors = survivors;
             }
         }
         w
@@ -373,10 +431,19 @@ impl TryFrom<WireEvent> for Event {
             EventKind::Stopped => EventBody::MonitorStopped {
                 reason: w.stop_reason.clone().ok_or_else(|| need("stop_reason"))?,
                 last_lines: w.lines.clone().unwrap_or_default(),
+                survivors: w.survivors.clone(),
             },
             EventKind::Failed => EventBody::MonitorFailed {
-                error: w.error.clone().unwrap_or_default(),
+                error: w
+                    .error
+                    .clone()
+                    .or_else(|| match &w.stop_reason {
+                        Some(MonitorStopReason::Failed { error }) => Some(error.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default(),
                 last_lines: w.lines.clone().unwrap_or_default(),
+                survivors: w.survivors.clone(),
             },
         };
         Ok(Event {
@@ -431,6 +498,7 @@ mod tests {
                 EventBody::MonitorStopped {
                     reason: MonitorStopReason::ExitCode { code: 7 },
                     last_lines: vec!["boom".into()],
+                    survivors: vec![],
                 },
                 "exited with code 7",
             ),
@@ -438,6 +506,7 @@ mod tests {
                 EventBody::MonitorStopped {
                     reason: MonitorStopReason::WsClosed { code: 1000 },
                     last_lines: vec![],
+                    survivors: vec![],
                 },
                 "closed",
             ),
@@ -445,8 +514,17 @@ mod tests {
                 EventBody::MonitorFailed {
                     error: "spawn failed".into(),
                     last_lines: vec![],
+                    survivors: vec![],
                 },
                 "failed",
+            ),
+            ev(
+                EventBody::MonitorStopped {
+                    reason: MonitorStopReason::UserStopped,
+                    last_lines: vec![],
+                    survivors: vec![4242],
+                },
+                "stopped; 1 process survived (pid 4242)",
             ),
             ev(EventBody::MonitorRearmed, "rearmed"),
         ];
@@ -494,6 +572,12 @@ mod tests {
             (
                 MonitorStopReason::WsFrameTooLarge,
                 r#"{"kind":"ws_frame_too_large"}"#,
+            ),
+            (
+                MonitorStopReason::Failed {
+                    error: "boom".into(),
+                },
+                r#"{"kind":"failed","error":"boom"}"#,
             ),
         ];
         for (reason, json) in cases {

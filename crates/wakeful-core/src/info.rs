@@ -55,6 +55,10 @@ pub struct MonitorInfo {
     pub suppressed_lines: u64,
     /// The complete output file.
     pub output_path: PathBuf,
+    /// Processes that were still alive after the monitor's stop (SIGTERM,
+    /// grace, SIGKILL); normally empty, and then left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub survivors: Vec<i32>,
 }
 
 impl MonitorInfo {

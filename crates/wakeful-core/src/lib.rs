@@ -20,6 +20,7 @@
 //! - [`text`]: making event text safe to show to a model.
 //! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
+//! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
 
 pub mod batch;
 pub mod event;
@@ -30,6 +31,7 @@ pub mod machine;
 pub mod params;
 pub mod rate;
 pub mod session;
+pub mod stop;
 pub mod terminal;
 pub mod text;
 pub mod wake;

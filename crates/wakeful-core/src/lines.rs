@@ -61,6 +61,10 @@ pub enum Piece<'a> {
         rest: &'a [u8],
         /// Event text of the whole line.
         text: String,
+        /// Whether the source ended it with `\n` (false for a final line
+        /// without one: the output file gets no newline the source did not
+        /// write).
+        terminated: bool,
     },
 }
 
@@ -95,6 +99,7 @@ impl LineSplitter {
                 out(Piece::Line {
                     rest: &self.buf,
                     text,
+                    terminated: true,
                 });
                 self.reset();
             } else {
@@ -102,6 +107,7 @@ impl LineSplitter {
                 out(Piece::Line {
                     rest: line,
                     text: event_text(text_bytes, text_bytes.len() as u64),
+                    terminated: true,
                 });
             }
             chunk = rest;
@@ -121,6 +127,7 @@ impl LineSplitter {
             out(Piece::Line {
                 rest: &self.buf,
                 text,
+                terminated: false,
             });
             self.reset();
         }
@@ -202,9 +209,15 @@ mod tests {
         let mut texts = Vec::new();
         let mut out = |p: Piece<'_>| match p {
             Piece::Partial(b) => file.extend_from_slice(b),
-            Piece::Line { rest, text } => {
+            Piece::Line {
+                rest,
+                text,
+                terminated,
+            } => {
                 file.extend_from_slice(rest);
-                file.push(b'\n');
+                if terminated {
+                    file.push(b'\n');
+                }
                 texts.push(text);
             }
         };
@@ -219,13 +232,14 @@ mod tests {
     fn splits_on_newline_across_chunks() {
         let (file, texts) = run(&[b"a\nb", b"c\n", b"\nd"]);
         assert_eq!(texts, ["a", "bc", "", "d"]);
-        assert_eq!(file, b"a\nbc\n\nd\n");
+        assert_eq!(file, b"a\nbc\n\nd");
     }
 
     #[test]
     fn final_line_without_newline_is_a_line() {
-        let (_, texts) = run(&[b"abc"]);
+        let (file, texts) = run(&[b"abc"]);
         assert_eq!(texts, ["abc"]);
+        assert_eq!(file, b"abc", "no newline the source did not write");
         let (_, texts) = run(&[b""]);
         assert!(texts.is_empty());
     }
@@ -272,7 +286,7 @@ mod tests {
         for _ in 0..10 {
             s.push(&chunk, &mut |p| match p {
                 Piece::Partial(b) => file_len += b.len() as u64,
-                Piece::Line { rest, text } => {
+                Piece::Line { rest, text, .. } => {
                     file_len += rest.len() as u64;
                     texts.push(text)
                 }
@@ -281,7 +295,7 @@ mod tests {
         }
         s.push(b"\r\n", &mut |p| match p {
             Piece::Partial(b) => file_len += b.len() as u64,
-            Piece::Line { rest, text } => {
+            Piece::Line { rest, text, .. } => {
                 file_len += rest.len() as u64;
                 texts.push(text)
             }

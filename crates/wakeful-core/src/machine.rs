@@ -70,6 +70,19 @@ pub enum SourceEnd {
     Failed(String),
 }
 
+/// What a final event says about processes that outlived the stop.
+pub fn survivors_text(pids: &[i32]) -> String {
+    let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+    format!(
+        "[{} process{} of this monitor survived SIGKILL (pid{} {}): they could not be killed; check them with `ps -o pid,stat,cmd -p {}`]",
+        pids.len(),
+        if pids.len() == 1 { "" } else { "es" },
+        if pids.len() == 1 { "" } else { "s" },
+        list.join(", "),
+        list.join(",")
+    )
+}
+
 /// The per-monitor state machine; see the module docs.
 #[derive(Debug)]
 pub struct MonitorMachine {
@@ -315,6 +328,13 @@ impl MonitorMachine {
     /// The source ended (after any stop decision was carried out): flush what
     /// is held and produce the single `stopped` or `failed` event.
     pub fn finish(&mut self, now: Instant, end: SourceEnd) -> Vec<Emit> {
+        self.finish_with(now, end, Vec::new())
+    }
+
+    /// Like [`MonitorMachine::finish`], for a source whose stop left
+    /// `survivors`: processes still alive after SIGKILL. The final event
+    /// says so (how many, which pids) instead of claiming a clean stop.
+    pub fn finish_with(&mut self, now: Instant, end: SourceEnd, survivors: Vec<i32>) -> Vec<Emit> {
         let mut step = Step::default();
         if self.stop.is_none() {
             let mut out = Vec::new();
@@ -326,12 +346,13 @@ impl MonitorMachine {
         }
         let last: Vec<String> = self.tail.iter().cloned().collect();
         let decided = self.stop.clone();
-        let final_emit = match (decided, end) {
+        let mut final_emit = match (decided, end) {
             (None, SourceEnd::Failed(error)) | (Some(_), SourceEnd::Failed(error)) => Emit {
                 text: with_lines(format!("{}: failed: {error}", self.description), &last),
                 body: EventBody::MonitorFailed {
                     error,
                     last_lines: last,
+                    survivors: Vec::new(),
                 },
             },
             (Some(reason), _) => self.stopped(reason, last),
@@ -343,6 +364,14 @@ impl MonitorMachine {
             }
             (None, SourceEnd::Ended(reason)) => self.stopped(reason, last),
         };
+        if !survivors.is_empty() {
+            final_emit.text = format!("{}\n{}", final_emit.text, survivors_text(&survivors));
+            if let EventBody::MonitorStopped { survivors: s, .. }
+            | EventBody::MonitorFailed { survivors: s, .. } = &mut final_emit.body
+            {
+                *s = survivors;
+            }
+        }
         step.emits.push(final_emit);
         step.emits
     }
@@ -369,7 +398,11 @@ impl MonitorMachine {
         };
         Emit {
             text: with_lines(head, &last_lines),
-            body: EventBody::MonitorStopped { reason, last_lines },
+            body: EventBody::MonitorStopped {
+                reason,
+                last_lines,
+                survivors: Vec::new(),
+            },
         }
     }
 
@@ -500,6 +533,40 @@ mod tests {
     }
 
     #[test]
+    fn survivors_are_reported_not_hidden() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        m.request_stop(MonitorStopReason::UserStopped);
+        let end = m.finish_with(t0, SourceEnd::Exited(0), vec![41, 42]);
+        let last = end.last().unwrap();
+        assert_eq!(last.body.survivors(), [41, 42]);
+        assert_eq!(
+            last.body.stop_reason(),
+            Some(MonitorStopReason::UserStopped)
+        );
+        assert!(
+            last.text.starts_with(
+                "d: stopped\n[2 processes of this monitor survived SIGKILL (pids 41, 42)"
+            ),
+            "{}",
+            last.text
+        );
+    }
+
+    #[test]
+    fn a_failure_is_a_stop_reason_too() {
+        let t0 = Instant::now();
+        let mut m = machine(&MonitorSpec::command("x", "d"), t0);
+        let end = m.finish(t0, SourceEnd::Failed("no such file".into()));
+        assert_eq!(
+            end.last().unwrap().body.stop_reason(),
+            Some(MonitorStopReason::Failed {
+                error: "no such file".into()
+            })
+        );
+    }
+
+    #[test]
     fn nonzero_exit_carries_last_20_lines() {
         let t0 = Instant::now();
         let mut m = machine(&MonitorSpec::command("x", "build"), t0);
@@ -509,7 +576,9 @@ mod tests {
         let end = m.finish(t0, SourceEnd::Exited(7));
         let last = end.last().unwrap();
         match &last.body {
-            EventBody::MonitorStopped { reason, last_lines } => {
+            EventBody::MonitorStopped {
+                reason, last_lines, ..
+            } => {
                 assert_eq!(reason, &MonitorStopReason::ExitCode { code: 7 });
                 assert_eq!(last_lines.len(), 20);
                 assert_eq!(last_lines[0], "l11");
@@ -618,7 +687,7 @@ mod tests {
         let end = m.finish(t0, SourceEnd::Signaled(15));
         assert!(matches!(
             &end[0].body,
-            EventBody::MonitorStopped { reason: MonitorStopReason::Until, last_lines } if last_lines.is_empty()
+            EventBody::MonitorStopped { reason: MonitorStopReason::Until, last_lines, .. } if last_lines.is_empty()
         ));
     }
 

@@ -36,4 +36,8 @@ pub struct TerminalInfo {
     pub monitors: usize,
     /// Process id (and group) of its `sh`.
     pub pid: Option<i32>,
+    /// Processes still alive after its command was stopped (normally
+    /// none, and then left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub survivors: Vec<i32>,
 }

@@ -66,11 +66,18 @@ pub struct MonitorDefaults {
     /// Milliseconds between SIGTERM and SIGKILL when a monitor stops
     /// (default 2000).
     pub grace_ms: u64,
+    /// Start each command in a cgroup v2 of its own where one can be
+    /// created (default true); the process tree and the environment marker
+    /// find a command's processes either way.
+    pub cgroups: bool,
 }
 
 impl Default for MonitorDefaults {
     fn default() -> Self {
-        MonitorDefaults { grace_ms: 2_000 }
+        MonitorDefaults {
+            grace_ms: 2_000,
+            cgroups: true,
+        }
     }
 }
 

@@ -92,6 +92,24 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
     if let Err(e) = wakeful_engine::process::become_subreaper() {
         tracing::warn!("cannot become child subreaper: {e}");
     }
+    // Orphans of commands are reparented to us: reap them when they exit.
+    if let Err(e) = wakeful_engine::process::reaper::start_reaper() {
+        tracing::warn!("cannot reap adopted orphans (no SIGCHLD handler): {e}");
+    }
+    let cgroups = config
+        .monitors
+        .cgroups
+        .then(wakeful_engine::process::cgroup::CgroupRoot::detect)
+        .flatten();
+    match &cgroups {
+        Some(root) => tracing::info!(
+            "commands get a cgroup each, under {}",
+            root.base().display()
+        ),
+        None => tracing::info!(
+            "no cgroup v2 delegated to us: commands are tracked by process tree and marker"
+        ),
+    }
 
     let net = wakeful_engine::NetPolicy::new(&config.network.allow).map_err(|e| {
         config::ConfigError::Invalid {
@@ -101,7 +119,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
     })?;
     let launch_net = net.clone();
     let (mut writer, reader) = wakeful_store::open(&paths.database())?;
-    let to_rearm = recover(&mut writer, &reader)?;
+    let to_rearm = recover(&mut writer, &reader, cgroups.as_ref())?;
     let latest = reader.latest_seq()?;
 
     let registry = MonitorRegistry::with_journal_at(
@@ -113,6 +131,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
                 grace: Duration::from_millis(config.monitors.grace_ms),
                 die_with_parent: true,
                 net,
+                cgroups,
                 ..Launch::default()
             },
             subscriber_capacity: 1024,
@@ -191,11 +210,13 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
 fn recover(
     writer: &mut wakeful_store::StoreWriter,
     reader: &wakeful_store::StoreReader,
+    cgroups: Option<&wakeful_engine::process::cgroup::CgroupRoot>,
 ) -> Result<Vec<wakeful_store::StoredMonitor>, DaemonError> {
     let mut rearm = Vec::new();
     let mut batch = Vec::new();
     for m in reader.running_monitors()? {
-        let killed = recovery::kill_leftovers(&m.info.id, m.pid, m.start_ticks);
+        let killed = recovery::kill_leftovers(&m.info.id, m.pid, m.start_ticks)
+            + cgroups.map_or(0, |c| c.clean_up(&m.info.id));
         if killed > 0 {
             tracing::warn!(
                 "killed {killed} leftover processes of monitor {}",
@@ -217,6 +238,7 @@ fn recover(
             body: EventBody::MonitorStopped {
                 reason: MonitorStopReason::DaemonStopped,
                 last_lines: vec![],
+                survivors: vec![],
             },
         }));
     }
@@ -225,6 +247,9 @@ fn recover(
             continue;
         }
         recovery::kill_leftovers(&t.id, t.pid, None);
+        if let Some(c) = cgroups {
+            c.clean_up(&t.id);
+        }
         t.state = wakeful_core::MonitorState::Ended;
         t.exit = Some(MonitorStopReason::DaemonStopped);
         t.ended_at = Some(Utc::now());

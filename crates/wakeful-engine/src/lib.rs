@@ -9,12 +9,14 @@
 //!
 //! - [`MonitorRegistry`]: the embeddable entry point (start, list, stop,
 //!   subscribe); see [`registry`] for an example.
-//! - [`process`]: process groups and the process table.
+//! - [`process`]: process groups, process trees, cgroups, the reaper, and
+//!   stopping everything a command started.
 //! - [`terminal`]: managed commands that monitors attach to.
 //! - [`net_policy`]: which addresses network sources may reach.
 //! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
 //! - [`output`]: output files.
 
+mod driver;
 mod monitor;
 pub mod net_policy;
 pub mod output;

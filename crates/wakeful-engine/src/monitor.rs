@@ -46,6 +46,8 @@ pub struct Launch {
     pub die_with_parent: bool,
     /// Which non-public addresses network sources may reach.
     pub net: NetPolicy,
+    /// Where commands get a cgroup of their own, if anywhere.
+    pub cgroups: Option<crate::process::cgroup::CgroupRoot>,
 }
 
 impl Default for Launch {
@@ -57,6 +59,7 @@ impl Default for Launch {
             drain: Duration::from_millis(100),
             die_with_parent: false,
             net: NetPolicy::default(),
+            cgroups: None,
         }
     }
 }
@@ -256,14 +259,19 @@ impl Driver {
     }
 
     pub(crate) async fn finish(&mut self, end: SourceEnd) {
-        let emits = self.machine.finish(Instant::now(), end);
-        let reason = emits.last().and_then(|e| match &e.body {
-            EventBody::MonitorStopped { reason, .. } => Some(reason.clone()),
-            _ => None,
-        });
+        self.finish_with(end, Vec::new()).await
+    }
+
+    /// Ends the monitor: its last lines, its final event (saying which
+    /// processes survived the stop, if any did).
+    pub(crate) async fn finish_with(&mut self, end: SourceEnd, survivors: Vec<i32>) {
+        let emits = self.machine.finish_with(Instant::now(), end, survivors);
         if let Ok(mut info) = self.status.lock() {
+            if let Some(last) = emits.last() {
+                info.stop_reason = last.body.stop_reason();
+                info.survivors = last.body.survivors().to_vec();
+            }
             info.state = MonitorState::Ended;
-            info.stop_reason = reason;
             info.ended_at = Some(Utc::now());
         }
         self.emit(emits).await;
@@ -322,12 +330,14 @@ pub(crate) async fn run(task: MonitorTask) {
                 body: EventBody::MonitorFailed {
                     error: text.clone(),
                     last_lines: vec![],
+                    survivors: vec![],
                 },
                 text,
             };
             let started = machine.started(&spec.source.summary());
             if let Ok(mut info) = status.lock() {
                 info.state = MonitorState::Ended;
+                info.stop_reason = failed.body.stop_reason();
                 info.ended_at = Some(Utc::now());
             }
             send_events(&sink, &session, &id, vec![started, failed]).await;

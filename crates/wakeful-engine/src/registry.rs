@@ -349,6 +349,7 @@ impl MonitorRegistry {
             lines: 0,
             suppressed_lines: 0,
             output_path: self.inner.config.output_dir.join(format!("{id}.log")),
+            survivors: Vec::new(),
         };
         let status = Arc::new(Mutex::new(info.clone()));
         {

@@ -22,10 +22,10 @@ use wakeful_core::machine::SourceEnd;
 use wakeful_core::terminal::{TerminalInfo, MAX_MONITORS_PER_TERMINAL};
 use wakeful_core::{MonitorSpec, MonitorState, MonitorStopReason, Stream};
 
+use crate::driver::{ProcEvent, ProcessDriver};
 use crate::monitor::{Input, InputSource, Launch};
 use crate::output::OutputFile;
-use crate::process::{self, GroupGuard};
-use crate::sources::command::{build_command, read_opt, READ_CHUNK};
+use crate::sources::command::spawn_request;
 
 /// Chunks buffered per attached monitor.
 const ATTACH_QUEUE: usize = 256;
@@ -126,10 +126,9 @@ impl Terminals {
         let mut launch = self.launch.clone();
         launch.base_env = base_env;
         launch.base_cwd = base_cwd;
-        let mut child = build_command(&spec, command, &launch, &id, session)
-            .spawn()
+        let proc = ProcessDriver::spawn(spawn_request(&spec, command, &launch, &id, session))
             .map_err(|e| TerminalError::Spawn(e.to_string()))?;
-        let pid = child.id().map(|p| p as i32);
+        let pid = Some(proc.pid());
         let info = TerminalInfo {
             id: id.clone(),
             session: session.to_string(),
@@ -141,6 +140,7 @@ impl Terminals {
             output_path,
             monitors: 0,
             pid,
+            survivors: Vec::new(),
         };
         let shared = Arc::new(Mutex::new(info.clone()));
         let subscribers = Arc::new(Mutex::new(Vec::new()));
@@ -155,21 +155,18 @@ impl Terminals {
                 done: done_rx,
             },
         );
-        let out = child.stdout.take();
-        let err = child.stderr.take();
-        let grace = launch.grace;
-        let drain = launch.drain;
         let journal = self.journal.clone();
         let _ = journal.send(JournalEntry::Terminal(info.clone())).await;
         tokio::spawn(async move {
             if let Some(gate) = gate {
                 let _ = gate.await;
             }
-            let end = pump(child, out, err, file, &subscribers, kill_rx, grace, drain).await;
+            let (end, survivors) = pump(proc, file, &subscribers, kill_rx).await;
             {
                 let mut i = lock(&shared);
                 i.state = MonitorState::Ended;
                 i.ended_at = Some(Utc::now());
+                i.survivors = survivors;
                 i.exit = match &end {
                     SourceEnd::Exited(code) => Some(MonitorStopReason::ExitCode { code: *code }),
                     SourceEnd::Signaled(signal) => {
@@ -286,50 +283,29 @@ impl Terminals {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Reads the command's output into the file and every attached monitor
+/// until it ended (or was killed); returns how it ended and which of its
+/// processes survived.
 async fn pump(
-    mut child: tokio::process::Child,
-    mut out: Option<tokio::process::ChildStdout>,
-    mut err: Option<tokio::process::ChildStderr>,
+    mut proc: ProcessDriver,
     mut file: OutputFile,
     subscribers: &Mutex<Vec<mpsc::Sender<TermMsg>>>,
     mut kill_rx: watch::Receiver<bool>,
-    grace: std::time::Duration,
-    drain: std::time::Duration,
-) -> SourceEnd {
-    let Some(pid) = child.id().map(|p| p as i32) else {
-        return SourceEnd::Failed("the terminal process vanished at start".into());
-    };
-    let mut guard = GroupGuard::new(pid);
+) -> (SourceEnd, Vec<i32>) {
     let mut splitters = [LineSplitter::new(), LineSplitter::new()];
-    let mut obuf = vec![0u8; READ_CHUNK];
-    let mut ebuf = vec![0u8; READ_CHUNK];
-    let mut exit = None;
-    let mut drain_until: Option<tokio::time::Instant> = None;
-    let mut killer: Option<tokio::task::JoinHandle<()>> = None;
     loop {
-        if exit.is_some() && out.is_none() && err.is_none() {
-            break;
-        }
+        let stopping = proc.stopping();
         let (stream, chunk) = tokio::select! {
-            _ = kill_rx.wait_for(|k| *k), if killer.is_none() => {
-                killer = Some(tokio::spawn(process::terminate_group(pid, grace)));
+            _ = kill_rx.wait_for(|k| *k), if !stopping => {
+                proc.stop();
                 continue;
             }
-            r = read_opt(&mut out, &mut obuf), if out.is_some() => match r {
-                Ok(n) if n > 0 => (Stream::Stdout, obuf[..n].to_vec()),
-                _ => { out = None; (Stream::Stdout, Vec::new()) }
+            ev = proc.next() => match ev {
+                None => break,
+                Some(ProcEvent::Exited) => continue,
+                Some(ProcEvent::Eof(stream)) => (stream, Vec::new()),
+                Some(ProcEvent::Data(stream, bytes)) => (stream, bytes.to_vec()),
             },
-            r = read_opt(&mut err, &mut ebuf), if err.is_some() => match r {
-                Ok(n) if n > 0 => (Stream::Stderr, ebuf[..n].to_vec()),
-                _ => { err = None; (Stream::Stderr, Vec::new()) }
-            },
-            status = child.wait(), if exit.is_none() => {
-                exit = Some(status);
-                drain_until = Some(tokio::time::Instant::now() + drain);
-                continue;
-            }
-            _ = crate::monitor::sleep_until_opt(drain_until), if drain_until.is_some() => break,
         };
         let s = &mut splitters[usize::from(stream == Stream::Stderr)];
         let mut write = |p: Piece<'_>| {
@@ -350,26 +326,8 @@ async fn pump(
             let _ = sub.send(TermMsg::Chunk(stream, chunk.clone())).await;
         }
     }
-    drop(out);
-    drop(err);
-    if let Some(k) = killer {
-        let _ = k.await;
-    }
-    process::terminate_group(pid, grace).await;
-    process::reap_group_zombies(pid);
-    guard.disarm();
-    match exit {
-        Some(Ok(status)) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (status.code(), status.signal()) {
-                (Some(c), _) => SourceEnd::Exited(c),
-                (None, Some(s)) => SourceEnd::Signaled(s),
-                _ => SourceEnd::Exited(0),
-            }
-        }
-        Some(Err(e)) => SourceEnd::Failed(format!("waiting for the terminal command failed: {e}")),
-        None => SourceEnd::Exited(0),
-    }
+    let ended = proc.finish().await;
+    (ended.end, ended.survivors)
 }
 
 /// An attached monitor's end of a terminal.

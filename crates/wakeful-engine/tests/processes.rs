@@ -276,7 +276,9 @@ async fn nonzero_exit_reports_code_and_last_lines() {
         .id;
     let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
     match &events.last().unwrap().body {
-        EventBody::MonitorStopped { reason, last_lines } => {
+        EventBody::MonitorStopped {
+            reason, last_lines, ..
+        } => {
             assert_eq!(reason, &MonitorStopReason::ExitCode { code: 7 });
             assert_eq!(last_lines.len(), 20);
             // stdout and stderr are two pipes: where the stderr line lands
@@ -512,4 +514,33 @@ async fn key_limit_and_list_order() {
     assert!(reg.stop("mon-nope").await.is_err());
     assert_eq!(reg.end_session("s").await.len(), 2);
     assert!(reg.list().iter().all(|i| !i.is_active()));
+}
+
+/// Embedded (no subreaper, no cgroup): a `setsid` descendant is found by
+/// its environment marker in the process table and stopped with the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_descendant_is_stopped_without_a_subreaper() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_millis(500));
+    let mut sub = reg.subscribe();
+    let id = reg
+        .start(MonitorSpec::command(
+            "setsid sleep 600 & echo up; sleep 601",
+            "setsid",
+        ))
+        .await
+        .unwrap()
+        .info
+        .id;
+    until_line(&mut sub, &id, "up").await;
+    assert!(
+        eventually(Duration::from_secs(5), || live_of_monitor(&id).len() == 3).await,
+        "sh, sleep 600 and sleep 601 run: {:?}",
+        live_of_monitor(&id)
+    );
+    let info = reg.stop(&id).await.unwrap();
+    assert!(info.survivors.is_empty(), "{:?}", info.survivors);
+    assert_eq!(live_of_monitor(&id), Vec::<i32>::new(), "nothing survives");
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    assert_eq!(final_reason(&events), MonitorStopReason::UserStopped);
 }

@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use wakeful_core::journal::{Journal, JournalEntry, JournalError, Registration};
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorState};
+use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorState};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -296,17 +296,14 @@ fn update_info(
 }
 
 fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<(), rusqlite::Error> {
-    match &e.body {
-        EventBody::MonitorStopped { reason, .. } => update_info(tx, &e.monitor_id, |info| {
+    match e.body.stop_reason() {
+        Some(reason) => update_info(tx, &e.monitor_id, |info| {
             info.state = MonitorState::Ended;
-            info.stop_reason = Some(reason.clone());
+            info.stop_reason = Some(reason);
+            info.survivors = e.body.survivors().to_vec();
             info.ended_at = Some(e.ts);
         }),
-        EventBody::MonitorFailed { .. } => update_info(tx, &e.monitor_id, |info| {
-            info.state = MonitorState::Ended;
-            info.ended_at = Some(e.ts);
-        }),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 
@@ -547,7 +544,7 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wakeful_core::{MonitorStopReason, PendingEvent};
+    use wakeful_core::{EventBody, MonitorStopReason, PendingEvent};
 
     fn pending(monitor: &str, body: EventBody) -> JournalEntry {
         JournalEntry::Event(PendingEvent {
@@ -578,6 +575,7 @@ mod tests {
             lines: 0,
             suppressed_lines: 0,
             output_path: "/x".into(),
+            survivors: vec![],
         }
     }
 
@@ -609,6 +607,7 @@ mod tests {
                 EventBody::MonitorStopped {
                     reason: MonitorStopReason::ExitCode { code: 0 },
                     last_lines: vec![],
+                    survivors: vec![],
                 },
             )];
             assert_eq!(w.append(&mut batch).unwrap()[0].seq, 2);

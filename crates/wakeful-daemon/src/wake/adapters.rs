@@ -166,14 +166,15 @@ async fn run(
     args: &[String],
     env: &BTreeMap<String, String>,
 ) -> Result<(i32, String), String> {
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
         .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    // Registered, so that the daemon's reaper leaves its exit status to us.
+    let (mut child, _managed) = wakeful_engine::process::spawn(&mut cmd)
         .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
     let mut stderr = child.stderr.take();
     let work = async {

@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
+use crate::driver::READ_CHUNK;
 use crate::monitor::{Input, InputSource};
-use crate::sources::command::READ_CHUNK;
 
 /// A `tail -F` follower; see the module docs.
 pub(crate) struct Follower {

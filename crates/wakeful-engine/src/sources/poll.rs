@@ -11,15 +11,14 @@
 //! file.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use wakeful_core::machine::SourceEnd;
 use wakeful_core::{MonitorSpec, Stream};
 
+use crate::driver::{ProcEvent, ProcessDriver};
 use crate::monitor::{Input, InputSource, Launch};
-use crate::process::{self, GroupGuard};
-use crate::sources::command::build_command;
+use crate::sources::command::spawn_request;
 
 /// Most stdout bytes kept from one run (more is cut, and says so).
 const MAX_OUTPUT: usize = 1024 * 1024;
@@ -72,49 +71,39 @@ impl Poller {
 
     /// One run. Dropping this future (a stop) kills the run's group.
     async fn run_once(&self) -> std::io::Result<Run> {
-        let mut child = build_command(
+        let mut req = spawn_request(
             &self.spec,
             &self.command,
             &self.launch,
             &self.id,
             &self.session,
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-        let pid = child.id().map(|p| p as i32).unwrap_or(0);
-        let mut guard = GroupGuard::new(pid);
-        let mut out = child.stdout.take();
-        let mut err = child.stderr.take();
-        let read_out = async {
-            let mut v = Vec::new();
-            if let Some(o) = out.as_mut() {
-                let _ = o.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut v).await;
+        );
+        req.wide_stdout = false;
+        let mut proc = ProcessDriver::spawn(req)?;
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        while let Some(ev) = proc.next().await {
+            if let ProcEvent::Data(stream, bytes) = ev {
+                let (buf, max) = match stream {
+                    Stream::Stdout => (&mut stdout, MAX_OUTPUT + 1),
+                    Stream::Stderr => (&mut stderr, MAX_OUTPUT),
+                };
+                let room = max.saturating_sub(buf.len());
+                buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
-            v
-        };
-        let read_err = async {
-            let mut v = Vec::new();
-            if let Some(e) = err.as_mut() {
-                let _ = e.take(MAX_OUTPUT as u64).read_to_end(&mut v).await;
-            }
-            v
-        };
-        let (stdout, stderr, status) = tokio::join!(read_out, read_err, child.wait());
-        drop(out);
-        drop(err);
+        }
         // Whatever the run left behind goes with it.
-        process::terminate_group(pid, self.launch.grace).await;
-        process::reap_group_zombies(pid);
-        guard.disarm();
-        let status = status?;
-        let mut stdout = stdout;
+        let ended = proc.finish().await;
         if stdout.len() > MAX_OUTPUT {
             stdout.truncate(MAX_OUTPUT);
             stdout.extend_from_slice(b"\n[output cut at 1 MiB]\n");
         }
+        let code = match ended.end {
+            SourceEnd::Exited(c) => Some(c),
+            _ => None,
+        };
         Ok(Run {
-            code: status.code(),
+            code,
             stdout,
             stderr,
         })

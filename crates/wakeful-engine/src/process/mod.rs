@@ -1,16 +1,31 @@
-//! Process groups: every command runs in a group of its own, and the whole
-//! group is what gets signalled, so no grandchild (`tail -F x | grep y`,
-//! `sleep 600 &`) survives its monitor.
+//! Processes: every command runs in a process group of its own, and a stop
+//! reaches everything the command started — its group, its process tree,
+//! orphans that carry its `WAKEFUL_MONITOR_ID` marker, and its cgroup when
+//! one could be made — so no grandchild (`tail -F x | grep y`, `sleep 600 &`,
+//! `setsid sleep 600 &`) survives its monitor.
+//!
+//! - [`Target`] ([`target`]): the processes of one command, and
+//!   [`Target::terminate`] (SIGTERM, grace, SIGKILL; survivors reported).
+//! - [`spawn`] and the reaper ([`reaper`]): children this process started
+//!   are registered, so that adopted orphans can be told apart and reaped
+//!   without stealing an exit status from the runtime.
+//! - [`cgroup`]: a cgroup v2 per command, where one is delegated to us.
 //!
 //! Linux facts this module relies on, read from `/proc`:
 //! - a process's group and state are fields 5 and 3 of `/proc/PID/stat`;
 //! - a zombie (state `Z`) is already dead: it only waits to be reaped, so it
 //!   does not count as a survivor;
+//! - `/proc/PID/task/TID/children` lists a thread's children;
 //! - orphans are reparented to the nearest *subreaper* (see
-//!   [`become_subreaper`]); a daemon that is one can reap its monitors'
-//!   grandchildren itself ([`reap_group_zombies`]).
+//!   [`become_subreaper`]): in a daemon that is one, every descendant of
+//!   every command stays in the daemon's own process tree.
 
-use std::time::Duration;
+pub mod cgroup;
+pub mod reaper;
+pub mod target;
+
+pub use reaper::{spawn, Managed};
+pub use target::Target;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
@@ -110,6 +125,61 @@ pub fn signal_group(pgid: i32, signal: Signal) {
     let _ = killpg(Pid::from_raw(pgid), signal);
 }
 
+/// Whether this process is a child subreaper (then orphans of its
+/// commands are reparented to it).
+pub fn is_subreaper() -> bool {
+    let mut flag: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer,
+    // which points to a live local.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_GET_CHILD_SUBREAPER,
+            &mut flag as *mut libc::c_int,
+            0,
+            0,
+            0,
+        )
+    };
+    rc == 0 && flag != 0
+}
+
+/// The children of process `pid` (of all its threads), zombies included;
+/// empty when it is gone or the kernel does not list children.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        let mut path = t.path();
+        path.push("children");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// `root` and its descendants, as the process table shows them now
+/// (zombies included; a process whose parent is gone is no longer under it).
+pub fn subtree(root: i32) -> Vec<ProcInfo> {
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        if let Some(info) = proc_info(pid) {
+            out.push(info);
+            todo.extend(children_of(pid));
+        }
+        if out.len() > 65_536 {
+            break; // a fork bomb is not walked forever
+        }
+    }
+    out
+}
+
 /// Makes this process the subreaper of its descendants, so that orphaned
 /// grandchildren are reparented here (and can be reaped by
 /// [`reap_group_zombies`]) instead of to PID 1, which in some containers
@@ -157,63 +227,10 @@ pub fn reap_group_zombies(pgid: i32) {
     reap_own_zombies(pgid);
 }
 
-/// Terminates group `pgid`: SIGTERM, then SIGKILL to whatever is still alive
-/// after `grace`. Returns once no live member remains (or, should a process be
-/// stuck in the kernel, after a bounded extra second).
-///
-/// There is no kernel notification for "this process group is now empty", so
-/// this checks it with a backoff (2 ms doubling to 50 ms), only during this
-/// bounded shutdown.
-pub async fn terminate_group(pgid: i32, grace: Duration) {
-    if group_is_empty(pgid) {
-        return;
-    }
-    signal_group(pgid, Signal::SIGTERM);
-    if !wait_group_empty(pgid, grace).await {
-        signal_group(pgid, Signal::SIGKILL);
-        wait_group_empty(pgid, Duration::from_secs(1)).await;
-    }
-}
-
-/// Whether group `pgid` has no live member. A signal 0 to the group is the
-/// cheap check (no such group: empty); only when some member exists is the
-/// process table read, to tell live members from zombies.
-pub fn group_is_empty(pgid: i32) -> bool {
-    if pgid <= 1 {
-        return true;
-    }
-    // The leader still running: not empty, no need to look further.
-    if proc_info(pgid).is_some_and(|p| p.is_live() && p.pgrp == pgid) {
-        return false;
-    }
-    reap_own_zombies(pgid);
-    match killpg(Pid::from_raw(pgid), None) {
-        Err(nix::errno::Errno::ESRCH) => true,
-        _ => live_group_members(pgid).is_empty(),
-    }
-}
-
-/// Waits up to `limit` for group `pgid` to have no live member, checking
-/// after 2 ms, then less and less often (at most every 50 ms).
-pub async fn wait_group_empty(pgid: i32, limit: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut pause = Duration::from_millis(2);
-    loop {
-        if group_is_empty(pgid) {
-            return true;
-        }
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        tokio::time::sleep(pause.min(deadline - now)).await;
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-}
-
 /// Kills group `pgid` with SIGKILL when dropped, unless disarmed: the last
 /// line of defence that no process outlives its monitor, even if the task
-/// driving it is cancelled.
+/// driving it is cancelled. (A cancelled task cannot wait for a grace
+/// period; the group is what can be reached at once.)
 #[derive(Debug)]
 pub struct GroupGuard {
     pgid: Option<i32>,
@@ -259,5 +276,33 @@ mod tests {
         let me = proc_info(std::process::id() as i32).unwrap();
         assert!(me.is_live());
         assert!(me.start_ticks > 0);
+    }
+
+    #[test]
+    fn children_and_subtree_of_a_real_process() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut tree = Vec::new();
+        while std::time::Instant::now() < deadline {
+            tree = subtree(pid);
+            if tree.len() == 3 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        assert_eq!(tree.len(), 3, "sh and its two sleeps: {tree:?}");
+        assert!(children_of(std::process::id() as i32).contains(&pid));
+        signal_group_members(&tree, Signal::SIGKILL);
+        let _ = child.wait();
+    }
+
+    fn signal_group_members(tree: &[ProcInfo], sig: Signal) {
+        for p in tree {
+            let _ = nix::sys::signal::kill(Pid::from_raw(p.pid), sig);
+        }
     }
 }

@@ -1,0 +1,219 @@
+//! Processes under the real daemon: nothing a command started survives its
+//! stop, orphans adopted by the daemon are reaped, output files hold exactly
+//! the bytes written, and a failed monitor says why.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually, Home};
+use serde_json::Value;
+use wakeful_engine::process::{all_processes, children_of, has_env, proc_info, ProcInfo};
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// Live processes whose command line is exactly `words` and that carry
+/// monitor `id`'s marker.
+fn live_with_cmdline(id: &str, words: &[&str]) -> Vec<ProcInfo> {
+    all_processes()
+        .into_iter()
+        .filter(|p| p.is_live() && has_env(p.pid, "WAKEFUL_MONITOR_ID", id))
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|c| {
+                let args: Vec<&[u8]> = c.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+                args == words.iter().map(|w| w.as_bytes()).collect::<Vec<_>>()
+            })
+        })
+        .collect()
+}
+
+fn monitor(home: &Home, session: &str, id: &str) -> Value {
+    home.json(&["--session", session, "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == id)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// Both ways of finding a command's processes: with a cgroup per command
+/// (where the machine lets the daemon make one) and without (process tree,
+/// group and environment marker only).
+fn homes() -> Vec<Home> {
+    let with = Home::new();
+    let without = Home::new();
+    std::fs::write(
+        without.path().join("config.toml"),
+        "[monitors]\ncgroups = false\n",
+    )
+    .unwrap();
+    vec![with, without]
+}
+
+#[test]
+fn a_setsid_descendant_does_not_survive_stop() {
+    for home in homes() {
+        setsid_descendant(&home);
+    }
+}
+
+fn setsid_descendant(home: &Home) {
+    let v = home.json(&["start", "--", "setsid sleep 600 & sleep 601"]);
+    let id = id_of(&v);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            live_with_cmdline(&id, &["sleep", "600"]).len() == 1
+                && live_with_cmdline(&id, &["sleep", "601"]).len() == 1
+        }),
+        "both sleeps run"
+    );
+    let escaped = live_with_cmdline(&id, &["sleep", "600"])[0].clone();
+    let sh = proc_info(escaped.ppid).unwrap();
+    assert_ne!(escaped.pgrp, sh.pgrp, "setsid left the monitor's group");
+    let stopped = home.json(&["stop", &id]);
+    assert_eq!(stopped["stop_reason"]["kind"], "stopped");
+    assert!(stopped.get("survivors").is_none(), "{stopped}");
+    // Gone by the time stop answered: no waiting.
+    assert!(
+        proc_info(escaped.pid).is_none_or(|p| !p.is_live()),
+        "sleep 600 (pid {}) survived the stop",
+        escaped.pid
+    );
+    assert_eq!(common::live_of(&id), 0);
+}
+
+#[test]
+fn orphans_that_end_with_their_command_leave_nothing_behind() {
+    for home in homes() {
+        orphans_end_with_their_command(&home);
+    }
+}
+
+fn orphans_end_with_their_command(home: &Home) {
+    // `echo done` exits at once; the setsid'd sleep is orphaned and must go
+    // with the monitor (the daemon is its subreaper).
+    let v = home.json(&["start", "--", "setsid sleep 600 & echo done"]);
+    let id = id_of(&v);
+    assert!(eventually(Duration::from_secs(10), || monitor(
+        home, "t", &id
+    )["state"]
+        == "ended"));
+    let m = monitor(home, "t", &id);
+    assert_eq!(
+        m["stop_reason"],
+        serde_json::json!({"kind": "exit", "code": 0})
+    );
+    assert_eq!(common::live_of(&id), 0, "no process of {id} is left");
+}
+
+fn zombie_children(pid: i32) -> Vec<i32> {
+    children_of(pid)
+        .into_iter()
+        .filter(|c| proc_info(*c).is_some_and(|p| !p.is_live()))
+        .collect()
+}
+
+fn fd_count(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_hundred_orphaning_monitors_leave_no_zombie_and_no_fd() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let daemon = home.daemon_pid().unwrap();
+    // Warm up (first monitor opens the output directory, the store grows).
+    let warm = id_of(&home.json(&["start", "--", "echo warm"]));
+    assert!(eventually(Duration::from_secs(10), || monitor(
+        &home, "t", &warm
+    )["state"]
+        == "ended"));
+    let fds_before = fd_count(daemon);
+    let mut ids = Vec::new();
+    for batch in 0..25 {
+        let session = format!("z{batch}");
+        for _ in 0..8 {
+            let v = home.json(&[
+                "--session",
+                &session,
+                "start",
+                "--",
+                "setsid sleep 0.5 & echo hi",
+            ]);
+            ids.push((session.clone(), id_of(&v)));
+        }
+        // Each session holds at most 8 active monitors: wait for this batch.
+        assert!(
+            eventually(Duration::from_secs(20), || {
+                home.json(&["--session", &session, "list"])
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|m| m["state"] == "ended")
+            }),
+            "batch {batch} did not end"
+        );
+    }
+    assert_eq!(ids.len(), 200);
+    assert!(
+        eventually(Duration::from_secs(10), || zombie_children(daemon)
+            .is_empty()),
+        "zombie children of the daemon: {:?}",
+        zombie_children(daemon)
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || fd_count(daemon) <= fds_before),
+        "daemon fds: {} before, {} after",
+        fds_before,
+        fd_count(daemon)
+    );
+    for (_, id) in &ids {
+        assert_eq!(common::live_of(id), 0, "{id} left a process");
+    }
+}
+
+#[test]
+fn the_output_file_holds_exactly_the_bytes_written() {
+    let home = Home::new();
+    let v = home.json(&["start", "--", "printf abc"]);
+    let id = id_of(&v);
+    assert!(eventually(Duration::from_secs(10), || monitor(
+        &home, "t", &id
+    )["state"]
+        == "ended"));
+    let path = v["output_path"].as_str().unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), b"abc");
+    let events = home.json_lines(&["events"]);
+    let lines: Vec<&Value> = events.iter().filter(|e| e["kind"] == "lines").collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["text"], "abc");
+    assert_eq!(lines[0]["from_line"], 1);
+}
+
+#[test]
+fn a_failed_monitor_says_why_everywhere() {
+    let home = Home::new();
+    let v = home.json(&["start", "--file", "/nonexistent-wakeful-dir/sub/x.log"]);
+    let id = id_of(&v);
+    assert!(eventually(Duration::from_secs(10), || monitor(
+        &home, "t", &id
+    )["state"]
+        == "ended"));
+    let m = monitor(&home, "t", &id);
+    assert_eq!(m["stop_reason"]["kind"], "failed", "{m}");
+    let error = m["stop_reason"]["error"].as_str().unwrap();
+    assert!(error.contains("/nonexistent-wakeful-dir"), "{error}");
+    let events = home.json_lines(&["events"]);
+    let failed = events.iter().find(|e| e["kind"] == "failed").unwrap();
+    assert_eq!(failed["stop_reason"]["kind"], "failed");
+    assert_eq!(failed["stop_reason"]["error"], failed["error"]);
+    // `get` (through a restarted daemon: the store) says the same.
+    home.ok(&["daemon", "stop"]);
+    let m = monitor(&home, "t", &id);
+    assert_eq!(m["stop_reason"]["kind"], "failed", "{m}");
+}

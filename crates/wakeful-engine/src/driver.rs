@@ -1,0 +1,347 @@
+//! One process driver for every command wakeful runs for a long time:
+//! command monitors and terminals.
+//!
+//! [`ProcessDriver::spawn`] starts `sh -c COMMAND` in a process group of its
+//! own (and a cgroup of its own, where one can be made), with stdin closed
+//! and stdout/stderr piped; [`ProcessDriver::next`] hands out what happens,
+//! in order: chunks of either stream as they are read, the end of each
+//! stream, and the end of the process; [`ProcessDriver::stop`] starts the
+//! stop (SIGTERM to everything the command started, grace, SIGKILL);
+//! [`ProcessDriver::finish`] ends what is left and says how the command
+//! ended and which processes, if any, survived.
+//!
+//! When the main process exits while a grandchild still holds the pipes
+//! (`echo done; sleep 600 &`), the pipes are read for a bounded moment
+//! ([`SpawnRequest::drain`]) and then closed: the command has ended.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, ChildStdout};
+use wakeful_core::machine::SourceEnd;
+use wakeful_core::Stream;
+
+use crate::process::cgroup::{self, CgroupRoot};
+use crate::process::{self, GroupGuard, Managed, Target};
+
+/// Read size per pipe read: "whatever is already readable", up to this much.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+/// Read size once a stream has filled a whole [`READ_CHUNK`] read (a flood):
+/// as large as the widened pipe, so one read takes all that is waiting.
+/// Only streams that flooded get this buffer.
+const FLOOD_READ_CHUNK: usize = 1024 * 1024;
+/// A pipe's capacity while a command floods its output: with 1 MiB instead
+/// of Linux's 64 KiB default, the writer and the reader swap places far less
+/// often. The kernel allocates pipe pages only for data actually waiting, so
+/// an idle pipe costs nothing more.
+const PIPE_CAPACITY: i32 = 1024 * 1024;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub(crate) struct SpawnRequest<'a> {
+    /// The text given to `sh -c`.
+    pub command: &'a str,
+    /// The environment: `None` inherits this process's; `Some` replaces it.
+    pub base_env: Option<&'a BTreeMap<String, String>>,
+    /// Variables added on top.
+    pub extra_env: &'a BTreeMap<String, String>,
+    /// The working directory (`None`: this process's).
+    pub cwd: Option<PathBuf>,
+    /// The monitor or terminal id: the [`process::target::MARKER`] value,
+    /// and the name of its cgroup.
+    pub id: &'a str,
+    /// The session (`WAKEFUL_SESSION` in the command's environment).
+    pub session: &'a str,
+    /// Make `sh` die (SIGKILL) when its parent dies.
+    pub die_with_parent: bool,
+    /// Where to make the command's cgroup, if anywhere.
+    pub cgroups: Option<&'a CgroupRoot>,
+    /// Widen the stdout pipe for floods.
+    pub wide_stdout: bool,
+    /// SIGTERM → SIGKILL.
+    pub grace: Duration,
+    /// How long to keep reading after the main process exited.
+    pub drain: Duration,
+}
+
+/// What [`ProcessDriver::next`] hands out.
+#[derive(Debug)]
+pub(crate) enum ProcEvent<'a> {
+    /// Bytes read from a stream.
+    Data(Stream, &'a [u8]),
+    /// A stream ended (end of file, or closed after the drain).
+    Eof(Stream),
+    /// The main process exited; its pipes are drained for a moment.
+    Exited,
+}
+
+/// How a command ended.
+#[derive(Debug)]
+pub(crate) struct ProcEnd {
+    /// Its exit, as the state machines see it.
+    pub end: SourceEnd,
+    /// Processes still alive after SIGKILL (normally none).
+    pub survivors: Vec<i32>,
+}
+
+struct Pipe<R> {
+    reader: Option<R>,
+    buf: Vec<u8>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> Pipe<R> {
+    fn new(reader: Option<R>) -> Self {
+        Pipe {
+            reader,
+            buf: vec![0u8; READ_CHUNK],
+        }
+    }
+
+    /// Reads what is readable; `None` at end of stream (or on error).
+    async fn read(&mut self) -> Option<usize> {
+        let r = self.reader.as_mut()?;
+        match r.read(&mut self.buf).await {
+            Ok(0) | Err(_) => {
+                self.reader = None;
+                None
+            }
+            Ok(n) => Some(n),
+        }
+    }
+
+    /// After a read of `n` bytes: a read that filled the buffer means a
+    /// flood; take the next ones in larger pieces.
+    fn grow_on_flood(&mut self, n: usize) {
+        if n == self.buf.len() && self.buf.len() < FLOOD_READ_CHUNK {
+            self.buf = vec![0u8; FLOOD_READ_CHUNK];
+        }
+    }
+}
+
+/// A running command; see the module docs.
+pub(crate) struct ProcessDriver {
+    child: Child,
+    managed: Option<Managed>,
+    target: std::sync::Arc<Target>,
+    guard: GroupGuard,
+    out: Pipe<ChildStdout>,
+    err: Pipe<ChildStderr>,
+    /// Grow the buffer of this stream after the last read handed out.
+    grow: Option<(Stream, usize)>,
+    exit: Option<ExitStatus>,
+    drain: Duration,
+    drain_until: Option<tokio::time::Instant>,
+    grace: Duration,
+    stopping: Option<tokio::task::JoinHandle<Vec<i32>>>,
+}
+
+impl ProcessDriver {
+    /// Starts the command; see the module docs.
+    pub(crate) fn spawn(req: SpawnRequest<'_>) -> std::io::Result<Self> {
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(req.command);
+        if let Some(env) = req.base_env {
+            cmd.env_clear();
+            cmd.envs(env);
+        }
+        cmd.envs(req.extra_env);
+        cmd.env(process::target::MARKER, req.id);
+        cmd.env("WAKEFUL_SESSION", req.session);
+        if let Some(cwd) = &req.cwd {
+            cmd.current_dir(cwd);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let cgroup = req.cgroups.and_then(|root| match root.create(req.id) {
+            Ok(cg) => Some(cg),
+            Err(e) => {
+                tracing::debug!("no cgroup for {}: {e}", req.id);
+                None
+            }
+        });
+        let procs_fd = cgroup.as_ref().and_then(|c| c.procs_fd());
+        let die_with_parent = req.die_with_parent;
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes async-signal-safe system calls (write, prctl); it
+        // allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(fd) = procs_fd {
+                    cgroup::enter(fd);
+                }
+                if die_with_parent
+                    && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut cmd = tokio::process::Command::from(cmd);
+        let (mut child, managed) = process::spawn(&mut cmd)?;
+        let pid = managed.pid();
+        let leader_start = process::proc_info(pid).map_or(0, |p| p.start_ticks);
+        let out = child.stdout.take();
+        if req.wide_stdout {
+            if let Some(o) = &out {
+                widen_pipe(o);
+            }
+        }
+        let err = child.stderr.take();
+        Ok(ProcessDriver {
+            child,
+            managed: Some(managed),
+            target: std::sync::Arc::new(Target {
+                leader: pid,
+                leader_start,
+                marker: req.id.to_string(),
+                cgroup,
+            }),
+            guard: GroupGuard::new(pid),
+            out: Pipe::new(out),
+            err: Pipe::new(err),
+            grow: None,
+            exit: None,
+            drain: req.drain,
+            drain_until: None,
+            grace: req.grace,
+            stopping: None,
+        })
+    }
+
+    /// The `sh` process's id (also its process group's).
+    pub(crate) fn pid(&self) -> i32 {
+        self.target.leader
+    }
+
+    /// Its start time, in clock ticks after boot.
+    pub(crate) fn start_ticks(&self) -> u64 {
+        self.target.leader_start
+    }
+
+    /// The next thing that happened; `None` once the process exited and
+    /// both streams ended. Cancel-safe: dropping the future loses nothing.
+    pub(crate) async fn next(&mut self) -> Option<ProcEvent<'_>> {
+        if let Some((stream, n)) = self.grow.take() {
+            match stream {
+                Stream::Stdout => self.out.grow_on_flood(n),
+                Stream::Stderr => self.err.grow_on_flood(n),
+            }
+        }
+        loop {
+            if self.exit.is_some() && self.out.reader.is_none() && self.err.reader.is_none() {
+                return None;
+            }
+            let draining = self.drain_until;
+            tokio::select! {
+                r = self.out.read(), if self.out.reader.is_some() => {
+                    return Some(match r {
+                        Some(n) => {
+                            self.grow = Some((Stream::Stdout, n));
+                            ProcEvent::Data(Stream::Stdout, &self.out.buf[..n])
+                        }
+                        None => ProcEvent::Eof(Stream::Stdout),
+                    });
+                }
+                r = self.err.read(), if self.err.reader.is_some() => {
+                    return Some(match r {
+                        Some(n) => {
+                            self.grow = Some((Stream::Stderr, n));
+                            ProcEvent::Data(Stream::Stderr, &self.err.buf[..n])
+                        }
+                        None => ProcEvent::Eof(Stream::Stderr),
+                    });
+                }
+                status = self.child.wait(), if self.exit.is_none() => {
+                    self.exit = Some(status.unwrap_or_else(|_| ExitStatus::from_raw(0)));
+                    self.drain_until = Some(tokio::time::Instant::now() + self.drain);
+                    return Some(ProcEvent::Exited);
+                }
+                _ = sleep_until(draining), if draining.is_some() => {
+                    // A grandchild still holds a pipe: the command is over.
+                    if self.out.reader.take().is_some() {
+                        return Some(ProcEvent::Eof(Stream::Stdout));
+                    }
+                    if self.err.reader.take().is_some() {
+                        return Some(ProcEvent::Eof(Stream::Stderr));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts stopping the command (idempotent); [`ProcessDriver::next`]
+    /// goes on handing out what it still prints.
+    pub(crate) fn stop(&mut self) {
+        if self.stopping.is_none() {
+            let target = self.target.clone();
+            let grace = self.grace;
+            self.stopping = Some(tokio::spawn(async move { target.terminate(grace).await }));
+        }
+    }
+
+    /// Whether a stop was started.
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.is_some()
+    }
+
+    /// Ends whatever is left of the command (after a stop, or when its main
+    /// process exited and the pipes were drained) and says how it ended.
+    pub(crate) async fn finish(mut self) -> ProcEnd {
+        // Our pipe ends first: a grandchild blocked on a full pipe must not
+        // keep the command alive.
+        self.out.reader = None;
+        self.err.reader = None;
+        if let Some(t) = self.stopping.take() {
+            let _ = t.await;
+        }
+        // Whatever is left (a `sleep 600 &` holding no pipe, a child ignoring
+        // SIGTERM, an orphan in a session of its own) goes now. Returns at
+        // once when nothing is.
+        let survivors = self.target.terminate(self.grace).await;
+        if self.exit.is_none() {
+            // Stopped before it exited by itself: collect its status.
+            self.exit = self.child.wait().await.ok();
+        }
+        self.guard.disarm();
+        drop(self.managed.take());
+        let end = match self.exit {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(code), _) => SourceEnd::Exited(code),
+                (None, Some(sig)) => SourceEnd::Signaled(sig),
+                (None, None) => SourceEnd::Exited(0),
+            },
+            None => SourceEnd::Exited(0),
+        };
+        if !survivors.is_empty() {
+            tracing::warn!(
+                "{}: {} process(es) survived SIGKILL: {survivors:?}",
+                self.target.marker,
+                survivors.len()
+            );
+        }
+        ProcEnd { end, survivors }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Widens a pipe to [`PIPE_CAPACITY`]; when the system refuses (a lower
+/// `/proc/sys/fs/pipe-max-size`), the default capacity stays.
+fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    let _ = nix::fcntl::fcntl(
+        pipe.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
+    );
+}
