@@ -348,6 +348,10 @@ pub struct DaemonArgs {
     /// Run in this process instead of in the background.
     #[arg(long)]
     pub foreground: bool,
+    /// (Internal) the descriptor on which a client that started this
+    /// daemon waits for its readiness line.
+    #[arg(long, hide = true, value_name = "FD", requires = "foreground")]
+    pub ready_fd: Option<i32>,
     #[command(subcommand)]
     pub action: Option<DaemonAction>,
 }

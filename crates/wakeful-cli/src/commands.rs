@@ -431,7 +431,7 @@ async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, F
 
 async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let s: Status = conn.call_as(Request::Status).await?;
+    let s: Status = conn.call_as(Request::Status {}).await?;
     if json {
         print_json(&s)?;
     } else {
@@ -445,6 +445,22 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
         );
         println!("recently ended:   {}", s.monitors_recently_ended);
         println!("last event seq:   {}", s.last_seq);
+        println!(
+            "connections:      {} (limit of open files {})",
+            s.connections, s.max_open_files
+        );
+        if s.accept_errors > 0 || s.connections_refused > 0 {
+            println!(
+                "accept errors:    {}{} — refused {} connection(s) with `busy` (see {})",
+                s.accept_errors,
+                s.last_accept_error
+                    .as_deref()
+                    .map(|e| format!(", last: {e}"))
+                    .unwrap_or_default(),
+                s.connections_refused,
+                paths.daemon_log().display()
+            );
+        }
         if s.journal_failures > 0 {
             println!(
                 "store failures:   {} (retried; see {})",
@@ -472,7 +488,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
                 );
                 return Ok(0);
             };
-            let v: ShutdownResult = conn.call_as(Request::Shutdown).await?;
+            let v: ShutdownResult = conn.call_as(Request::Shutdown {}).await?;
             // The daemon holds its lock until it has stopped every monitor and
             // exited: taking the lock is the notification that it is gone.
             let lock = paths.lock_file();
@@ -499,14 +515,33 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             }
             Ok(0)
         }
-        None if args.foreground => match wakeful_daemon::run(paths).await {
-            Ok(()) => Ok(0),
-            Err(wakeful_daemon::DaemonError::AlreadyRunning(dir)) => {
-                eprintln!("wakeful: a daemon is already running for {dir}");
-                Ok(0)
+        None if args.foreground => {
+            // Started by a client: the log file only (stdio is /dev/null).
+            // Run by a person: the log file and this terminal.
+            let by_client = args.ready_fd.is_some();
+            if let Err(e) = paths
+                .prepare()
+                .map_err(std::io::Error::other)
+                .and_then(|()| wakeful_daemon::log::init(&paths.daemon_log(), !by_client))
+            {
+                eprintln!(
+                    "wakeful: cannot open the daemon log {}: {e}",
+                    paths.daemon_log().display()
+                );
             }
-            Err(e) => Err(Failure::new(exit::FAILURE, e.to_string())),
-        },
+            let ready = args
+                .ready_fd
+                .map(wakeful_daemon::Readiness::from_fd)
+                .unwrap_or_default();
+            match wakeful_daemon::run(paths, ready).await {
+                Ok(()) => Ok(0),
+                Err(wakeful_daemon::DaemonError::AlreadyRunning(socket)) => {
+                    eprintln!("wakeful: a daemon is already running (socket {socket})");
+                    Ok(0)
+                }
+                Err(e) => Err(Failure::new(exit::FAILURE, e.to_string())),
+            }
+        }
         None => status(&paths, json).await,
     }
 }

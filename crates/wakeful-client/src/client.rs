@@ -2,10 +2,10 @@
 //!
 //! [`connect`] tries the socket; when nobody answers it starts
 //! `wakeful daemon --foreground` (this executable, or `WAKEFUL_DAEMON_EXE`)
-//! in a session of its own, with its stderr appended to the daemon log, and
-//! waits for the socket to accept. Two clients racing both start a daemon;
-//! the daemon's lock lets exactly one of them run, and both clients connect
-//! to it.
+//! fully detached and waits for its readiness line. Two clients racing both
+//! start a daemon; the daemon's locks let exactly one of them run, the other
+//! waits until the first accepts connections and says so, and both clients
+//! connect to it.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -16,7 +16,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
-use wakeful_protocol::{Envelope, ErrorKind, Paths, PathsError, Reply, Request, PROTOCOL_VERSION};
+use wakeful_protocol::{
+    DaemonInfo, Envelope, ErrorKind, Paths, PathsError, Reply, Request, PROTOCOL_VERSION,
+};
 
 /// How long a client waits for a daemon it started to accept connections.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,9 +118,22 @@ impl Connection {
     }
 }
 
-/// Connects to a running daemon, without starting one.
+/// Connects to a running daemon, without starting one: at this client's
+/// socket, else at the socket the daemon of this state directory recorded
+/// (a client may see another runtime directory than the daemon's starter).
 pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
-    let stream = UnixStream::connect(paths.socket()).await?;
+    let first = match connect_at(&paths.socket()).await {
+        Ok(c) => return Ok(c),
+        Err(e) => e,
+    };
+    match recorded_socket(paths) {
+        Some(socket) if socket != paths.socket() => connect_at(&socket).await,
+        _ => Err(first),
+    }
+}
+
+async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
+    let stream = UnixStream::connect(socket).await?;
     let (r, w) = stream.into_split();
     Ok(Connection {
         reader: BufReader::new(r).lines(),
@@ -126,62 +141,125 @@ pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
     })
 }
 
+/// The socket recorded by the daemon of this state directory, if any.
+fn recorded_socket(paths: &Paths) -> Option<PathBuf> {
+    let bytes = std::fs::read(paths.daemon_info()).ok()?;
+    serde_json::from_slice::<DaemonInfo>(&bytes)
+        .ok()
+        .map(|i| i.socket)
+}
+
 /// Connects to the daemon, starting it when it is not running.
+///
+/// The daemon is started fully detached: `wakeful daemon --foreground
+/// --ready-fd N` is forked twice (so it is not this process's child, nor in
+/// its process tree), in a session and process group of its own, with
+/// stdin, stdout and stderr on `/dev/null` (it logs to its log file), in
+/// `/`. It tells on a pipe when it accepts connections (or why it could
+/// not start, or that another daemon already serves this state directory),
+/// so the client waits for that one line instead of polling the socket.
 pub async fn connect(paths: &Paths) -> Result<Connection, ClientError> {
     if let Ok(c) = connect_existing(paths).await {
         return Ok(c);
     }
     paths.prepare()?;
-    let mut child = spawn_daemon(paths)?;
-    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-    let mut pause = Duration::from_millis(2);
-    loop {
-        match connect_existing(paths).await {
-            Ok(c) => return Ok(c),
-            Err(e) => {
-                // A daemon that failed on its own (bad config) says why in
-                // its log; one that lost the lock race exits 0 while the
-                // winner comes up, so keep trying until the deadline.
-                let failed = matches!(child.try_wait(), Ok(Some(s)) if !s.success());
-                if failed || tokio::time::Instant::now() >= deadline {
-                    return Err(ClientError::NotStarted {
-                        detail: log_tail(paths).unwrap_or_else(|| e.to_string()),
-                        log: paths.daemon_log(),
-                    });
-                }
-            }
+    let ready = spawn_daemon()?;
+    let line = tokio::time::timeout(
+        START_TIMEOUT,
+        tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(ready), &mut line)
+                .map(|_| line)
+        }),
+    )
+    .await;
+    let line = match line {
+        Ok(Ok(Ok(line))) => line,
+        Ok(Ok(Err(e))) => return Err(not_started(paths, e.to_string())),
+        Ok(Err(e)) => return Err(not_started(paths, e.to_string())),
+        Err(_) => return Err(not_started(paths, "no answer".into())),
+    };
+    let line = line.trim_end();
+    let socket = match line.split_once(' ') {
+        Some(("ready" | "running", socket)) => PathBuf::from(socket),
+        Some(("error", message)) => return Err(not_started(paths, message.to_string())),
+        _ => {
+            return Err(not_started(
+                paths,
+                "it exited without saying why".to_string(),
+            ))
         }
-        // Bounded backoff while the daemon binds its socket.
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(50));
+    };
+    connect_at(&socket)
+        .await
+        .map_err(|e| not_started(paths, format!("its socket {}: {e}", socket.display())))
+}
+
+fn not_started(paths: &Paths, detail: String) -> ClientError {
+    let detail = match log_tail(paths) {
+        Some(tail) if detail.contains("without saying") || detail == "no answer" => {
+            format!("{detail}; its log ends: {tail}")
+        }
+        _ => detail,
+    };
+    ClientError::NotStarted {
+        detail,
+        log: paths.daemon_log(),
     }
 }
 
-fn spawn_daemon(paths: &Paths) -> Result<std::process::Child, ClientError> {
+/// Starts the daemon detached (see [`connect`]); returns the read end of
+/// its readiness pipe.
+fn spawn_daemon() -> Result<std::fs::File, ClientError> {
+    use std::os::fd::{AsRawFd, OwnedFd};
     let exe = match std::env::var_os("WAKEFUL_DAEMON_EXE") {
         Some(p) => PathBuf::from(p),
         None => std::env::current_exe()?,
     };
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(paths.daemon_log())?;
+    let (read, write): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+    let write_fd = write.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("daemon")
         .arg("--foreground")
+        .arg("--ready-fd")
+        .arg(write_fd.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(log)
+        .stderr(Stdio::null())
         .current_dir("/");
-    // SAFETY: setsid is async-signal-safe; it detaches the daemon from the
-    // client's session and terminal so it outlives the client.
+    // SAFETY: between fork and exec the closure only makes async-signal-safe
+    // system calls (setsid, fork, _exit, fcntl, signal), allocates nothing
+    // and takes no lock.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            // A session (and process group) of its own: no signal of the
+            // starter's terminal, group or session reaches it.
             nix::unistd::setsid().map_err(std::io::Error::from)?;
+            // Fork again and let the middle process exit at once: the daemon
+            // is then nobody's child here, so no tree kill of the starter
+            // (Claude Code tearing down its hooks) reaches it either.
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => {}
+                _ => libc::_exit(0),
+            }
+            // And lead a session and group of its own again (the middle
+            // process led the first one).
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            // The readiness pipe survives the exec.
+            if libc::fcntl(write_fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
             Ok(())
         });
     }
-    Ok(cmd.spawn()?)
+    let mut middle = cmd.spawn()?;
+    // The middle process exits at once; collect it.
+    let _ = middle.wait();
+    drop(write);
+    Ok(std::fs::File::from(read))
 }
 
 fn log_tail(paths: &Paths) -> Option<String> {

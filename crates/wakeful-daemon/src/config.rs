@@ -49,12 +49,16 @@ impl Default for WakeOptions {
 pub struct Limits {
     /// Most active monitors per session (default 8).
     pub max_active_per_session: usize,
+    /// Most connections one client process may hold open at once (default
+    /// 64); the next one is refused with a `busy` error.
+    pub max_connections_per_process: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_active_per_session: 8,
+            max_connections_per_process: 64,
         }
     }
 }

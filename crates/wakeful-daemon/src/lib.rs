@@ -5,12 +5,15 @@
 //! protocol of [`wakeful_protocol::protocol`].
 //!
 //! - [`run`]: take the lock, recover after a crash ([`recovery`]), re-arm
-//!   persistent monitors, serve until asked to stop.
+//!   persistent monitors, report readiness ([`Readiness`]), serve until
+//!   asked to stop.
+//! - [`log`]: the daemon's log file.
 //! - [`config`]: the `config.toml` file.
 //! - [`server`]: one task per connection, answering requests.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 
 pub mod config;
+pub mod log;
 pub mod recovery;
 pub mod server;
 pub mod wake;
@@ -34,8 +37,9 @@ use config::Config;
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    /// Another daemon holds the lock (not a failure for a racing start).
-    #[error("a wakeful daemon is already running for {0}")]
+    /// Another daemon holds the lock (not a failure for a racing start);
+    /// its socket.
+    #[error("a wakeful daemon is already running (socket {0})")]
     AlreadyRunning(String),
     /// The state directories.
     #[error(transparent)]
@@ -64,25 +68,138 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
     move |source| DaemonError::Io { what, source }
 }
 
+/// Where the daemon reports how its start went, when a client started it:
+/// one line on an inherited pipe — `ready SOCKET`, `running SOCKET` (another
+/// daemon already serves this state directory) or `error MESSAGE`.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    pipe: Option<File>,
+}
+
+impl Readiness {
+    /// Reports on the pipe whose write end is descriptor `fd` (inherited
+    /// from the client that started this process).
+    pub fn from_fd(fd: i32) -> Self {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the client passed us this descriptor for this purpose, and
+        // nothing else in this process uses it.
+        let pipe = (fd > 2).then(|| unsafe { File::from_raw_fd(fd) });
+        Readiness { pipe }
+    }
+
+    fn say(&mut self, line: &str) {
+        if let Some(mut pipe) = self.pipe.take() {
+            use std::io::Write;
+            let one_line = line.replace('\n', " ");
+            let _ = writeln!(pipe, "{one_line}");
+        }
+    }
+}
+
 /// Runs the daemon until it is asked to stop (SIGTERM, SIGINT or a
-/// `shutdown` request).
-pub async fn run(paths: Paths) -> Result<(), DaemonError> {
-    // Everything the daemon creates (database, WAL, output files) is private.
-    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    paths.prepare()?;
-    let lock_path = paths.lock_file();
-    let lock_file = File::options()
+/// `shutdown` request), telling `ready` how its start went.
+pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> {
+    let started = start(&paths).await;
+    let (daemon, lock) = match started {
+        Ok(d) => d,
+        Err(DaemonError::AlreadyRunning(socket)) => {
+            ready.say(&format!("running {socket}"));
+            return Err(DaemonError::AlreadyRunning(socket));
+        }
+        Err(e) => {
+            tracing::error!("cannot start: {e}");
+            ready.say(&format!("error {e}"));
+            return Err(e);
+        }
+    };
+    ready.say(&format!("ready {}", daemon.socket.display()));
+    tracing::info!(
+        "wakeful daemon {} (pid {}) listening on {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        daemon.socket.display()
+    );
+    // Clients waiting for us to be ready may go on.
+    drop(lock.start);
+    let Daemon {
+        listener,
+        state,
+        registry,
+        socket,
+    } = daemon;
+    let served = server::serve(listener, state).await;
+
+    // Persistent monitors are suspended (re-armed by the next daemon); the
+    // others end with `daemon_stopped`.
+    registry.suspend_where(|i| i.persistent).await;
+    registry.shutdown(MonitorStopReason::DaemonStopped).await;
+    registry.terminals().kill_all().await;
+    registry.sync().await;
+    let _ = std::fs::remove_file(&socket);
+    let _ = std::fs::remove_file(paths.daemon_info());
+    served.map_err(io("accepting connections"))?;
+    tracing::info!("wakeful daemon (pid {}) stopped", std::process::id());
+    drop(lock.daemon);
+    Ok(())
+}
+
+/// The locks a daemon holds: `daemon.lock` for its whole life,
+/// `daemon.start.lock` until it accepts connections.
+struct Locks {
+    daemon: Flock<File>,
+    start: Flock<File>,
+}
+
+struct Daemon {
+    listener: UnixListener,
+    state: Arc<server::State>,
+    registry: MonitorRegistry,
+    socket: std::path::PathBuf,
+}
+
+fn lock_file(path: &std::path::Path) -> Result<File, DaemonError> {
+    File::options()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&lock_path)
-        .map_err(io(format!("cannot open lock {}", lock_path.display())))?;
-    let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        .open(path)
+        .map_err(io(format!("cannot open lock {}", path.display())))
+}
+
+/// Takes the locks, recovers after a crash, re-arms persistent monitors,
+/// binds the socket.
+async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
+    // Everything the daemon creates (database, WAL, output files) is private.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    paths.prepare()?;
+    raise_open_file_limit();
+    // One start at a time: a daemon that waits here finds, once it gets the
+    // start lock, either no daemon (and becomes it) or one that is ready.
+    let start_lock = lock_file(&paths.start_lock_file())?;
+    let start = tokio::task::spawn_blocking(move || {
+        Flock::lock(start_lock, FlockArg::LockExclusive).map_err(|(_, e)| e)
+    })
+    .await
+    .map_err(|e| DaemonError::Io {
+        what: "waiting for the start lock".into(),
+        source: std::io::Error::other(e),
+    })?
+    .map_err(|e| DaemonError::Io {
+        what: format!("cannot lock {}", paths.start_lock_file().display()),
+        source: e.into(),
+    })?;
+    let daemon = match Flock::lock(
+        lock_file(&paths.lock_file())?,
+        FlockArg::LockExclusiveNonblock,
+    ) {
         Ok(l) => l,
         Err(_) => {
-            return Err(DaemonError::AlreadyRunning(
-                paths.runtime_dir.display().to_string(),
-            ))
+            let socket = std::fs::read(paths.daemon_info())
+                .ok()
+                .and_then(|b| serde_json::from_slice::<wakeful_protocol::DaemonInfo>(&b).ok())
+                .map(|i| i.socket)
+                .unwrap_or_else(|| paths.socket());
+            return Err(DaemonError::AlreadyRunning(socket.display().to_string()));
         }
     };
     let config = Config::load(&paths.config_file)?;
@@ -107,7 +224,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             root.base().display()
         ),
         None => tracing::info!(
-            "no cgroup v2 delegated to us: commands are tracked by process tree and marker"
+            "no cgroup for commands: they are tracked by process tree, group and marker"
         ),
     }
 
@@ -163,12 +280,19 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         .map_err(io(format!("cannot listen on {}", socket.display())))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io(format!("cannot secure {}", socket.display())))?;
-    eprintln!(
-        "wakeful daemon {} (pid {}) listening on {}",
-        env!("CARGO_PKG_VERSION"),
-        std::process::id(),
-        socket.display()
-    );
+    let info = wakeful_protocol::DaemonInfo {
+        pid: std::process::id(),
+        socket: socket.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let info = serde_json::to_vec(&info).map_err(|e| DaemonError::Io {
+        what: "encoding daemon.json".into(),
+        source: std::io::Error::other(e),
+    })?;
+    std::fs::write(paths.daemon_info(), info).map_err(io(format!(
+        "cannot write {}",
+        paths.daemon_info().display()
+    )))?;
 
     let wakes = wake::Wakes::new(
         registry.clone(),
@@ -189,19 +313,34 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         reader,
         paths.clone(),
         wakes,
+        server::Limits {
+            max_connections_per_process: config.limits.max_connections_per_process,
+        },
     ));
-    let served = server::serve(listener, state.clone()).await;
+    Ok((
+        Daemon {
+            listener,
+            state,
+            registry,
+            socket,
+        },
+        Locks { daemon, start },
+    ))
+}
 
-    // Persistent monitors are suspended (re-armed by the next daemon); the
-    // others end with `daemon_stopped`.
-    registry.suspend_where(|i| i.persistent).await;
-    registry.shutdown(MonitorStopReason::DaemonStopped).await;
-    registry.terminals().kill_all().await;
-    registry.sync().await;
-    let _ = std::fs::remove_file(&socket);
-    served.map_err(io("accepting connections"))?;
-    eprintln!("wakeful daemon (pid {}) stopped", std::process::id());
-    Ok(())
+/// Raises this process's soft limit of open files to its hard limit: every
+/// client connection and every command's pipes take descriptors.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!("cannot raise the open-file limit from {soft} to {hard}: {e}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cannot read the open-file limit: {e}"),
+    }
 }
 
 /// Kills leftovers of monitors the store lists as running, ends the

@@ -17,8 +17,8 @@ use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 use wakeful_engine::{MonitorRegistry, StartError, StartOptions};
 use wakeful_protocol::{
-    Acked, Envelope, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult,
-    StartResult, Status, StreamEnd, WakeClearResult,
+    Acked, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult,
+    Status, StreamEnd, WakeClearResult,
 };
 use wakeful_protocol::{Paths, PROTOCOL_VERSION};
 use wakeful_store::StoreReader;
@@ -35,6 +35,8 @@ pub struct State {
     shutdown: watch::Sender<bool>,
     consumers: std::sync::Mutex<HashMap<(String, String), Arc<ConsumerSlot>>>,
     followers: std::sync::atomic::AtomicUsize,
+    health: Health,
+    limits: Limits,
 }
 
 /// Counts a streaming connection while it lives.
@@ -133,6 +135,7 @@ impl State {
         reader: StoreReader,
         paths: Paths,
         wakes: crate::wake::Wakes,
+        limits: Limits,
     ) -> Self {
         State {
             wakes,
@@ -142,31 +145,183 @@ impl State {
             shutdown: watch::channel(false).0,
             consumers: std::sync::Mutex::new(HashMap::new()),
             followers: std::sync::atomic::AtomicUsize::new(0),
+            health: Health::default(),
+            limits,
         }
     }
 }
 
-/// Accepts connections until a `shutdown` request, SIGTERM or SIGINT.
+/// How client connections are limited.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most connections one client process may hold open at once.
+    pub max_connections_per_process: usize,
+}
+
+/// How the socket fares: connections open, refused, accept failures.
+#[derive(Default)]
+struct Health {
+    connections: std::sync::atomic::AtomicUsize,
+    per_process: std::sync::Mutex<HashMap<u32, usize>>,
+    refused: std::sync::atomic::AtomicU64,
+    accept_errors: std::sync::atomic::AtomicU64,
+    last_accept_error: std::sync::Mutex<Option<(String, std::time::Instant)>>,
+    /// Notified whenever a connection closes (a descriptor came free).
+    closed: tokio::sync::Notify,
+}
+
+/// One open connection, counted while it lives.
+struct Counted<'a> {
+    health: &'a Health,
+    pid: Option<u32>,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.health.connections.fetch_sub(1, SeqCst);
+        if let Some(pid) = self.pid {
+            let mut map = self
+                .health
+                .per_process
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = map.get_mut(&pid) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&pid);
+                }
+            }
+        }
+        self.health.closed.notify_waiters();
+    }
+}
+
+impl Health {
+    /// Counts a new connection of process `pid`; `Err` with the count when
+    /// that process already holds `max`.
+    fn admit(&self, pid: Option<u32>, max: usize) -> Result<Counted<'_>, usize> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if let Some(pid) = pid {
+            let mut map = self.per_process.lock().unwrap_or_else(|p| p.into_inner());
+            let n = map.entry(pid).or_insert(0);
+            if *n >= max {
+                return Err(*n);
+            }
+            *n += 1;
+        }
+        self.connections.fetch_add(1, SeqCst);
+        Ok(Counted { health: self, pid })
+    }
+
+    fn accept_failed(&self, e: &std::io::Error) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.accept_errors.fetch_add(1, SeqCst) + 1;
+        let now = std::time::Instant::now();
+        let mut last = self
+            .last_accept_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        // Logged at most every 5 s: a daemon out of descriptors must not
+        // also fill its disk.
+        let quiet = last
+            .as_ref()
+            .is_some_and(|(_, at)| now.duration_since(*at) < Duration::from_secs(5));
+        let text = format!(
+            "{} ({})",
+            e,
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        );
+        if !quiet {
+            tracing::warn!(
+                "accepting a connection failed ({n} time(s) so far): {e}; backing off (existing monitors go on)"
+            );
+            *last = Some((text, now));
+        } else if let Some((t, _)) = last.as_mut() {
+            *t = text;
+        }
+    }
+}
+
+/// Whether an accept error means "no descriptor left" (wait for one to
+/// come free) rather than a problem of one connection.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM)
+    )
+}
+
+/// A descriptor kept in reserve: freed to accept (and refuse) one waiting
+/// client when the daemon has no descriptor left.
+fn reserve_descriptor() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
+}
+
+/// Accepts connections until a `shutdown` request, SIGTERM or SIGINT. An
+/// accept error never ends the daemon: out of descriptors, it answers the
+/// waiting client `busy` (with a descriptor kept in reserve) and waits for
+/// a connection to close (or at most a second) before accepting again.
 pub async fn serve(listener: UnixListener, state: Arc<State>) -> std::io::Result<()> {
     let mut stop = state.shutdown.subscribe();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut reserve = reserve_descriptor();
+    let mut pause = Duration::from_millis(10);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = accepted?;
-                let state = state.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = connection(stream, state).await {
-                        tracing::debug!("connection ended: {e}");
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    pause = Duration::from_millis(10);
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = connection(stream, state).await {
+                            tracing::debug!("connection ended: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    state.health.accept_failed(&e);
+                    if out_of_descriptors(&e) {
+                        let closed = state.health.closed.notified();
+                        tokio::pin!(closed);
+                        closed.as_mut().enable();
+                        // Tell one waiting client why instead of leaving it hanging.
+                        drop(reserve.take());
+                        let waiting = tokio::time::timeout(Duration::from_millis(1), listener.accept()).await;
+                        if let Ok(Ok((stream, _))) = waiting {
+                            state.health.refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            tokio::spawn(refuse(stream, "the wakeful daemon has no file descriptor left for another connection (see `wakeful status` and its log); close some clients or raise its limit of open files, then try again".into()));
+                        }
+                        reserve = reserve_descriptor();
+                        tokio::select! {
+                            _ = closed => {}
+                            _ = tokio::time::sleep(pause) => {}
+                        }
+                        pause = (pause * 2).min(Duration::from_secs(1));
                     }
-                });
-            }
+                }
+            },
             _ = stop.wait_for(|s| *s) => return Ok(()),
             _ = term.recv() => return Ok(()),
             _ = int.recv() => return Ok(()),
         }
     }
+}
+
+/// Answers a connection `busy` and closes it.
+async fn refuse(stream: UnixStream, message: String) {
+    let (r, mut w) = stream.into_split();
+    let mut line = serde_json::to_vec(&Reply::Error {
+        kind: ErrorKind::Busy,
+        message,
+    })
+    .unwrap_or_default();
+    line.push(b'\n');
+    // Let the client finish its request so it reads the answer, not a reset.
+    let mut lines = BufReader::new(r).lines();
+    let _ = tokio::time::timeout(Duration::from_millis(200), lines.next_line()).await;
+    let _ = w.write_all(&line).await;
 }
 
 struct Conn {
@@ -199,23 +354,69 @@ impl Conn {
     }
 
     /// The next request; `None` at end of stream.
-    async fn request(&mut self) -> std::io::Result<Option<Result<Request, String>>> {
+    async fn request(&mut self) -> std::io::Result<Option<Result<Request, (ErrorKind, String)>>> {
         let Some(line) = self.lines.next_line().await? else {
             return Ok(None);
         };
-        Ok(Some(match serde_json::from_str::<Envelope>(&line) {
-            Ok(e) if e.v == PROTOCOL_VERSION => Ok(e.request),
-            Ok(e) => Err(format!(
-                "protocol version {} is not supported (this daemon speaks {PROTOCOL_VERSION}); stop the daemon (`wakeful daemon stop`) so the new version starts",
-                e.v
-            )),
-            Err(e) => Err(format!("invalid request: {e}")),
-        }))
+        Ok(Some(parse_request(&line)))
     }
+}
+
+/// One request line: `version` when it speaks another protocol version,
+/// `invalid` for anything else wrong with it (not JSON, no `v`, unknown
+/// `op`, unknown or wrongly typed field).
+fn parse_request(line: &str) -> Result<Request, (ErrorKind, String)> {
+    let invalid = |m: String| (ErrorKind::Invalid, m);
+    let mut v: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| invalid(format!("invalid request: not a JSON object: {e}")))?;
+    let Some(obj) = v.as_object_mut() else {
+        return Err(invalid("invalid request: not a JSON object".into()));
+    };
+    match obj.remove("v") {
+        None => {
+            return Err(invalid(format!(
+                "invalid request: no protocol version `v` (this daemon speaks {PROTOCOL_VERSION})"
+            )))
+        }
+        Some(version) if version.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
+        Some(version) => {
+            return Err((
+                ErrorKind::Version,
+                format!(
+                    "protocol version {version} is not supported (this daemon speaks {PROTOCOL_VERSION}); stop the daemon (`wakeful daemon stop`) so that the new version starts"
+                ),
+            ))
+        }
+    }
+    serde_json::from_value::<Request>(v).map_err(|e| invalid(format!("invalid request: {e}")))
 }
 
 async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()> {
     let peer = stream.peer_cred()?;
+    let pid = peer.pid().and_then(|p| u32::try_from(p).ok());
+    let max = state.limits.max_connections_per_process;
+    let _counted = match state.health.admit(pid, max) {
+        Ok(c) => c,
+        Err(n) => {
+            state
+                .health
+                .refused
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tracing::warn!(
+                "refused a connection of process {}: it holds {n} already (the limit)",
+                pid.unwrap_or(0)
+            );
+            refuse(
+                stream,
+                format!(
+                    "process {} already holds {n} connections to the wakeful daemon (the limit, `[limits] max_connections_per_process` in config.toml); close some first",
+                    pid.unwrap_or(0)
+                ),
+            )
+            .await;
+            return Ok(());
+        }
+    };
     let (r, w) = stream.into_split();
     let mut conn = Conn {
         lines: BufReader::new(r).lines(),
@@ -228,7 +429,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
         // broken pipe; the request itself is never looked at.
         let _ = tokio::time::timeout(Duration::from_secs(1), conn.lines.next_line()).await;
         conn.error(
-            ErrorKind::Internal,
+            ErrorKind::Denied,
             format!(
                 "connection refused: uid {} is not the daemon's owner",
                 peer.uid()
@@ -239,8 +440,14 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
     }
     while let Some(req) = conn.request().await? {
         match req {
-            Ok(req) => handle(&mut conn, &state, req).await?,
-            Err(msg) => conn.error(ErrorKind::Version, msg).await?,
+            Ok(req) => {
+                tracing::debug!("request {} from process {}", req.op(), pid.unwrap_or(0));
+                handle(&mut conn, &state, req).await?
+            }
+            Err((kind, msg)) => {
+                tracing::debug!("refused a request ({kind:?}): {msg}");
+                conn.error(kind, msg).await?
+            }
         }
     }
     Ok(())
@@ -256,7 +463,7 @@ fn start_error(e: &StartError) -> ErrorKind {
 
 async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result<()> {
     match req {
-        Request::Status => {
+        Request::Status {} => {
             let all = state.registry.list();
             let running: Vec<&MonitorInfo> = all.iter().filter(|i| i.is_active()).collect();
             let mut sessions: Vec<&str> = running.iter().map(|i| i.session.as_str()).collect();
@@ -275,6 +482,29 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 wakes_undelivered: state.wakes.undelivered().len(),
                 followers: state.followers.load(std::sync::atomic::Ordering::SeqCst),
                 journal_failures: state.registry.journal_failures(),
+                connections: state
+                    .health
+                    .connections
+                    .load(std::sync::atomic::Ordering::SeqCst),
+                max_open_files: nix::sys::resource::getrlimit(
+                    nix::sys::resource::Resource::RLIMIT_NOFILE,
+                )
+                .map_or(0, |(soft, _)| soft),
+                accept_errors: state
+                    .health
+                    .accept_errors
+                    .load(std::sync::atomic::Ordering::SeqCst),
+                last_accept_error: state
+                    .health
+                    .last_accept_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map(|(t, _)| t.clone()),
+                connections_refused: state
+                    .health
+                    .refused
+                    .load(std::sync::atomic::Ordering::SeqCst),
             };
             conn.ok(&status).await
         }
@@ -429,7 +659,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             let cleared = state.wakes.clear(&session).await;
             conn.ok(&WakeClearResult { session, cleared }).await
         }
-        Request::Shutdown => {
+        Request::Shutdown {} => {
             conn.ok(&ShutdownResult {
                 pid: std::process::id(),
             })

@@ -127,7 +127,7 @@ async fn follow(
 ) -> Followed {
     let from = match *after {
         Some(seq) => seq,
-        None => match conn.call_as::<Status>(Request::Status).await {
+        None => match conn.call_as::<Status>(Request::Status {}).await {
             Ok(status) => {
                 *after = Some(status.last_seq);
                 status.last_seq

@@ -116,7 +116,7 @@ impl WakefulServer {
     async fn note_start_seq(&self) {
         let status = async {
             let mut conn = connect(&self.inner.paths).await?;
-            conn.call_as::<Status>(Request::Status).await
+            conn.call_as::<Status>(Request::Status {}).await
         }
         .await;
         match status {

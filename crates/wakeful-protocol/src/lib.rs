@@ -22,7 +22,7 @@ pub mod request;
 
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ConsumerInfo, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult,
+    Acked, ConsumerInfo, DaemonInfo, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult,
     ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{Envelope, Request, WakeAdapter};
@@ -67,7 +67,10 @@ mod tests {
             r#"{"v":1,"op":"stop","id":"mon-1"}"#
         );
         let back: Envelope = serde_json::from_str(r#"{"v":1,"op":"status"}"#).unwrap();
-        assert_eq!(back.request, Request::Status);
+        assert_eq!(back.request, Request::Status {});
+        // `op()` names the variant as the wire does.
+        let stop = serde_json::to_value(&e.request).unwrap();
+        assert_eq!(stop["op"], e.request.op());
     }
 
     #[test]

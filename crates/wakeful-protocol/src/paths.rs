@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub struct Paths {
     /// Database, output files, logs.
     pub state_dir: PathBuf,
-    /// Holds the socket and the lock; mode 0700.
+    /// Holds the socket; mode 0700.
     pub runtime_dir: PathBuf,
     /// `config.toml`.
     pub config_file: PathBuf,
@@ -78,9 +78,22 @@ impl Paths {
         self.runtime_dir.join("wakeful.sock")
     }
 
-    /// The lock that makes one daemon per installation.
+    /// The lock that makes one daemon per state directory (so per
+    /// database, whatever runtime directory its clients see).
     pub fn lock_file(&self) -> PathBuf {
-        self.runtime_dir.join("daemon.lock")
+        self.state_dir.join("daemon.lock")
+    }
+
+    /// Held by a daemon while it starts, until it accepts connections: a
+    /// second daemon that waits for it knows the first one is ready.
+    pub fn start_lock_file(&self) -> PathBuf {
+        self.state_dir.join("daemon.start.lock")
+    }
+
+    /// Where the running daemon records its pid and socket, for clients
+    /// that see another runtime directory (a different `XDG_RUNTIME_DIR`).
+    pub fn daemon_info(&self) -> PathBuf {
+        self.state_dir.join("daemon.json")
     }
 
     /// The SQLite database.

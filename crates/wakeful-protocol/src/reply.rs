@@ -57,6 +57,9 @@ pub enum ErrorKind {
     /// The daemon is out of connections for this client (too many open from
     /// one process, or no file descriptor left); retry later (exit 1).
     Busy,
+    /// The connection is not allowed: the daemon belongs to another user
+    /// (exit 1).
+    Denied,
     /// Anything else (exit 1).
     Internal,
 }
@@ -70,7 +73,7 @@ impl ErrorKind {
             ErrorKind::Limit => 4,
             ErrorKind::Timeout => 124,
             ErrorKind::Superseded => 0,
-            ErrorKind::Busy | ErrorKind::Version | ErrorKind::Internal => 1,
+            ErrorKind::Busy | ErrorKind::Denied | ErrorKind::Version | ErrorKind::Internal => 1,
         }
     }
 }
@@ -107,6 +110,23 @@ pub struct Status {
     /// did; nothing dropped). Anything but 0 deserves a look at the log.
     #[serde(default)]
     pub journal_failures: u64,
+    /// Client connections open now.
+    #[serde(default)]
+    pub connections: usize,
+    /// The daemon's limit of open files (its soft `RLIMIT_NOFILE`).
+    #[serde(default)]
+    pub max_open_files: u64,
+    /// Times accepting a connection failed (out of file descriptors, …);
+    /// the daemon backed off and went on.
+    #[serde(default)]
+    pub accept_errors: u64,
+    /// The last accept failure and when (RFC 3339), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_accept_error: Option<String>,
+    /// Connections refused with `busy` (too many from one process, or no
+    /// file descriptor left).
+    #[serde(default)]
+    pub connections_refused: u64,
 }
 
 /// Result of [`Request::Start`] (`start --json`).
@@ -261,4 +281,15 @@ pub struct ConsumerInfo {
     /// Waiters (`wait`, `monitor_wait`, hooks, the Claude Code bridge)
     /// attached to this consumer now.
     pub waiters: usize,
+}
+
+/// What a running daemon records in [`crate::Paths::daemon_info`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// The socket it listens on.
+    pub socket: PathBuf,
+    /// Its version.
+    pub version: String,
 }

@@ -16,10 +16,10 @@ use wakeful_core::MonitorInfo;
 
 /// A request, tagged by `op`, wrapped in an [`Envelope`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
     /// Daemon facts. Reply: `ok` with a [`Status`].
-    Status,
+    Status {},
     /// Start a monitor (or return the one holding its key). Reply: `ok` with
     /// a [`StartResult`].
     Start {
@@ -104,7 +104,7 @@ pub enum Request {
         session: String,
     },
     /// Stop the daemon. Reply: `ok`, then the daemon exits.
-    Shutdown,
+    Shutdown {},
     /// Start a terminal (SPEC §5), and with `until` a monitor attached to
     /// it. Reply: `ok` with a [`RunResult`].
     Run {
@@ -164,6 +164,33 @@ pub enum Request {
         /// The session.
         session: String,
     },
+}
+
+impl Request {
+    /// The `op` on the wire.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::Status {} => "status",
+            Request::Start { .. } => "start",
+            Request::List { .. } => "list",
+            Request::Get { .. } => "get",
+            Request::Stop { .. } => "stop",
+            Request::Events { .. } => "events",
+            Request::Wait { .. } => "wait",
+            Request::Ack { .. } => "ack",
+            Request::Consumers { .. } => "consumers",
+            Request::SessionEnd { .. } => "session_end",
+            Request::Shutdown {} => "shutdown",
+            Request::Run { .. } => "run",
+            Request::TerminalList { .. } => "terminal_list",
+            Request::TerminalGet { .. } => "terminal_get",
+            Request::TerminalKill { .. } => "terminal_kill",
+            Request::TerminalWait { .. } => "terminal_wait",
+            Request::WakeSet { .. } => "wake_set",
+            Request::WakeShow { .. } => "wake_show",
+            Request::WakeClear { .. } => "wake_clear",
+        }
+    }
 }
 
 /// What travels on the wire: a request with the protocol version.
