@@ -379,9 +379,11 @@ pub enum HookCommand {
     },
     /// An `asyncRewake` hook (SessionStart, Stop): waits for the session's
     /// events; with events, prints them on stderr and exits 2 (wakes Claude).
-    /// A newer rewake hook of the session makes it give up (exit 0).
+    /// A newer rewake hook of the session makes it give up (exit 0). Under a
+    /// Claude Code print run (`claude -p`), which waits for this hook, it
+    /// exits 0 at once.
     #[command(
-        after_help = "Reads the hook input (JSON with session_id) on stdin. Exit 0: superseded, timed out, or the daemon went away. Exit 1: an error (never 2).\n\nExample (hooks/hooks.json):\n  {\"type\": \"command\", \"command\": \"exec wakeful hook rewake\", \"asyncRewake\": true, \"timeout\": 86400}"
+        after_help = "Reads the hook input (JSON with session_id) on stdin. Exit 0: superseded, timed out, the daemon went away, or a print run. Exit 1: an error (never 2).\n\nPrint run: the Claude Code process ($CLAUDE_PID, else the nearest ancestor named claude) has -p, --print, --init-only or --sdk-url in its arguments, or its stdout is not a terminal, and no --input-format stream-json. WAKEFUL_CLAUDE_MODE=print or =interactive overrides the detection.\n\nExample (hooks/hooks.json):\n  {\"type\": \"command\", \"command\": \"exec wakeful hook rewake\", \"asyncRewake\": true, \"timeout\": 86400}"
     )]
     Rewake {
         /// Whose cursor to read and move.

@@ -18,6 +18,9 @@
 //!   of the session runs (it holds a shared lock under
 //!   `<state dir>/claude-code/bridges/`), rewake leaves every batch to it
 //!   unacknowledged and exits 0, so events arrive one notification each.
+//!   Under a Claude Code print run (`claude -p`), which waits for asyncRewake
+//!   hooks instead of running them in the background, it exits 0 at once
+//!   ([`crate::claude_mode`]); the Stop hook then delivers.
 //! - `wakeful hook stop`, a Stop hook: at the end of a turn it takes what is
 //!   still unacknowledged without waiting and prints
 //!   `{"decision":"block","reason":…}`, so the turn goes on with the events;
@@ -50,6 +53,7 @@ use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, EventBody};
 use wakeful_protocol::{ErrorKind, Reply, Request};
 
+use crate::claude_mode;
 use crate::cli::HookCommand;
 use crate::{exit, Failure};
 
@@ -710,6 +714,11 @@ async fn rewake(
     timeout_ms: u64,
 ) -> Result<u8, Failure> {
     let input = read_input().await?;
+    if awaited_by_claude_code() {
+        // Waiting would hold back the print run's first request (SessionStart)
+        // or its end (Stop) for as long as no event comes.
+        return Ok(0);
+    }
     let session = session_for(paths, explicit, &input)?;
     // With a bridge running, the session's events reach Claude as monitor
     // notifications, one per event: this hook then only makes older waiters
@@ -731,6 +740,15 @@ async fn rewake(
     .await?;
     // Exit 2 with the events on stderr wakes the model.
     Ok(if taken.is_some() { 2 } else { 0 })
+}
+
+/// Whether the Claude Code process of this hook waits for its asyncRewake
+/// hooks (a print run): `$WAKEFUL_CLAUDE_MODE` when it says, else detected
+/// from the process; when there is no Claude Code process to be found, no.
+fn awaited_by_claude_code() -> bool {
+    claude_mode::forced(env(claude_mode::MODE_ENV).as_deref())
+        .or_else(|| claude_mode::detect(env("CLAUDE_PID").as_deref()).map(|f| f.mode))
+        .is_some_and(claude_mode::Mode::awaits_async_hooks)
 }
 
 /// `wakeful hook stop`: a Stop hook.

@@ -1,6 +1,7 @@
 //! `wakeful`: the command line. Parsing, talking to the daemon and printing;
 //! the work is done by the library crates.
 
+mod claude_mode;
 mod cli;
 mod commands;
 mod hook;

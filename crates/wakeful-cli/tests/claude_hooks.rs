@@ -16,12 +16,54 @@ fn plugin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/claude-code")
 }
 
-/// A hook command: no session from the environment unless given.
+/// A hook command: no session from the environment unless given. It runs
+/// as under an interactive Claude Code: without that, `wakeful hook rewake`
+/// would look for the Claude Code process among its ancestors, and these
+/// tests would depend on what runs them (`claude -p` running cargo test).
 fn hook(home: &Home, args: &[&str]) -> Command {
     let mut c = home.cmd(args);
     c.env_remove("WAKEFUL_SESSION")
         .env_remove("CLAUDE_PID")
-        .env_remove("CLAUDE_ENV_FILE");
+        .env_remove("CLAUDE_ENV_FILE")
+        .env("WAKEFUL_CLAUDE_MODE", "interactive");
+    c
+}
+
+/// A stand-in for a Claude Code process, for `$CLAUDE_PID`: a shell whose
+/// command line holds `args` (`sh -c 'read _' claude ARGS`) and whose
+/// stdout is a pipe. It ends when dropped.
+struct FakeClaude(Child);
+
+impl FakeClaude {
+    fn spawn(args: &[&str]) -> Self {
+        let child = Command::new("sh")
+            .args(["-c", "read _", "claude"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        FakeClaude(child)
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for FakeClaude {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A hook command run by `claude`, which detects its mode itself.
+fn hook_under(home: &Home, args: &[&str], claude: &FakeClaude) -> Command {
+    let mut c = hook(home, args);
+    c.env_remove("WAKEFUL_CLAUDE_MODE")
+        .env("CLAUDE_PID", claude.pid());
     c
 }
 
@@ -188,6 +230,126 @@ fn a_newer_rewake_makes_the_older_give_up() {
         &input("Y", false),
     );
     assert_eq!(code, 0);
+}
+
+#[test]
+fn rewake_returns_at_once_under_a_print_run() {
+    // `claude -p` waits for asyncRewake hooks: one that waited for events
+    // would hold back its first request (SessionStart) or its exit (Stop).
+    let home = Home::new();
+    for args in [
+        &["-p", "hi"][..],
+        &["--print", "hi", "--output-format", "json"][..],
+        &["--sdk-url=ws://127.0.0.1:1"][..],
+        // No print flag, but stdout is not a terminal (`claude hi > file`).
+        &["hi"][..],
+    ] {
+        let claude = FakeClaude::spawn(args);
+        let mut rewake = spawn_with_stdin(
+            hook_under(&home, &["hook", "rewake"], &claude),
+            &input("P", false),
+        );
+        assert_eq!(
+            wait_timeout(&mut rewake, Duration::from_secs(10)),
+            Some(0),
+            "{args:?}: the rewake hook waited"
+        );
+        let mut err = String::new();
+        std::io::Read::read_to_string(rewake.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(err, "", "{args:?}");
+    }
+    // It never asked the daemon for anything, so none was started.
+    assert!(!home.socket().exists());
+    // WAKEFUL_CLAUDE_MODE=interactive overrides the detection: it waits.
+    let claude = FakeClaude::spawn(&["-p", "hi"]);
+    let mut c = hook_under(&home, &["hook", "rewake", "--timeout-ms", "200"], &claude);
+    c.env("WAKEFUL_CLAUDE_MODE", "interactive");
+    let (code, _, err) = run_hook(c, &input("P", false));
+    assert_eq!(code, 0, "{err}");
+    assert!(home.socket().exists(), "the forced waiter asked the daemon");
+}
+
+#[test]
+fn rewake_finds_a_print_run_among_its_ancestors() {
+    // No $CLAUDE_PID: the nearest ancestor named claude decides. Here a bash
+    // started as `claude -c … claude -p hi` runs the hook (and does not exec
+    // it, so it stays the hook's parent), its stdout a pipe.
+    let home = Home::new();
+    let mut c = Command::new("bash");
+    c.args([
+        "-c",
+        r#"exec -a claude bash -c '"$WK_BIN" hook rewake; :' claude -p hi"#,
+    ])
+    .env("WK_BIN", common::BIN)
+    .env("WAKEFUL_HOME", home.path())
+    .env("CLAUDE_CODE_SESSION_ID", "A")
+    .env_remove("WAKEFUL_SESSION")
+    .env_remove("WAKEFUL_CLAUDE_MODE")
+    .env_remove("CLAUDE_PID");
+    let mut rewake = spawn_with_stdin(c, &input("A", false));
+    assert_eq!(
+        wait_timeout(&mut rewake, Duration::from_secs(10)),
+        Some(0),
+        "the rewake hook waited"
+    );
+    assert!(!home.socket().exists());
+}
+
+#[test]
+fn rewake_still_waits_under_stream_json_input() {
+    // With stream-json input (the Agent SDKs), Claude Code runs asyncRewake
+    // hooks in the background even with -p and stdout a pipe: wait and wake.
+    let home = Home::new();
+    home.ok(&["status"]);
+    let claude = FakeClaude::spawn(&[
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]);
+    let mut waiter = spawn_with_stdin(
+        hook_under(&home, &["hook", "rewake"], &claude),
+        &input("J", false),
+    );
+    wait_followers(&home, 1);
+    let v = home.json(&[
+        "--session",
+        "J",
+        "start",
+        "-d",
+        "sdk",
+        "--",
+        "echo for-the-sdk",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+    let mut err = String::new();
+    std::io::Read::read_to_string(waiter.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains(&format!("[wakeful {id} \"sdk\" · ")), "{err}");
+}
+
+#[test]
+fn the_stop_hook_delivers_under_a_print_run() {
+    // In `claude -p` the Stop hook is how events reach the model.
+    let home = Home::new();
+    let claude = FakeClaude::spawn(&["-p", "hi"]);
+    finished_monitor(&home, "Q", "echo for-the-print-run");
+    let (code, out, err) = run_hook(
+        hook_under(&home, &["hook", "stop"], &claude),
+        &input("Q", false),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["decision"], "block");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("\nfor-the-print-run\n"),
+        "{v}"
+    );
 }
 
 #[test]
