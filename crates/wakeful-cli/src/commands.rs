@@ -94,10 +94,13 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Status => status(&paths, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
-        Command::Mcp => wakeful_mcp::serve_stdio(paths, session)
-            .await
-            .map(|()| 0)
-            .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
+        Command::Mcp => wakeful_mcp::serve_stdio(
+            paths,
+            wakeful_mcp::SessionChoice::new(cli.session.as_deref(), |k| std::env::var(k).ok()),
+        )
+        .await
+        .map(|()| 0)
+        .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
         Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)

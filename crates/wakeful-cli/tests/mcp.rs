@@ -480,7 +480,7 @@ async fn bad_arguments_are_tool_errors_and_start_nothing() {
         (
             "monitor_start",
             json!({ "description": "d" }),
-            "command is required",
+            "give exactly one source",
         ),
         (
             "monitor_start",
@@ -692,4 +692,217 @@ async fn terminal_run_and_other_sources_through_mcp() {
         }
     }
     mcp.close().await;
+}
+
+/// How many waiters the consumer `mcp` of session `t` has now.
+fn mcp_waiters(home: &Home) -> u64 {
+    home.json(&["consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "mcp")
+        .map_or(0, |c| c["waiters"].as_u64().unwrap())
+}
+
+/// Calls monitor_wait until monitor `id` has ended; returns its events.
+async fn wait_all(mcp: &Mcp, id: &str) -> Vec<Value> {
+    let mut events: Vec<Value> = Vec::new();
+    let deadline = Instant::now() + DEADLINE;
+    while !events
+        .iter()
+        .any(|e| e["monitor_id"] == id && e["kind"] == "stopped")
+    {
+        assert!(Instant::now() < deadline, "no stopped event: {events:#?}");
+        let r = mcp.ok("monitor_wait", json!({ "timeout_ms": 10000 })).await;
+        events.extend(r["events"].as_array().unwrap().iter().cloned());
+    }
+    events
+}
+
+// Multi-threaded: the checks in between block their thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_monitor_wait_acknowledges_nothing() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let home = Home::new();
+    let mcp = mcp(&home).await;
+    let params = CallToolRequestParams::new("monitor_wait")
+        .with_arguments(object(json!({ "timeout_ms": 20000 })));
+    let handle = mcp
+        .client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        common::eventually(DEADLINE, || mcp_waiters(&home) == 1),
+        "the wait is attached: {}",
+        home.json(&["consumers"])
+    );
+    // The user pressed Esc.
+    handle
+        .cancel(Some("cancelled by the test".into()))
+        .await
+        .unwrap();
+    assert!(
+        common::eventually(DEADLINE, || mcp_waiters(&home) == 0),
+        "the cancelled wait let go of the consumer"
+    );
+    let id = mcp
+        .start(json!({ "command": "echo after-cancel", "description": "after cancel" }))
+        .await;
+    let events = wait_all(&mcp, &id).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["started", "lines", "stopped"], "{events:#?}");
+    assert_eq!(events[1]["text"], "after-cancel");
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn each_source_as_the_schema_describes_it() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[network]\nallow = [\"127.0.0.0/8\"]\n",
+    )
+    .unwrap();
+    let mcp = mcp(&home).await;
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    let start = tools.iter().find(|t| t.name == "monitor_start").unwrap();
+    let schema = Value::Object(start.input_schema.as_ref().clone());
+    assert_eq!(schema["required"], json!(["description"]), "{schema}");
+    // A WebSocket server that sends one frame.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use futures_util::SinkExt;
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        ws.send(tokio_tungstenite::tungstenite::Message::text("from-ws"))
+            .await
+            .unwrap();
+        std::future::pending::<()>().await;
+    });
+    let log = home.path().join("schema.log");
+    std::fs::write(&log, "").unwrap();
+    let term = mcp
+        .ok("terminal_run", json!({ "command": "sleep 30" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Exactly one source each, nothing else: as the schema says.
+    let ws = mcp
+        .start(json!({ "ws": format!("ws://127.0.0.1:{port}/"), "description": "ws" }))
+        .await;
+    let file = mcp
+        .start(json!({ "file": log.to_str().unwrap(), "description": "file" }))
+        .await;
+    let terminal = mcp
+        .start(json!({ "terminal": term, "description": "terminal" }))
+        .await;
+    let poll = mcp
+        .start(json!({ "command": "echo polled", "every_ms": 1000, "description": "poll" }))
+        .await;
+    let list = home.json(&["list"]);
+    for (id, kind) in [
+        (&ws, "ws"),
+        (&file, "file"),
+        (&terminal, "terminal"),
+        (&poll, "poll"),
+    ] {
+        let m = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id.as_str())
+            .unwrap();
+        assert_eq!(m["source"]["kind"], kind, "{m}");
+    }
+    // The WebSocket's frame arrives: the source really runs.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        assert!(Instant::now() < deadline, "no frame from the ws source");
+        let w = mcp.ok("monitor_wait", json!({ "timeout_ms": 10000 })).await;
+        if w["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["monitor_id"] == ws.as_str() && e["text"] == "from-ws")
+        {
+            break;
+        }
+    }
+    // Zero or two sources: an error that names the rule, nothing started.
+    let none = mcp
+        .err("monitor_start", json!({ "description": "d" }))
+        .await;
+    assert!(none.contains("exactly one source"), "{none}");
+    let two = mcp
+        .err(
+            "monitor_start",
+            json!({ "file": "/tmp/x", "terminal": term, "description": "d" }),
+        )
+        .await;
+    assert!(two.contains("exactly one source"), "{two}");
+    mcp.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_thread_shares_its_session_with_its_shell() {
+    use rmcp::model::{MetaObject, RequestMetaObject};
+    let home = Home::new();
+    // As Codex starts it: no WAKEFUL_SESSION, no CODEX_THREAD_ID.
+    let mut cmd = tokio::process::Command::new(common::BIN);
+    cmd.arg("mcp")
+        .env("WAKEFUL_HOME", home.path())
+        .env_remove("WAKEFUL_SESSION")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("CODEX_THREAD_ID");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let client = Recorder { tx }.serve(transport).await.unwrap();
+    let thread = "019a-codex-thread";
+    // What Codex 0.171 puts in every tools/call.
+    let meta = json!({
+        "threadId": thread,
+        "sessionId": thread,
+        "x-codex-turn-metadata": {"thread_id": thread, "turn_id": "t1"},
+    });
+    let mut params = CallToolRequestParams::new("monitor_start").with_arguments(object(json!({
+        "command": "echo \"thread=$CODEX_THREAD_ID\"",
+        "description": "from codex mcp",
+    })));
+    params.meta = Some(RequestMetaObject(MetaObject(object(meta))));
+    let r = client.call_tool(params).await.unwrap();
+    let started = r.structured_content.unwrap();
+    assert_eq!(started["session"], thread, "{started}");
+    // The shell of the same thread (CODEX_THREAD_ID set) sees the monitor.
+    let mut c = home.cmd(&["--json", "list"]);
+    c.env_remove("WAKEFUL_SESSION")
+        .env("CODEX_THREAD_ID", thread);
+    let out = c.output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["id"], started["id"], "{list}");
+    // The command ran with the thread's id, as Codex's shell commands do.
+    let mut c = home.cmd(&["--json", "events"]);
+    c.env_remove("WAKEFUL_SESSION")
+        .env("CODEX_THREAD_ID", thread);
+    assert!(common::eventually(DEADLINE, || {
+        let out = c.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).contains(&format!("thread={thread}"))
+    }));
+    // A call without _meta falls back to the default session.
+    let r = client
+        .call_tool(CallToolRequestParams::new("monitor_list").with_arguments(object(json!({}))))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content.unwrap()["monitors"], json!([]));
+    client.cancel().await.unwrap();
 }

@@ -70,8 +70,11 @@ pub fn event_label(event: &crate::Event, description: Option<&str>) -> String {
     format!("{name} · {what}")
 }
 
-/// Cuts `text` to at most `max` bytes at a char boundary, saying how much was
-/// cut.
+/// Cuts `text` to at most `max` bytes at a char boundary, saying how many
+/// bytes of the source's output are not shown. Lines that were already cut
+/// in the event (`…[truncated N bytes]`, see [`crate::lines`]) count with
+/// their full length: a 10 MB line shown as 16 KiB reports the 10 MB it
+/// leaves out, not the 48 KiB of event text.
 pub fn cap(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
@@ -80,8 +83,35 @@ pub fn cap(text: &str, max: usize) -> String {
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}…[{} more bytes cut]", &text[..cut], text.len() - cut)
+    // Never cut inside a truncation note: the note goes with the cut part.
+    for (start, _) in text.match_indices(TRUNCATED_PREFIX) {
+        let end = text[start..]
+            .find(']')
+            .map_or(text.len(), |e| start + e + 1);
+        if start < cut && cut < end {
+            cut = start;
+            break;
+        }
+    }
+    let removed = &text[cut..];
+    let mut hidden = removed.len() as u64;
+    let mut rest = removed;
+    while let Some(at) = rest.find(TRUNCATED_PREFIX) {
+        let after = &rest[at + TRUNCATED_PREFIX.len()..];
+        let Some(end) = after.find(" bytes]") else {
+            break;
+        };
+        if let Ok(n) = after[..end].parse::<u64>() {
+            let note = TRUNCATED_PREFIX.len() + end + " bytes]".len();
+            hidden = hidden - note as u64 + n;
+        }
+        rest = &after[end..];
+    }
+    format!("{}…[{hidden} more bytes cut]", &text[..cut])
 }
+
+/// How [`crate::lines`] marks a line cut in its event.
+const TRUNCATED_PREFIX: &str = "…[truncated ";
 
 #[cfg(test)]
 mod tests {
@@ -99,5 +129,36 @@ mod tests {
     fn caps_at_char_boundary() {
         assert_eq!(cap("héllo", 2), "h…[5 more bytes cut]");
         assert_eq!(cap("abc", 3), "abc");
+    }
+
+    #[test]
+    fn a_line_cut_before_counts_with_its_full_length() {
+        // A 10 MB line as its event carries it: 64 KiB and a note.
+        let total: u64 = 10 * 1024 * 1024;
+        let shown = 64 * 1024;
+        let text = format!(
+            "{}…[truncated {} bytes]",
+            "x".repeat(shown),
+            total - shown as u64
+        );
+        let capped = cap(&text, 16 * 1024);
+        assert!(capped.starts_with(&"x".repeat(16 * 1024)));
+        assert_eq!(
+            &capped[16 * 1024..],
+            format!("…[{} more bytes cut]", total - 16 * 1024)
+        );
+        // Cut inside the note: the note goes, its count stays exact.
+        let capped = cap(&text, shown + 5);
+        assert_eq!(
+            &capped[shown..],
+            format!("…[{} more bytes cut]", total - shown as u64)
+        );
+        // Two lines, the first cut before, the cut in the second.
+        let text = format!("{}…[truncated 100 bytes]\nabcdef", "y".repeat(10));
+        let capped = cap(&text, text.len() - 3);
+        assert!(capped.ends_with("abc…[3 more bytes cut]"), "{capped}");
+        let capped = cap(&text, 5);
+        // 5 more y, the 100 truncated bytes, the newline, abcdef.
+        assert_eq!(capped, "yyyyy…[112 more bytes cut]");
     }
 }

@@ -29,18 +29,18 @@ pub const MAX_EVENTS_LIMIT: u64 = 1_000;
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MonitorStartArgs {
-    /// The shell command to watch, run with `sh -c` in its own process group, e.g. `cargo test 2>&1` or `tail -F logs/app.log`. Each stdout line is a candidate event. Put line selection in `filter`, not in a `| grep` pipeline.
+    /// Source (one of command, ws, file, terminal): the shell command to watch, run with `sh -c` in its own process group, e.g. `cargo test 2>&1` or `tail -F logs/app.log`. Each stdout line is a candidate event. Put line selection in `filter`, not in a `| grep` pipeline.
     pub command: Option<String>,
     /// With `command`: run it every this many milliseconds (at least 1000) and emit its output only when it differs from the previous run's (an edge-triggered poll; a failing run is reported once per change). Use it for status checks instead of polling yourself.
     #[schemars(range(min = 1000))]
     pub every_ms: Option<u64>,
-    /// Instead of `command`: a ws:// or wss:// URL; each text frame is a line. Private and loopback addresses are refused unless the user allowed them in config.toml.
+    /// Source (one of command, ws, file, terminal): a ws:// or wss:// URL; each text frame is a line. Private and loopback addresses are refused unless the user allowed them in config.toml.
     pub ws: Option<String>,
     /// With `ws`: WebSocket subprotocols to offer.
     pub protocols: Option<Vec<String>>,
-    /// Instead of `command`: a file to follow like `tail -F` (from its end, across rotation and truncation), without a shell pipeline.
+    /// Source (one of command, ws, file, terminal): a file to follow like `tail -F` (from its end, across rotation and truncation), without a shell pipeline.
     pub file: Option<String>,
-    /// Instead of `command`: the id of a terminal started with terminal_run (term-…); stopping the monitor leaves the command running.
+    /// Source (one of command, ws, file, terminal): the id of a terminal started with terminal_run (term-…); stopping the monitor leaves the command running.
     pub terminal: Option<String>,
     /// What the monitor watches, shown with every event (1–200 characters), e.g. "api server errors".
     pub description: Option<String>,
@@ -123,7 +123,7 @@ impl MonitorStartArgs {
         match sources.len() {
             1 => Ok(sources.remove(0).1),
             0 => Err(
-                "command is required (or ws, file, terminal): the shell command to watch, e.g. \"npm run dev\"".to_string(),
+                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file or terminal".to_string(),
             ),
             _ => Err(format!(
                 "give exactly one source; got {}",
@@ -325,7 +325,7 @@ mod tests {
             ),
             (
                 serde_json::json!({"description": "d"}),
-                "command is required",
+                "give exactly one source",
             ),
             (
                 serde_json::json!({"command": "x", "description": "d", "timeout_ms": 999}),

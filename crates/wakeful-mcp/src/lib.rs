@@ -18,12 +18,15 @@
 pub mod args;
 pub mod channel;
 pub mod server;
+pub mod session;
 pub mod tools;
+pub mod written;
 
 use rmcp::ServiceExt;
 use wakeful_client::Paths;
 
 pub use server::WakefulServer;
+pub use session::SessionChoice;
 
 /// The consumer whose cursor `monitor_wait` reads and moves.
 pub const CONSUMER: &str = "mcp";
@@ -43,15 +46,21 @@ pub enum McpError {
     Stopped(String),
 }
 
-/// Serves MCP on this process's stdin/stdout for `session` until the client
-/// closes the connection. Monitors are started in the daemon of `paths`,
-/// with this process's environment and working directory as their base.
-pub async fn serve_stdio(paths: Paths, session: String) -> Result<(), McpError> {
+/// Serves MCP on this process's stdin/stdout until the client closes the
+/// connection, for the sessions `session` chooses. Monitors are started in
+/// the daemon of `paths`, with this process's environment and working
+/// directory as their base.
+pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), McpError> {
     let cwd = std::env::current_dir().map_err(McpError::Cwd)?;
     let server = WakefulServer::new(paths, session, std::env::vars().collect(), cwd);
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = written::Written::new(
+        rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write),
+        server.receipts(),
+    );
     let running = server
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve(transport)
         .await
         .map_err(|e| McpError::Handshake(e.to_string()))?;
     let quit = running.waiting().await;

@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     ExperimentalCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, MonitorInfo};
@@ -26,10 +27,30 @@ use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
     TerminalRunArgs,
 };
+use crate::session::SessionChoice;
 use crate::tools::{
     self, MONITOR_EVENTS, MONITOR_LIST, MONITOR_START, MONITOR_STOP, MONITOR_WAIT, TERMINAL_RUN,
 };
+use crate::written::Receipts;
 use crate::{channel, CONSUMER};
+
+/// How long an answered `monitor_wait` waits for its response to be written
+/// before it gives up acknowledging (the client cancelled the request while
+/// the response was on its way, so it was never written).
+const RECEIPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What a tool call carries besides its arguments.
+struct Call {
+    /// The JSON-RPC id of the request.
+    id: RequestId,
+    /// Cancelled when the client cancels the request (and when its
+    /// response is sent).
+    ct: CancellationToken,
+    /// The session this call speaks for.
+    session: String,
+    /// The Codex thread named by the call's `_meta`, if any.
+    codex_thread: Option<String>,
+}
 
 /// What the model is told about this server when it connects.
 pub const INSTRUCTIONS: &str = "\
@@ -53,11 +74,12 @@ pub struct WakefulServer {
 
 struct Inner {
     paths: Paths,
-    session: String,
+    session: SessionChoice,
     env: BTreeMap<String, String>,
     cwd: PathBuf,
     tools: Vec<Tool>,
     push: Mutex<Push>,
+    receipts: Receipts,
 }
 
 /// The state of channel push.
@@ -73,9 +95,15 @@ struct Push {
 }
 
 impl WakefulServer {
-    /// A server for `session` in the daemon of `paths`. Monitors it starts
-    /// get `env` and `cwd` as their base environment and working directory.
-    pub fn new(paths: Paths, session: String, env: BTreeMap<String, String>, cwd: PathBuf) -> Self {
+    /// A server for the session `session` chooses, in the daemon of
+    /// `paths`. Monitors it starts get `env` and `cwd` as their base
+    /// environment and working directory.
+    pub fn new(
+        paths: Paths,
+        session: SessionChoice,
+        env: BTreeMap<String, String>,
+        cwd: PathBuf,
+    ) -> Self {
         WakefulServer {
             inner: Arc::new(Inner {
                 paths,
@@ -84,13 +112,21 @@ impl WakefulServer {
                 cwd,
                 tools: tools::tools(),
                 push: Mutex::new(Push::default()),
+                receipts: Receipts::default(),
             }),
         }
     }
 
-    /// The session this server speaks for.
+    /// The session this server speaks for when a call names none (channel
+    /// push uses it).
     pub fn session(&self) -> &str {
-        &self.inner.session
+        self.inner.session.default_session()
+    }
+
+    /// The signals of written responses; give them to the transport
+    /// ([`crate::written::Written`]).
+    pub fn receipts(&self) -> Receipts {
+        self.inner.receipts.clone()
     }
 
     /// Stops channel push; call it when the client has gone.
@@ -134,33 +170,47 @@ impl WakefulServer {
         push.task = Some(tokio::spawn(channel::forward(
             peer.clone(),
             self.inner.paths.clone(),
-            self.inner.session.clone(),
+            self.inner.session.default_session().to_string(),
             push.start_seq,
         )));
     }
 
-    async fn call(&self, name: &str, args: Value) -> Option<Result<Value, String>> {
+    async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, String>> {
         Some(match name {
-            MONITOR_START => self.monitor_start(args).await,
-            MONITOR_LIST => self.monitor_list(args).await,
+            MONITOR_START => self.monitor_start(args, call).await,
+            MONITOR_LIST => self.monitor_list(args, call).await,
             MONITOR_STOP => self.monitor_stop(args).await,
-            MONITOR_EVENTS => self.monitor_events(args).await,
-            MONITOR_WAIT => self.monitor_wait(args).await,
-            TERMINAL_RUN => self.terminal_run(args).await,
+            MONITOR_EVENTS => self.monitor_events(args, call).await,
+            MONITOR_WAIT => self.monitor_wait(args, call).await,
+            TERMINAL_RUN => self.terminal_run(args, call).await,
             _ => return None,
         })
     }
 
-    async fn monitor_start(&self, args: Value) -> Result<Value, String> {
+    /// The environment monitors started by `call` get: the server's, and,
+    /// when the call came from a Codex thread, that thread's id as Codex
+    /// gives it to its shell commands (so that the daemon routes wakes to
+    /// the thread).
+    fn env_for(&self, call: &Call) -> BTreeMap<String, String> {
+        let mut env = self.inner.env.clone();
+        if let Some(thread) = &call.codex_thread {
+            env.insert("CODEX_THREAD_ID".into(), thread.clone());
+            env.entry("CODEX_SESSION_ID".into())
+                .or_insert_with(|| thread.clone());
+        }
+        env
+    }
+
+    async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorStartArgs = parse(MONITOR_START, args)?;
         // Checked before the daemon is contacted: a bad argument starts nothing.
         let spec = args.to_spec()?;
         let mut conn = self.connect().await?;
         let r: StartResult = conn
             .call_as(Request::Start {
-                session: self.inner.session.clone(),
+                session: call.session.clone(),
                 spec,
-                env: self.inner.env.clone(),
+                env: self.env_for(call),
                 cwd: self.inner.cwd.clone(),
             })
             .await
@@ -173,7 +223,7 @@ impl WakefulServer {
         }))
     }
 
-    async fn terminal_run(&self, args: Value) -> Result<Value, String> {
+    async fn terminal_run(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: TerminalRunArgs = parse(TERMINAL_RUN, args)?;
         // Checked before the daemon is contacted: a bad argument starts nothing.
         args.check()?;
@@ -189,12 +239,12 @@ impl WakefulServer {
             .as_ref()
             .map(|c| self.inner.cwd.join(c))
             .unwrap_or_else(|| self.inner.cwd.clone());
-        let mut env = self.inner.env.clone();
+        let mut env = self.env_for(call);
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
         let r: wakeful_protocol::RunResult = conn
             .call_as(Request::Run {
-                session: self.inner.session.clone(),
+                session: call.session.clone(),
                 command,
                 env,
                 cwd,
@@ -211,9 +261,9 @@ impl WakefulServer {
         }))
     }
 
-    async fn monitor_list(&self, args: Value) -> Result<Value, String> {
+    async fn monitor_list(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorListArgs = parse(MONITOR_LIST, args)?;
-        let session = (!args.all_sessions.unwrap_or(false)).then(|| self.inner.session.clone());
+        let session = (!args.all_sessions.unwrap_or(false)).then(|| call.session.clone());
         let mut conn = self.connect().await?;
         let list: Vec<MonitorInfo> = conn
             .call_as(Request::List { session })
@@ -233,12 +283,12 @@ impl WakefulServer {
         serde_json::to_value(info).map_err(|e| e.to_string())
     }
 
-    async fn monitor_events(&self, args: Value) -> Result<Value, String> {
+    async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorEventsArgs = parse(MONITOR_EVENTS, args)?;
         let (after, limit) = args.checked()?;
         let mut conn = self.connect().await?;
         conn.send(Request::Events {
-            session: self.inner.session.clone(),
+            session: call.session.clone(),
             after,
             follow: false,
             monitor: None,
@@ -272,12 +322,16 @@ impl WakefulServer {
         }))
     }
 
-    async fn monitor_wait(&self, args: Value) -> Result<Value, String> {
+    /// Blocks until the consumer `mcp` of the session has events, returns
+    /// them, and acknowledges them only once this very response was written
+    /// to the client. A call the client cancels (or a client that goes
+    /// away) acknowledges nothing: the events stay for the next call.
+    async fn monitor_wait(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorWaitArgs = parse(MONITOR_WAIT, args)?;
         let timeout_ms = args.timeout_ms()?;
         let mut conn = self.connect().await?;
         conn.send(Request::Wait {
-            session: self.inner.session.clone(),
+            session: call.session.clone(),
             consumer: CONSUMER.to_string(),
             timeout_ms: Some(timeout_ms),
             follow: false,
@@ -288,19 +342,46 @@ impl WakefulServer {
         let mut page = Page::new(usize::MAX);
         let mut more = false;
         loop {
-            match conn.next().await.map_err(daemon_error)? {
+            let reply = tokio::select! {
+                r = conn.next() => r.map_err(daemon_error)?,
+                // Cancelled: dropping the connection acknowledges nothing.
+                _ = call.ct.cancelled() => return Err(cancelled()),
+            };
+            match reply {
                 Some(Reply::Event { event }) => {
                     if !more && !page.add(&event) {
                         more = true;
                     }
                 }
                 Some(Reply::Batch { last_seq }) => {
-                    // Acknowledge what this result carries; events left out
-                    // stay unacknowledged for the next call.
+                    if call.ct.is_cancelled() {
+                        return Err(cancelled());
+                    }
+                    // Events left out of this result stay unacknowledged
+                    // for the next call.
                     let seq = page.last_seq.unwrap_or(last_seq);
-                    conn.send(Request::Ack { seq })
-                        .await
-                        .map_err(daemon_error)?;
+                    let receipt = self.inner.receipts.expect(call.id.clone());
+                    let receipts = self.inner.receipts.clone();
+                    let id = call.id.clone();
+                    tokio::spawn(async move {
+                        let written = matches!(
+                            tokio::time::timeout(RECEIPT_DEADLINE, receipt).await,
+                            Ok(Ok(()))
+                        );
+                        receipts.forget(&id);
+                        if written && conn.send(Request::Ack { seq }).await.is_ok() {
+                            // The daemon records it before it answers.
+                            let _ = conn.next().await;
+                        }
+                        // Otherwise the connection is dropped unacknowledged:
+                        // the daemon hands the batch to the next waiter.
+                    });
+                    return Ok(json!({
+                        "events": page.events,
+                        "acked": page.last_seq,
+                        "timed_out": false,
+                        "more": more,
+                    }));
                 }
                 Some(Reply::Ok { .. }) => break,
                 Some(Reply::Error {
@@ -389,7 +470,14 @@ impl ServerHandler for WakefulServer {
         // A client that skipped `notifications/initialized` still gets push.
         self.start_push(&context.peer);
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let Some(result) = self.call(&request.name, args).await else {
+        let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
+        let call = Call {
+            id: context.id.clone(),
+            ct: context.ct.clone(),
+            session,
+            codex_thread,
+        };
+        let Some(result) = self.call(&request.name, args, &call).await else {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`; wakeful's tools are {}",
@@ -426,6 +514,10 @@ fn daemon_error(e: ClientError) -> String {
         } => format!("{message} (monitor_list lists them)"),
         other => other.to_string(),
     }
+}
+
+fn cancelled() -> String {
+    "the call was cancelled; nothing was acknowledged".to_string()
 }
 
 fn closed() -> String {

@@ -53,13 +53,30 @@ Block until this session has events that monitor_wait has not returned yet, then
 const TERMINAL_DESCRIPTION: &str = "\
 Start a managed long-running command (a terminal: a dev server, a long build) outside this conversation and return its id (term-…) at once. With `until` (`exit`, `match:<regex>`, `after:<ms>`) a monitor is attached from the command's first byte, and it wakes you once: e.g. `{\"command\": \"make release-check\", \"until\": \"exit\"}` brings one event with the exit code and the last 20 lines. Attach more monitors with monitor_start `terminal: <id>` (at most 4 per terminal); stopping a monitor leaves the command running; when the command ends, its monitors end with its exit status. Returns {id, session, output_path, monitor_id}.";
 
+/// What the `monitor_start` input schema says about its sources. JSON
+/// Schema could say it with `oneOf`, but clients refuse tool schemas with a
+/// top-level `oneOf`/`anyOf`/`allOf` (the Anthropic API among them), so the
+/// rule is stated here and in each source's description, and the server
+/// enforces it.
+const START_SCHEMA_DESCRIPTION: &str = "Give exactly one source: `command` (with `every_ms` for a poll), `ws`, `file` or `terminal`. None, or more than one, is an error that starts nothing. `description` is always required.";
+
+/// Adds a top-level `description` to an input schema.
+fn described(schema: Arc<JsonObject>, description: &str) -> Arc<JsonObject> {
+    let mut object = (*schema).clone();
+    object.insert("description".into(), Value::from(description));
+    Arc::new(object)
+}
+
 /// Every tool this server offers, in a stable order.
 pub fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             MONITOR_START,
             START_DESCRIPTION,
-            input_schema::<MonitorStartArgs>(&["command", "description"]),
+            described(
+                input_schema::<MonitorStartArgs>(&["description"]),
+                START_SCHEMA_DESCRIPTION,
+            ),
         )
         .with_annotations(
             ToolAnnotations::new()
@@ -191,7 +208,11 @@ mod tests {
             assert!(!text.contains("uint"), "{}: {text}", tool.name);
         }
         let start = Value::Object(
-            input_schema::<MonitorStartArgs>(&["command", "description"])
+            tools()
+                .into_iter()
+                .find(|t| t.name == MONITOR_START)
+                .unwrap()
+                .input_schema
                 .as_ref()
                 .clone(),
         );
@@ -201,9 +222,18 @@ mod tests {
             start["properties"]["stderr"]["enum"],
             serde_json::json!(["file", "events"])
         );
-        assert_eq!(
-            start["required"],
-            serde_json::json!(["command", "description"])
-        );
+        // Exactly one source, of several fields: none of them is required,
+        // and the schema says why.
+        assert_eq!(start["required"], serde_json::json!(["description"]));
+        assert!(start["description"]
+            .as_str()
+            .unwrap()
+            .contains("exactly one source"));
+        for source in ["command", "ws", "file", "terminal"] {
+            assert!(start["properties"][source]["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("Source (one of command, ws, file, terminal)"));
+        }
     }
 }
