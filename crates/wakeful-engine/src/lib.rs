@@ -16,20 +16,21 @@
 //! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
 //! - [`output`]: output files.
 
-mod driver;
+mod feed;
 mod monitor;
 pub mod net_policy;
 pub mod output;
 pub mod process;
 pub mod registry;
+mod source;
 mod sources;
 pub mod terminal;
 
-pub use monitor::Launch;
 pub use net_policy::NetPolicy;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
     StartOptions, Started, StopError, Subscription,
 };
+pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};
 pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal};

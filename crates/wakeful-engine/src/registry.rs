@@ -36,9 +36,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorStopReason, ParamError};
 
-pub use crate::monitor::Control;
+pub use crate::source::Control;
 
-use crate::monitor::{self, Launch, MonitorTask};
+use crate::monitor::{self, MonitorTask};
+use crate::source::Launch;
 use wakeful_core::journal::{Journal, JournalEntry, MemoryJournal};
 
 /// Ended monitors stay listed this long.

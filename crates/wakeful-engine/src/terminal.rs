@@ -22,9 +22,9 @@ use wakeful_core::machine::SourceEnd;
 use wakeful_core::terminal::{TerminalInfo, MAX_MONITORS_PER_TERMINAL};
 use wakeful_core::{MonitorSpec, MonitorState, MonitorStopReason, Stream};
 
-use crate::driver::{ProcEvent, ProcessDriver};
-use crate::monitor::{Input, InputSource, Launch};
 use crate::output::OutputFile;
+use crate::process::driver::{ProcEvent, ProcessDriver};
+use crate::source::{Input, InputSource, Launch};
 use crate::sources::command::spawn_request;
 
 /// Chunks buffered per attached monitor.
@@ -274,7 +274,10 @@ impl Terminals {
         }
         let (tx, rx) = mpsc::channel(ATTACH_QUEUE);
         subs.push(tx);
-        Ok(TerminalSource { rx })
+        Ok(TerminalSource {
+            rx,
+            current: Vec::new(),
+        })
     }
 
     /// How many monitors are attached to `id` now.
@@ -304,7 +307,7 @@ async fn pump(
                 None => break,
                 Some(ProcEvent::Exited) => continue,
                 Some(ProcEvent::Eof(stream)) => (stream, Vec::new()),
-                Some(ProcEvent::Data(stream, bytes)) => (stream, bytes.to_vec()),
+                Some(ProcEvent::Data(stream, n)) => (stream, proc.data(stream, n).to_vec()),
             },
         };
         let s = &mut splitters[usize::from(stream == Stream::Stderr)];
@@ -333,14 +336,19 @@ async fn pump(
 /// An attached monitor's end of a terminal.
 pub(crate) struct TerminalSource {
     rx: mpsc::Receiver<TermMsg>,
+    /// The chunk handed out last.
+    current: Vec<u8>,
 }
 
 impl InputSource for TerminalSource {
-    async fn next(&mut self) -> Input {
+    async fn next(&mut self) -> Input<'_> {
         match self.rx.recv().await {
-            Some(TermMsg::Chunk(stream, bytes)) => Input::Chunk(stream, bytes),
-            Some(TermMsg::End(end)) => Input::End(end),
-            None => Input::End(SourceEnd::Failed("the terminal is gone".into())),
+            Some(TermMsg::Chunk(stream, bytes)) => {
+                self.current = bytes;
+                Input::Chunk(stream, &self.current)
+            }
+            Some(TermMsg::End(end)) => Input::End(end.into()),
+            None => Input::End(SourceEnd::Failed("the terminal is gone".into()).into()),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! one could be made — so no grandchild (`tail -F x | grep y`, `sleep 600 &`,
 //! `setsid sleep 600 &`) survives its monitor.
 //!
+//! - the process driver (`driver`): one way to run a long command (monitors,
+//!   terminals, poll runs) — spawn, read both pipes, drain, stop, collect.
 //! - [`Target`] ([`target`]): the processes of one command, and
 //!   [`Target::terminate`] (SIGTERM, grace, SIGKILL; survivors reported).
 //! - [`spawn`] and the reaper ([`reaper`]): children this process started
@@ -21,6 +23,7 @@
 //!   every command stays in the daemon's own process tree.
 
 pub mod cgroup;
+pub(crate) mod driver;
 pub mod reaper;
 pub mod target;
 

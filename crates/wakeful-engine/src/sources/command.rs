@@ -1,17 +1,14 @@
-//! The command source: a [`ProcessDriver`] feeding the monitor's
-//! [`Driver`], with the machine's deadlines and stop requests in between.
+//! The command source: `sh -c COMMAND` through the process driver. A stop
+//! terminates everything the command started, and the source keeps handing
+//! out what it still prints until its exit status is known.
 
-use std::time::Instant;
+use wakeful_core::machine::SourceEnd;
+use wakeful_core::MonitorSpec;
 
-use tokio::sync::watch;
-use wakeful_core::journal::JournalEntry;
-use wakeful_core::machine::{SourceEnd, Step};
-use wakeful_core::{MonitorSpec, MonitorStopReason};
+use crate::process::driver::{ProcEnd, ProcEvent, ProcessDriver, SpawnRequest};
+use crate::source::{monitor_cwd, Ended, Input, InputSource, Launch};
 
-use crate::driver::{ProcEvent, ProcessDriver, SpawnRequest};
-use crate::monitor::{monitor_cwd, sleep_until_opt, Control, Driver, Launch};
-
-/// The spawn request of a command monitor or terminal.
+/// The spawn request of a command monitor, poll run or terminal.
 pub(crate) fn spawn_request<'a>(
     spec: &'a MonitorSpec,
     command: &'a str,
@@ -34,95 +31,98 @@ pub(crate) fn spawn_request<'a>(
     }
 }
 
-/// Runs a command monitor to its end (the final event included).
-pub(crate) async fn run(
-    driver: &mut Driver,
-    spec: &MonitorSpec,
-    command: &str,
-    launch: &Launch,
-    stop_rx: &mut watch::Receiver<Option<Control>>,
-) {
-    let req = spawn_request(spec, command, launch, &driver.id, &driver.session);
-    let mut proc = match ProcessDriver::spawn(req) {
-        Ok(p) => p,
-        Err(e) => {
-            driver
-                .finish(SourceEnd::Failed(format!("could not start `sh -c`: {e}")))
-                .await;
-            return;
-        }
-    };
-    let _ = driver
-        .sink
-        .send(JournalEntry::Spawned {
-            monitor_id: driver.id.clone(),
+/// The end of a command being collected (kept across cancelled calls).
+type Finishing = std::pin::Pin<Box<dyn std::future::Future<Output = ProcEnd> + Send>>;
+
+/// A running command; see the module docs.
+pub(crate) struct CommandSource {
+    proc: Option<ProcessDriver>,
+    finishing: Option<Finishing>,
+    pid: i32,
+    start_ticks: u64,
+}
+
+impl CommandSource {
+    /// Starts the command.
+    pub(crate) fn spawn(
+        spec: &MonitorSpec,
+        command: &str,
+        launch: &Launch,
+        id: &str,
+        session: &str,
+    ) -> std::io::Result<Self> {
+        let proc = ProcessDriver::spawn(spawn_request(spec, command, launch, id, session))?;
+        Ok(CommandSource {
             pid: proc.pid(),
             start_ticks: proc.start_ticks(),
+            proc: Some(proc),
+            finishing: None,
         })
-        .await;
-    let mut failure: Option<String> = None;
-    let mut suspended = false;
-    loop {
-        let deadline = driver
-            .machine
-            .next_deadline()
-            .map(tokio::time::Instant::from_std);
-        let mut step = Step::default();
-        let stopping = proc.stopping();
-        tokio::select! {
-            changed = stop_rx.changed(), if !stopping => {
-                let control = if changed.is_ok() {
-                    stop_rx.borrow().clone()
-                } else {
-                    Some(Control::Stop(MonitorStopReason::SessionEnded))
-                };
-                let reason = match control {
-                    Some(Control::Stop(reason)) => Some(reason),
-                    Some(Control::Suspend) => {
-                        suspended = true;
-                        Some(MonitorStopReason::DaemonStopped)
+    }
+
+    /// Process id (and group id) of its `sh`.
+    pub(crate) fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Start time of its `sh`, in clock ticks after boot.
+    pub(crate) fn start_ticks(&self) -> u64 {
+        self.start_ticks
+    }
+}
+
+impl InputSource for CommandSource {
+    async fn next(&mut self) -> Input<'_> {
+        if self.finishing.is_none() {
+            let Some(proc) = self.proc.as_mut() else {
+                return Input::End(SourceEnd::Exited(0).into());
+            };
+            match proc.next().await {
+                Some(ProcEvent::Data(stream, n)) => {
+                    return match self.proc.as_ref() {
+                        Some(p) => Input::Chunk(stream, p.data(stream, n)),
+                        None => Input::Nothing,
                     }
-                    None => None,
-                };
-                if let Some(reason) = reason {
-                    driver.machine.request_stop(reason);
-                    proc.stop();
+                }
+                Some(ProcEvent::Eof(stream)) => return Input::Flush(stream),
+                Some(ProcEvent::Exited) => return Input::Nothing,
+                None => {
+                    if let Some(p) = self.proc.take() {
+                        self.finishing = Some(Box::pin(p.finish()));
+                    }
                 }
             }
-            ev = proc.next() => {
-                let now = Instant::now();
-                let res = match ev {
-                    None => break,
-                    Some(ProcEvent::Data(stream, bytes)) => driver.feed(now, stream, bytes),
-                    Some(ProcEvent::Eof(stream)) => driver.end_stream(now, stream),
-                    Some(ProcEvent::Exited) => Ok(Step::default()),
-                };
-                match res {
-                    Ok(s) => step = s,
-                    Err(e) => failure = Some(format!("cannot write the output file: {e}")),
-                }
-            }
-            _ = sleep_until_opt(deadline), if deadline.is_some() => {
-                step = driver.machine.on_tick(Instant::now());
-            }
         }
-        let stop = step.stop.take();
-        driver.emit(step.emits).await;
-        if failure.is_some() && !proc.stopping() {
-            driver.machine.request_stop(MonitorStopReason::UserStopped);
-            proc.stop();
-        }
-        if stop.is_some() {
-            proc.stop();
+        // Collecting the end may take a grace period; a call cancelled
+        // meanwhile resumes it on the next call.
+        match self.finishing.as_mut() {
+            Some(f) => {
+                let ProcEnd { end, survivors } = f.await;
+                self.finishing = None;
+                Input::End(Ended { end, survivors })
+            }
+            None => Input::End(SourceEnd::Exited(0).into()),
         }
     }
-    let ended = proc.finish().await;
-    if suspended {
-        return;
+
+    fn stop(&mut self) -> bool {
+        match self.proc.as_mut() {
+            Some(p) => {
+                p.stop();
+                true
+            }
+            None => false,
+        }
     }
-    let end = match failure {
-        Some(f) => SourceEnd::Failed(f),
-        None => ended.end,
-    };
-    driver.finish_with(end, ended.survivors).await;
+
+    async fn close(&mut self) {
+        // Nothing of the command may outlive its monitor.
+        if let Some(mut p) = self.proc.take() {
+            p.stop();
+            let _ = p.finish().await;
+        }
+        if let Some(f) = self.finishing.take() {
+            let _ = f.await;
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! The file source: follow a file like `tail -F`.
 //!
 //! - It starts at the file's end (or waits for a file that does not exist yet).
-//! - The file's directory is watched with inotify (the `notify` crate); every
-//!   change wakes the follower, which then reads everything new. No polling.
+//! - The file's directory is watched with inotify, read in the monitor's own
+//!   task (no watcher thread, no hand-over): a change of the file's name in
+//!   that directory wakes the follower, which then reads everything new. No
+//!   polling.
 //! - Rotation (the path now names another file): the old file is read to its
 //!   end, then the new one from its start.
 //! - Truncation (the file got shorter than what was read): reading restarts at
@@ -17,23 +19,24 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use futures_util::StreamExt;
+use inotify::{EventStream, Inotify, WatchMask};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
-use crate::driver::READ_CHUNK;
-use crate::monitor::{Input, InputSource};
+use crate::process::driver::READ_CHUNK;
+use crate::source::{Input, InputSource};
 
 /// A `tail -F` follower; see the module docs.
 pub(crate) struct Follower {
     path: PathBuf,
+    /// The file's name in its directory (what inotify events name).
+    name: std::ffi::OsString,
     file: Option<File>,
     /// (device, inode) of the open file.
     identity: Option<(u64, u64)>,
     offset: u64,
-    wake: mpsc::Receiver<()>,
-    _watcher: RecommendedWatcher,
+    events: EventStream<Vec<u8>>,
     buf: Vec<u8>,
 }
 
@@ -51,22 +54,33 @@ impl Follower {
                 dir.display()
             ));
         }
-        let (tx, wake) = mpsc::channel(1);
-        let mut watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
-            // A pending wake-up already covers this change.
-            let _ = tx.try_send(());
-        })
-        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
-        watcher
-            .watch(&dir, RecursiveMode::NonRecursive)
-            .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| format!("{} names no file", path.display()))?
+            .to_os_string();
+        let cannot = |e: std::io::Error| format!("cannot watch {}: {e}", dir.display());
+        let inotify = Inotify::init().map_err(cannot)?;
+        inotify
+            .watches()
+            .add(
+                &dir,
+                WatchMask::MODIFY
+                    | WatchMask::CLOSE_WRITE
+                    | WatchMask::CREATE
+                    | WatchMask::DELETE
+                    | WatchMask::MOVED_FROM
+                    | WatchMask::MOVED_TO
+                    | WatchMask::ATTRIB,
+            )
+            .map_err(cannot)?;
+        let events = inotify.into_event_stream(vec![0u8; 4096]).map_err(cannot)?;
         let mut f = Follower {
             path,
+            name,
             file: None,
             identity: None,
             offset: 0,
-            wake,
-            _watcher: watcher,
+            events,
             buf: vec![0; READ_CHUNK],
         };
         // Follow from the end of what is there now.
@@ -80,9 +94,9 @@ impl Follower {
         Ok(f)
     }
 
-    /// Reads what is new, following rotation and truncation. `Ok(None)`:
-    /// nothing new now.
-    fn read_available(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    /// Reads what is new into the buffer, following rotation and
+    /// truncation; returns how many bytes. `Ok(None)`: nothing new now.
+    fn read_available(&mut self) -> std::io::Result<Option<usize>> {
         loop {
             if let Some(chunk) = self.read_open()? {
                 return Ok(Some(chunk));
@@ -116,7 +130,7 @@ impl Follower {
         }
     }
 
-    fn read_open(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    fn read_open(&mut self) -> std::io::Result<Option<usize>> {
         let Some(file) = self.file.as_mut() else {
             return Ok(None);
         };
@@ -126,28 +140,43 @@ impl Follower {
             return Ok(None);
         }
         self.offset += n as u64;
-        Ok(Some(self.buf[..n].to_vec()))
+        Ok(Some(n))
+    }
+
+    /// Waits for a change of the followed name; `Err` when the watch broke.
+    async fn changed(&mut self) -> Result<(), String> {
+        loop {
+            match self.events.next().await {
+                Some(Ok(e)) => {
+                    let ours = e.name.as_deref().is_none_or(|n| n == self.name.as_os_str());
+                    if ours || e.mask.contains(inotify::EventMask::Q_OVERFLOW) {
+                        return Ok(());
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(format!("the watch on {} failed: {e}", self.path.display()))
+                }
+                None => return Err(format!("the watch on {} ended", self.path.display())),
+            }
+        }
     }
 }
 
 impl InputSource for Follower {
-    async fn next(&mut self) -> Input {
+    async fn next(&mut self) -> Input<'_> {
         loop {
             match self.read_available() {
-                Ok(Some(chunk)) => return Input::Chunk(Stream::Stdout, chunk),
+                Ok(Some(n)) => return Input::Chunk(Stream::Stdout, &self.buf[..n]),
                 Ok(None) => {}
                 Err(e) => {
-                    return Input::End(SourceEnd::Failed(format!(
-                        "cannot read {}: {e}",
-                        self.path.display()
-                    )))
+                    return Input::End(
+                        SourceEnd::Failed(format!("cannot read {}: {e}", self.path.display()))
+                            .into(),
+                    )
                 }
             }
-            if self.wake.recv().await.is_none() {
-                return Input::End(SourceEnd::Failed(format!(
-                    "the watch on {} ended",
-                    self.path.display()
-                )));
+            if let Err(e) = self.changed().await {
+                return Input::End(SourceEnd::Failed(e).into());
             }
         }
     }

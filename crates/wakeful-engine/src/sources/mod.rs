@@ -1,6 +1,7 @@
-//! The sources a monitor can watch. Commands have their own loop (process
-//! groups, two pipes, drain on exit); the others produce [`crate::monitor::Input`]s
-//! for the shared loop [`crate::monitor::drive`].
+//! The sources a monitor can watch, each an [`crate::source::InputSource`]
+//! that the monitor loop drives: commands (through the process driver),
+//! files (`tail -F`), polls (edge-triggered) and WebSockets. Terminals'
+//! attached monitors are in [`crate::terminal`].
 
 pub(crate) mod command;
 pub(crate) mod file;

@@ -16,8 +16,8 @@ use std::time::Duration;
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::{MonitorSpec, Stream};
 
-use crate::driver::{ProcEvent, ProcessDriver};
-use crate::monitor::{Input, InputSource, Launch};
+use crate::process::driver::{ProcEvent, ProcessDriver};
+use crate::source::{Input, InputSource, Launch};
 use crate::sources::command::spawn_request;
 
 /// Most stdout bytes kept from one run (more is cut, and says so).
@@ -36,7 +36,16 @@ pub(crate) struct Poller {
     next_run: tokio::time::Instant,
     last_output: Option<Vec<u8>>,
     failing: bool,
-    pending: VecDeque<Input>,
+    pending: VecDeque<Report>,
+    /// The report handed out last.
+    current: Vec<u8>,
+}
+
+/// What a run gives the monitor: its output (or a failure report), then
+/// the end of that record.
+enum Report {
+    Chunk(Vec<u8>),
+    Flush,
 }
 
 struct Run {
@@ -66,6 +75,7 @@ impl Poller {
             last_output: None,
             failing: false,
             pending: VecDeque::new(),
+            current: Vec::new(),
         }
     }
 
@@ -83,7 +93,8 @@ impl Poller {
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
         while let Some(ev) = proc.next().await {
-            if let ProcEvent::Data(stream, bytes) = ev {
+            if let ProcEvent::Data(stream, n) = ev {
+                let bytes = proc.data(stream, n);
                 let (buf, max) = match stream {
                     Stream::Stdout => (&mut stdout, MAX_OUTPUT + 1),
                     Stream::Stderr => (&mut stderr, MAX_OUTPUT),
@@ -127,10 +138,15 @@ impl Poller {
 }
 
 impl InputSource for Poller {
-    async fn next(&mut self) -> Input {
+    async fn next(&mut self) -> Input<'_> {
         loop {
-            if let Some(input) = self.pending.pop_front() {
-                return input;
+            match self.pending.pop_front() {
+                Some(Report::Chunk(bytes)) => {
+                    self.current = bytes;
+                    return Input::Chunk(Stream::Stdout, &self.current);
+                }
+                Some(Report::Flush) => return Input::Flush(Stream::Stdout),
+                None => {}
             }
             tokio::time::sleep_until(self.next_run).await;
             let run = self.run_once().await;
@@ -138,9 +154,12 @@ impl InputSource for Poller {
             let run = match run {
                 Ok(r) => r,
                 Err(e) => {
-                    return Input::End(wakeful_core::machine::SourceEnd::Failed(format!(
-                        "could not run the poll command: {e}"
-                    )))
+                    return Input::End(
+                        wakeful_core::machine::SourceEnd::Failed(format!(
+                            "could not run the poll command: {e}"
+                        ))
+                        .into(),
+                    )
                 }
             };
             if run.code == Some(0) {
@@ -148,22 +167,19 @@ impl InputSource for Poller {
                 self.failing = false;
                 if changed {
                     if !run.stdout.is_empty() {
-                        self.pending
-                            .push_back(Input::Chunk(Stream::Stdout, run.stdout.clone()));
+                        self.pending.push_back(Report::Chunk(run.stdout.clone()));
                     } else {
-                        self.pending.push_back(Input::Chunk(
-                            Stream::Stdout,
-                            b"[poll output is now empty]\n".to_vec(),
-                        ));
+                        self.pending
+                            .push_back(Report::Chunk(b"[poll output is now empty]\n".to_vec()));
                     }
-                    self.pending.push_back(Input::Flush(Stream::Stdout));
+                    self.pending.push_back(Report::Flush);
                 }
                 self.last_output = Some(run.stdout);
             } else if !self.failing {
                 self.failing = true;
                 let report = self.failure_report(&run);
-                self.pending.push_back(Input::Chunk(Stream::Stdout, report));
-                self.pending.push_back(Input::Flush(Stream::Stdout));
+                self.pending.push_back(Report::Chunk(report));
+                self.pending.push_back(Report::Flush);
             }
         }
     }

@@ -23,8 +23,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::{MonitorStopReason, Stream};
 
-use crate::monitor::{Input, InputSource};
 use crate::net_policy::NetPolicy;
+use crate::source::{Input, InputSource};
 
 /// Largest frame or message accepted.
 pub const MAX_FRAME: usize = 1024 * 1024;
@@ -34,6 +34,8 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 /// A connected WebSocket source.
 pub(crate) struct WsSource {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The last frame handed out.
+    buf: Vec<u8>,
 }
 
 fn install_crypto() {
@@ -109,40 +111,45 @@ impl WsSource {
                     CONNECT_TIMEOUT.as_secs()
                 )
             })??;
-        Ok(WsSource { ws })
+        Ok(WsSource {
+            ws,
+            buf: Vec::new(),
+        })
     }
 }
 
 impl InputSource for WsSource {
-    async fn next(&mut self) -> Input {
+    async fn next(&mut self) -> Input<'_> {
         loop {
             let msg = match self.ws.next().await {
                 None => return closed(1006),
                 Some(Ok(m)) => m,
                 Some(Err(WsError::Capacity(CapacityError::MessageTooLong { .. })))
                 | Some(Err(WsError::Capacity(_))) => {
-                    return Input::End(SourceEnd::Ended(MonitorStopReason::WsFrameTooLarge))
+                    return Input::End(SourceEnd::Ended(MonitorStopReason::WsFrameTooLarge).into())
                 }
                 Some(Err(WsError::ConnectionClosed)) | Some(Err(WsError::AlreadyClosed)) => {
                     return closed(1006)
                 }
                 Some(Err(e)) => {
-                    return Input::End(SourceEnd::Failed(format!("WebSocket error: {e}")))
+                    return Input::End(SourceEnd::Failed(format!("WebSocket error: {e}")).into())
                 }
             };
             match msg {
                 Message::Text(t) => {
-                    let mut bytes = t.as_bytes().to_vec();
-                    if bytes.last() != Some(&b'\n') {
-                        bytes.push(b'\n');
+                    self.buf.clear();
+                    self.buf.extend_from_slice(t.as_bytes());
+                    if self.buf.last() != Some(&b'\n') {
+                        self.buf.push(b'\n');
                     }
-                    return Input::Chunk(Stream::Stdout, bytes);
+                    return Input::Chunk(Stream::Stdout, &self.buf);
                 }
                 Message::Binary(b) => {
-                    return Input::Chunk(
-                        Stream::Stdout,
-                        format!("[binary frame: {} bytes]\n", b.len()).into_bytes(),
-                    )
+                    self.buf.clear();
+                    self.buf.extend_from_slice(
+                        format!("[binary frame: {} bytes]\n", b.len()).as_bytes(),
+                    );
+                    return Input::Chunk(Stream::Stdout, &self.buf);
                 }
                 Message::Close(frame) => {
                     return closed(frame.map_or(1005, |f| u16::from(f.code)));
@@ -159,6 +166,6 @@ impl InputSource for WsSource {
     }
 }
 
-fn closed(code: u16) -> Input {
-    Input::End(SourceEnd::Ended(MonitorStopReason::WsClosed { code }))
+fn closed(code: u16) -> Input<'static> {
+    Input::End(SourceEnd::Ended(MonitorStopReason::WsClosed { code }).into())
 }

@@ -25,8 +25,8 @@ use tokio::process::{Child, ChildStderr, ChildStdout};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
-use crate::process::cgroup::{self, CgroupRoot};
-use crate::process::{self, GroupGuard, Managed, Target};
+use super::cgroup::{self, CgroupRoot};
+use super::{GroupGuard, Managed, Target};
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -51,7 +51,7 @@ pub(crate) struct SpawnRequest<'a> {
     pub extra_env: &'a BTreeMap<String, String>,
     /// The working directory (`None`: this process's).
     pub cwd: Option<PathBuf>,
-    /// The monitor or terminal id: the [`process::target::MARKER`] value,
+    /// The monitor or terminal id: the [`super::target::MARKER`] value,
     /// and the name of its cgroup.
     pub id: &'a str,
     /// The session (`WAKEFUL_SESSION` in the command's environment).
@@ -69,10 +69,11 @@ pub(crate) struct SpawnRequest<'a> {
 }
 
 /// What [`ProcessDriver::next`] hands out.
-#[derive(Debug)]
-pub(crate) enum ProcEvent<'a> {
-    /// Bytes read from a stream.
-    Data(Stream, &'a [u8]),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcEvent {
+    /// This many bytes were read from a stream ([`ProcessDriver::data`]
+    /// gives them until the next call of `next`).
+    Data(Stream, usize),
     /// A stream ended (end of file, or closed after the drain).
     Eof(Stream),
     /// The main process exited; its pipes are drained for a moment.
@@ -149,7 +150,7 @@ impl ProcessDriver {
             cmd.envs(env);
         }
         cmd.envs(req.extra_env);
-        cmd.env(process::target::MARKER, req.id);
+        cmd.env(super::target::MARKER, req.id);
         cmd.env("WAKEFUL_SESSION", req.session);
         if let Some(cwd) = &req.cwd {
             cmd.current_dir(cwd);
@@ -184,9 +185,9 @@ impl ProcessDriver {
             });
         }
         let mut cmd = tokio::process::Command::from(cmd);
-        let (mut child, managed) = process::spawn(&mut cmd)?;
+        let (mut child, managed) = super::spawn(&mut cmd)?;
         let pid = managed.pid();
-        let leader_start = process::proc_info(pid).map_or(0, |p| p.start_ticks);
+        let leader_start = super::proc_info(pid).map_or(0, |p| p.start_ticks);
         let out = child.stdout.take();
         if req.wide_stdout {
             if let Some(o) = &out {
@@ -225,9 +226,17 @@ impl ProcessDriver {
         self.target.leader_start
     }
 
+    /// The bytes of the last [`ProcEvent::Data`] of `stream`.
+    pub(crate) fn data(&self, stream: Stream, n: usize) -> &[u8] {
+        match stream {
+            Stream::Stdout => &self.out.buf[..n],
+            Stream::Stderr => &self.err.buf[..n],
+        }
+    }
+
     /// The next thing that happened; `None` once the process exited and
     /// both streams ended. Cancel-safe: dropping the future loses nothing.
-    pub(crate) async fn next(&mut self) -> Option<ProcEvent<'_>> {
+    pub(crate) async fn next(&mut self) -> Option<ProcEvent> {
         if let Some((stream, n)) = self.grow.take() {
             match stream {
                 Stream::Stdout => self.out.grow_on_flood(n),
@@ -244,7 +253,7 @@ impl ProcessDriver {
                     return Some(match r {
                         Some(n) => {
                             self.grow = Some((Stream::Stdout, n));
-                            ProcEvent::Data(Stream::Stdout, &self.out.buf[..n])
+                            ProcEvent::Data(Stream::Stdout, n)
                         }
                         None => ProcEvent::Eof(Stream::Stdout),
                     });
@@ -253,7 +262,7 @@ impl ProcessDriver {
                     return Some(match r {
                         Some(n) => {
                             self.grow = Some((Stream::Stderr, n));
-                            ProcEvent::Data(Stream::Stderr, &self.err.buf[..n])
+                            ProcEvent::Data(Stream::Stderr, n)
                         }
                         None => ProcEvent::Eof(Stream::Stderr),
                     });

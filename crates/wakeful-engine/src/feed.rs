@@ -1,0 +1,263 @@
+//! A monitor's feed: what every source's bytes go through. [`Feed`] owns
+//! the monitor's [`MonitorMachine`], its output file, one line splitter per
+//! stream and the way to the journal: bytes go to the file first, then,
+//! as lines, to the machine; the events the machine decides on go to the
+//! journal, stamped with session, monitor and time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+use wakeful_core::journal::JournalEntry;
+use wakeful_core::lines::{LineSplitter, Piece};
+use wakeful_core::machine::{Emit, SourceEnd, Step};
+use wakeful_core::{Line, MonitorInfo, MonitorMachine, MonitorState, PendingEvent, Stream};
+
+use crate::output::OutputFile;
+
+/// Counters are sent to the journal at most this often while running.
+const COUNTERS_EVERY: Duration = Duration::from_secs(1);
+
+/// The parts every source shares; see the module docs.
+pub(crate) struct Feed {
+    pub(crate) id: String,
+    pub(crate) session: String,
+    pub(crate) machine: MonitorMachine,
+    file: OutputFile,
+    splitters: [LineSplitter; 2],
+    pub(crate) sink: mpsc::Sender<JournalEntry>,
+    status: Arc<Mutex<MonitorInfo>>,
+    counters_sent: Instant,
+}
+
+impl Feed {
+    /// The feed of monitor `id` of `session`, whose listing is `status`.
+    pub(crate) fn new(
+        id: String,
+        session: String,
+        machine: MonitorMachine,
+        file: OutputFile,
+        sink: mpsc::Sender<JournalEntry>,
+        status: Arc<Mutex<MonitorInfo>>,
+    ) -> Self {
+        Feed {
+            id,
+            session,
+            machine,
+            file,
+            splitters: [LineSplitter::new(), LineSplitter::new()],
+            sink,
+            status,
+            counters_sent: Instant::now(),
+        }
+    }
+}
+
+fn idx(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+impl Feed {
+    /// Feeds a chunk of `stream`: file first, then the machine.
+    ///
+    /// During a stdout flood that the rate gate suppresses anyway (and no
+    /// filter or `until` needs each line's text), the complete lines in the
+    /// middle of the chunk are written to the file in one piece and counted
+    /// in bulk; only the line the chunk completes, the unfinished line it
+    /// ends with and the tail's last lines are looked at one by one.
+    pub(crate) fn feed(
+        &mut self,
+        now: Instant,
+        stream: Stream,
+        chunk: &[u8],
+    ) -> std::io::Result<Step> {
+        if stream == Stream::Stdout && self.machine.can_absorb(now) {
+            if let (Some(first), Some(last)) =
+                (memchr::memchr(b'\n', chunk), memchr::memrchr(b'\n', chunk))
+            {
+                if first < last {
+                    let mut step = self.feed_lines(now, stream, &chunk[..=first])?;
+                    let body = &chunk[first + 1..=last];
+                    if !self.file.mid_line()
+                        && !self.splitters[idx(stream)].has_partial()
+                        && self.machine.can_absorb(now)
+                    {
+                        let count = memchr::memchr_iter(b'\n', body).count() as u64;
+                        let (from, to) = self.file.write_stdout_lines(body, count)?;
+                        let tail = body[..body.len() - 1]
+                            .rsplit(|b| *b == b'\n')
+                            .take(wakeful_core::machine::TAIL_LINES)
+                            .map(wakeful_core::lines::text_of)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .collect();
+                        merge(&mut step, self.machine.absorb(now, count, from, to, tail));
+                    } else {
+                        merge(&mut step, self.feed_lines(now, stream, body)?);
+                    }
+                    merge(&mut step, self.feed_lines(now, stream, &chunk[last + 1..])?);
+                    self.file.flush()?;
+                    merge(&mut step, self.machine.drained(now));
+                    return Ok(step);
+                }
+            }
+        }
+        let mut step = self.feed_lines(now, stream, chunk)?;
+        self.file.flush()?;
+        merge(&mut step, self.machine.drained(now));
+        Ok(step)
+    }
+
+    /// Splits a chunk into lines, writes them, feeds them to the machine.
+    fn feed_lines(&mut self, now: Instant, stream: Stream, chunk: &[u8]) -> std::io::Result<Step> {
+        let Feed {
+            machine,
+            file,
+            splitters,
+            ..
+        } = self;
+        let mut step = Step::default();
+        let mut err = None;
+        splitters[idx(stream)].push(chunk, &mut |piece| {
+            Self::take(machine, file, now, stream, piece, &mut step, &mut err)
+        });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(step),
+        }
+    }
+
+    /// The stream ended: its last line without newline is still a line.
+    pub(crate) fn end_stream(&mut self, now: Instant, stream: Stream) -> std::io::Result<Step> {
+        let Feed {
+            machine,
+            file,
+            splitters,
+            ..
+        } = self;
+        let mut step = Step::default();
+        let mut err = None;
+        splitters[idx(stream)].finish(&mut |piece| {
+            Self::take(machine, file, now, stream, piece, &mut step, &mut err)
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        file.flush()?;
+        merge(&mut step, machine.drained(now));
+        Ok(step)
+    }
+
+    fn take(
+        machine: &mut MonitorMachine,
+        file: &mut OutputFile,
+        now: Instant,
+        stream: Stream,
+        piece: Piece<'_>,
+        step: &mut Step,
+        err: &mut Option<std::io::Error>,
+    ) {
+        if err.is_some() {
+            return;
+        }
+        match file.write(stream, &piece) {
+            Ok(Some(file_line)) => {
+                if let Piece::Line { text, .. } = piece {
+                    let s = machine.on_line(
+                        now,
+                        Line {
+                            stream,
+                            text,
+                            file_line,
+                        },
+                    );
+                    merge(step, s);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => *err = Some(e),
+        }
+    }
+
+    pub(crate) async fn emit(&mut self, emits: Vec<Emit>) {
+        // Listings agree with the events by the time anyone receives them.
+        let c = self.machine.counters();
+        if let Ok(mut info) = self.status.lock() {
+            info.events = c.events;
+            info.lines = c.lines;
+            info.suppressed_lines = c.suppressed_lines;
+        }
+        send_events(&self.sink, &self.session, &self.id, emits).await;
+        self.sync_counters(false).await;
+    }
+
+    async fn sync_counters(&mut self, force: bool) {
+        let c = self.machine.counters();
+        if force || self.counters_sent.elapsed() >= COUNTERS_EVERY {
+            self.counters_sent = Instant::now();
+            let _ = self
+                .sink
+                .send(JournalEntry::Counters {
+                    monitor_id: self.id.clone(),
+                    events: c.events,
+                    lines: c.lines,
+                    suppressed_lines: c.suppressed_lines,
+                })
+                .await;
+        }
+    }
+
+    pub(crate) async fn finish(&mut self, end: SourceEnd) {
+        self.finish_with(end, Vec::new()).await
+    }
+
+    /// Ends the monitor: its last lines, its final event (saying which
+    /// processes survived the stop, if any did).
+    pub(crate) async fn finish_with(&mut self, end: SourceEnd, survivors: Vec<i32>) {
+        let emits = self.machine.finish_with(Instant::now(), end, survivors);
+        if let Ok(mut info) = self.status.lock() {
+            if let Some(last) = emits.last() {
+                info.stop_reason = last.body.stop_reason();
+                info.survivors = last.body.survivors().to_vec();
+            }
+            info.state = MonitorState::Ended;
+            info.ended_at = Some(Utc::now());
+        }
+        self.emit(emits).await;
+        self.sync_counters(true).await;
+    }
+}
+
+pub(crate) fn merge(into: &mut Step, from: Step) {
+    into.emits.extend(from.emits);
+    if into.stop.is_none() {
+        into.stop = from.stop;
+    }
+}
+
+/// Sends events to the journal, stamped with session, monitor and time.
+pub(crate) async fn send_events(
+    sink: &mpsc::Sender<JournalEntry>,
+    session: &str,
+    id: &str,
+    emits: Vec<Emit>,
+) {
+    for e in emits {
+        let pending = PendingEvent {
+            session: session.to_string(),
+            monitor_id: id.to_string(),
+            ts: Utc::now(),
+            text: e.text,
+            body: e.body,
+        };
+        // The journal outlives every monitor; a closed channel means the
+        // owner is gone and there is nobody left to tell.
+        let _ = sink.send(JournalEntry::Event(pending)).await;
+    }
+}

@@ -1,0 +1,134 @@
+//! What every source shares: how commands are launched ([`Launch`]), what
+//! an owner can ask of a monitor ([`Control`]), and the one interface every
+//! source implements ([`InputSource`]), which the monitor loop
+//! (`crate::monitor`) drives. Sources depend on this module only, never on
+//! the monitor loop.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wakeful_core::machine::SourceEnd;
+use wakeful_core::{MonitorSpec, MonitorStopReason, Stream};
+
+use crate::net_policy::NetPolicy;
+
+/// How a monitor's process is launched and stopped.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The caller's environment; `None` inherits this process's.
+    pub base_env: Option<BTreeMap<String, String>>,
+    /// The caller's working directory; `None` uses this process's.
+    pub base_cwd: Option<PathBuf>,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// How long to keep reading after the main process exited while a
+    /// grandchild still holds the pipes.
+    pub drain: Duration,
+    /// Make `sh` die (SIGKILL) when the thread that started it dies; for the
+    /// daemon, so a crash does not leave commands running.
+    pub die_with_parent: bool,
+    /// Which non-public addresses network sources may reach.
+    pub net: NetPolicy,
+    /// Where commands get a cgroup of their own, if anywhere.
+    pub cgroups: Option<crate::process::cgroup::CgroupRoot>,
+}
+
+impl Default for Launch {
+    fn default() -> Self {
+        Launch {
+            base_env: None,
+            base_cwd: None,
+            grace: Duration::from_secs(2),
+            drain: Duration::from_millis(100),
+            die_with_parent: false,
+            net: NetPolicy::default(),
+            cgroups: None,
+        }
+    }
+}
+
+/// What a monitor's owner can ask of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// End the monitor for this reason (its final event says so).
+    Stop(MonitorStopReason),
+    /// Stop its processes but do not end it: no final event, so that the
+    /// next owner can re-arm it.
+    Suspend,
+}
+
+/// How a source ended: its exit as the state machines see it, and the
+/// processes that survived its stop (commands only; normally none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// How it ended.
+    pub end: SourceEnd,
+    /// Processes still alive after SIGKILL.
+    pub survivors: Vec<i32>,
+}
+
+impl From<SourceEnd> for Ended {
+    fn from(end: SourceEnd) -> Self {
+        Ended {
+            end,
+            survivors: Vec::new(),
+        }
+    }
+}
+
+/// What a source produces.
+#[derive(Debug)]
+pub(crate) enum Input<'a> {
+    /// Bytes of a stream (borrowed from the source until its next call).
+    Chunk(Stream, &'a [u8]),
+    /// A stream is complete: its last line counts even without a newline
+    /// (a command's stream closed, a poll run's output ended).
+    Flush(Stream),
+    /// Nothing to hand out this time (the caller asks again).
+    Nothing,
+    /// The source ended.
+    End(Ended),
+}
+
+/// A source read by the monitor loop. `next` must be cancel-safe: it is
+/// dropped when a stop request or a timer comes first.
+pub(crate) trait InputSource {
+    /// The next input.
+    async fn next(&mut self) -> Input<'_>;
+    /// A stop was decided (by the owner or the monitor's own rules). A
+    /// source whose end comes later — a command being terminated, whose
+    /// last output and exit status are still to be read — starts that and
+    /// returns `true`: the loop goes on reading until [`Input::End`]. The
+    /// others return `false` (the default): the loop ends now.
+    fn stop(&mut self) -> bool {
+        false
+    }
+    /// The monitor is ending: release what the source holds.
+    async fn close(&mut self) {}
+}
+
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The working directory a monitor's source is resolved against.
+pub(crate) fn monitor_cwd(spec: &MonitorSpec, launch: &Launch) -> Option<PathBuf> {
+    match (&spec.cwd, &launch.base_cwd) {
+        (Some(c), Some(base)) => Some(base.join(c)),
+        (Some(c), None) => Some(c.clone()),
+        (None, base) => base.clone(),
+    }
+}
+
+/// `path` resolved against the monitor's working directory.
+pub(crate) fn resolve(spec: &MonitorSpec, launch: &Launch, path: &std::path::Path) -> PathBuf {
+    match monitor_cwd(spec, launch) {
+        Some(cwd) if path.is_relative() => cwd.join(path),
+        _ => path.to_path_buf(),
+    }
+}
