@@ -36,7 +36,7 @@ pub(crate) struct MonitorTask {
 
 /// A source, set up and ready to be read.
 enum Prepared {
-    Command(sources::command::CommandSource),
+    Command(Box<sources::command::CommandSource>),
     File(sources::file::Follower),
     Poll(Box<sources::poll::Poller>),
     Ws(Box<sources::ws::WsSource>),
@@ -118,7 +118,7 @@ pub(crate) async fn run(task: MonitorTask) {
     feed.emit(vec![first]).await;
     let _ = ready.send(());
     match prepared {
-        Prepared::Command(src) => drive(&mut feed, &mut stop_rx, src).await,
+        Prepared::Command(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::File(src) => drive(&mut feed, &mut stop_rx, src).await,
         Prepared::Poll(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Ws(src) => drive(&mut feed, &mut stop_rx, *src).await,
@@ -142,7 +142,7 @@ async fn prepare(
                 &feed.id,
                 &feed.session,
             ) {
-                Ok(src) => Prepared::Command(src),
+                Ok(src) => Prepared::Command(Box::new(src)),
                 Err(e) => Prepared::Failed(format!("could not start `sh -c`: {e}")),
             }
         }
