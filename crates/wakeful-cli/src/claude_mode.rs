@@ -471,6 +471,15 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
+        // Until it has exec'd, the child shows this test's command line.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never ran sh"
+            );
+            std::thread::yield_now();
+        }
         assert_eq!(stdout_is_terminal(pid), Some(false));
         let found = detect(Some(&pid.to_string())).unwrap();
         assert_eq!(

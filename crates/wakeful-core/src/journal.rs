@@ -1,12 +1,12 @@
 //! Where events get their place in the log: the interface between the
 //! engine, which produces entries, and a store, which keeps them.
 //!
-//! Monitors send [`JournalEntry`]s into one bounded channel; a single pump
-//! thread drains it in batches and hands each batch to a [`Journal`], which
-//! gives every event its `seq` (and, for the daemon's SQLite journal, makes it
-//! durable in one transaction per batch). The numbered events are then
-//! broadcast to subscribers. A full channel makes monitors wait (and so their
-//! sources): nothing is dropped on the way to the journal.
+//! The engine's event hub hands [`JournalEntry`]s to a [`Journal`] in
+//! batches (one batch holds whatever several monitors had ready: a group
+//! commit); the journal gives every event its `seq` (and, for the daemon's
+//! SQLite journal, makes the batch durable in one transaction) and returns
+//! them as [`Recorded`] events, with the JSON they were stored as, so that
+//! nothing encodes them again.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -59,8 +59,6 @@ pub enum JournalEntry {
     },
     /// A terminal started or ended (insert or replace its row).
     Terminal(crate::terminal::TerminalInfo),
-    /// Called once every entry sent before it has been appended.
-    Barrier(Box<dyn FnOnce() + Send>),
 }
 
 impl fmt::Debug for JournalEntry {
@@ -81,7 +79,6 @@ impl fmt::Debug for JournalEntry {
             } => write!(f, "Ack({session}, {consumer}, {seq})"),
             JournalEntry::Terminal(t) => write!(f, "Terminal({})", t.id),
             JournalEntry::WakeRoute { session, .. } => write!(f, "WakeRoute({session})"),
-            JournalEntry::Barrier(_) => f.write_str("Barrier"),
         }
     }
 }
@@ -116,14 +113,23 @@ pub enum JournalError {
     },
 }
 
-/// Numbers (and possibly persists) events. Called from one thread, in order.
-///
-/// [`JournalEntry::Barrier`] callbacks are run by the caller after `append`
-/// returns; a journal can ignore them.
+/// An event with its place in the log, and its wire JSON when the journal
+/// made it (a store does; an in-memory journal need not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The event.
+    pub event: Event,
+    /// `serde_json::to_string(&event)`, if the journal already has it.
+    pub json: Option<String>,
+}
+
+/// Numbers (and possibly persists) events. Called by one caller at a time,
+/// in order.
 pub trait Journal: Send + 'static {
     /// Takes a batch of entries, in order, and returns the events among them
-    /// with their `seq`.
-    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError>;
+    /// with their `seq`. On error nothing of the batch was kept, and the
+    /// same batch is offered again.
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError>;
 }
 
 /// The in-memory journal of an embedded registry: numbers events from 1 and
@@ -133,13 +139,23 @@ pub struct MemoryJournal {
     next: u64,
 }
 
+impl MemoryJournal {
+    /// A journal whose next event gets seq `latest + 1`.
+    pub fn starting_after(latest: u64) -> Self {
+        MemoryJournal { next: latest }
+    }
+}
+
 impl Journal for MemoryJournal {
-    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError> {
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
         let mut out = Vec::new();
-        for e in batch.iter_mut() {
+        for e in batch {
             if let JournalEntry::Event(p) = e {
                 self.next += 1;
-                out.push(p.clone().with_seq(self.next));
+                out.push(Recorded {
+                    event: p.clone().with_seq(self.next),
+                    json: None,
+                });
             }
         }
         Ok(out)

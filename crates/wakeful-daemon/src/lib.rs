@@ -127,14 +127,16 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
         registry,
         socket,
     } = daemon;
-    let served = server::serve(listener, state).await;
+    let served = server::serve(listener, state.clone()).await;
 
     // Persistent monitors are suspended (re-armed by the next daemon); the
     // others end with `daemon_stopped`.
     registry.suspend_where(|i| i.persistent).await;
     registry.shutdown(MonitorStopReason::DaemonStopped).await;
     registry.terminals().kill_all().await;
-    registry.sync().await;
+    // Readers get every last event before the daemon goes.
+    registry.hub().close().await;
+    state.drain_followers(Duration::from_secs(2)).await;
     let _ = std::fs::remove_file(&socket);
     let _ = std::fs::remove_file(paths.daemon_info());
     served.map_err(io("accepting connections"))?;
@@ -239,7 +241,9 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     let to_rearm = recover(&mut writer, &reader, cgroups.as_ref())?;
     let latest = reader.latest_seq()?;
 
-    let registry = MonitorRegistry::with_journal_at(
+    let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
+    let hub = wakeful_engine::Hub::new(writer, latest, Some(replay));
+    let registry = MonitorRegistry::with_hub(
         RegistryConfig {
             session: wakeful_core::session::DEFAULT_SESSION.into(),
             output_dir: paths.output_dir(),
@@ -251,10 +255,8 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
                 cgroups,
                 ..Launch::default()
             },
-            subscriber_capacity: 1024,
         },
-        writer,
-        latest,
+        hub,
     );
     let since = Utc::now() - chrono::Duration::from_std(ENDED_RETENTION).unwrap_or_default();
     for info in reader.ended_since(since)? {
@@ -328,6 +330,27 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     ))
 }
 
+/// The store, read back by the event hub for followers that catch up.
+struct StoreReplay(wakeful_store::StoreReader);
+
+impl wakeful_engine::Replay for StoreReplay {
+    fn after(
+        &self,
+        filter: &wakeful_engine::Filter,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<wakeful_core::journal::Recorded>, String> {
+        self.0
+            .recorded_after(
+                filter.session.as_deref(),
+                filter.monitor.as_deref(),
+                after,
+                limit,
+            )
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Raises this process's soft limit of open files to its hard limit: every
 /// client connection and every command's pipes take descriptors.
 fn raise_open_file_limit() {
@@ -396,7 +419,7 @@ fn recover(
         batch.push(JournalEntry::Terminal(t));
     }
     if !batch.is_empty() {
-        writer.append(&mut batch)?;
+        writer.append(&batch)?;
     }
     Ok(rearm)
 }

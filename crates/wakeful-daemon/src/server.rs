@@ -14,8 +14,10 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, MonitorInfo, MonitorSpec};
-use wakeful_engine::{MonitorRegistry, StartError, StartOptions};
+use wakeful_core::{MonitorInfo, MonitorSpec};
+use wakeful_engine::{
+    Committed, Filter, Follow, FollowError, MonitorRegistry, StartError, StartOptions,
+};
 use wakeful_protocol::{
     Acked, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult,
     Status, StreamEnd, WakeClearResult,
@@ -35,23 +37,40 @@ pub struct State {
     shutdown: watch::Sender<bool>,
     consumers: std::sync::Mutex<HashMap<(String, String), Arc<ConsumerSlot>>>,
     followers: std::sync::atomic::AtomicUsize,
+    /// Notified when a streaming connection ends.
+    followers_left: tokio::sync::Notify,
     health: Health,
     limits: Limits,
 }
 
 /// Counts a streaming connection while it lives.
-struct Following<'a>(&'a std::sync::atomic::AtomicUsize);
+struct Following<'a>(
+    &'a std::sync::atomic::AtomicUsize,
+    Option<&'a tokio::sync::Notify>,
+);
 
 impl<'a> Following<'a> {
     fn new(n: &'a std::sync::atomic::AtomicUsize) -> Self {
         n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Following(n)
+        Following(n, None)
+    }
+
+    /// A streaming connection of `state`: counted, and the daemon's
+    /// shutdown waits for it to have sent what it had.
+    fn stream(state: &'a State) -> Self {
+        state
+            .followers
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Following(&state.followers, Some(&state.followers_left))
     }
 }
 
 impl Drop for Following<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some(n) = self.1 {
+            n.notify_waiters();
+        }
     }
 }
 
@@ -79,6 +98,23 @@ impl State {
 }
 
 impl State {
+    /// After the hub closed: waits (up to `limit`) until every streaming
+    /// connection has sent its last events.
+    pub async fn drain_followers(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let left = self.followers_left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            if self.followers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, left).await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Consumers of `session` (all for `None`): the store's cursors, and
     /// consumers with waiters attached that never acknowledged anything.
     fn consumers(
@@ -145,6 +181,7 @@ impl State {
             shutdown: watch::channel(false).0,
             consumers: std::sync::Mutex::new(HashMap::new()),
             followers: std::sync::atomic::AtomicUsize::new(0),
+            followers_left: tokio::sync::Notify::new(),
             health: Health::default(),
             limits,
         }
@@ -349,10 +386,6 @@ impl Conn {
         .await
     }
 
-    async fn event(&mut self, event: Event) -> std::io::Result<()> {
-        self.reply(&Reply::Event { event }).await
-    }
-
     /// The next request; `None` at end of stream.
     async fn request(&mut self) -> std::io::Result<Option<Result<Request, (ErrorKind, String)>>> {
         let Some(line) = self.lines.next_line().await? else {
@@ -478,7 +511,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 monitors_running: running.len(),
                 monitors_recently_ended: all.len() - running.len(),
                 sessions_active: sessions.len(),
-                last_seq: *state.registry.latest_seq().borrow(),
+                last_seq: state.registry.hub().latest(),
                 wakes_undelivered: state.wakes.undelivered().len(),
                 followers: state.followers.load(std::sync::atomic::Ordering::SeqCst),
                 journal_failures: state.registry.journal_failures(),
@@ -514,7 +547,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             env,
             cwd,
         } => {
-            let after_seq = *state.registry.latest_seq().borrow();
+            let after_seq = state.registry.hub().latest();
             // Inside Codex: route the session to its thread, unless it has a
             // route or the configuration says no.
             if let Some(thread) = env.get("CODEX_THREAD_ID").filter(|t| !t.is_empty()) {
@@ -550,7 +583,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                         already_running: s.already_running,
                         output_path: s.info.output_path,
                         after_seq: if s.already_running {
-                            *state.registry.latest_seq().borrow()
+                            state.registry.hub().latest()
                         } else {
                             after_seq
                         },
@@ -796,70 +829,89 @@ fn store_error(e: wakeful_store::StoreError) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
 
-/// Sends events after `after`; with `follow`, keeps sending new ones until
-/// the client disconnects (or `monitor`'s final event was sent).
-///
-/// Catching up reads the store. Once caught up, a follower takes events from
-/// the registry's broadcast, which carries every event right after it was
-/// committed; if it falls behind (the broadcast buffer overflows), it reads
-/// the store again. Seqs only move forward, so nothing is sent twice.
+/// Bytes of event lines gathered into one socket write.
+const WRITE_BATCH: usize = 64 * 1024;
+
+/// Writes `first` and whatever else the follower has ready now, in one
+/// write; returns the last seq written and whether the monitor of a
+/// `monitor` stream ended.
+async fn write_ready(
+    conn: &mut Conn,
+    follow: &mut Follow,
+    first: Arc<Committed>,
+    monitor: Option<&str>,
+) -> std::io::Result<(u64, bool)> {
+    let mut buf = Vec::with_capacity(first.json().len() + 32);
+    let mut next = Some(first);
+    let mut last = 0;
+    while let Some(e) = next.take() {
+        buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
+        last = e.seq();
+        if monitor.is_some() && e.event.kind().is_terminal() {
+            conn.out.write_all(&buf).await?;
+            return Ok((last, true));
+        }
+        if buf.len() < WRITE_BATCH {
+            next = follow.try_next().map_err(follow_error)?;
+        }
+    }
+    conn.out.write_all(&buf).await?;
+    Ok((last, false))
+}
+
+fn follow_error(e: FollowError) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+/// Sends the session's events after `after` (only `monitor`'s, when given);
+/// with `follow`, keeps sending new ones as they are committed, until the
+/// client disconnects (or `monitor`'s final event was sent). One follower
+/// of the hub does it all: catching up from memory or the store, then
+/// live, each event once, in order, as the JSON the store holds.
 async fn stream_events(
     conn: &mut Conn,
     state: &State,
     session: &str,
     monitor: Option<&str>,
-    mut after: u64,
+    after: u64,
     follow: bool,
 ) -> std::io::Result<()> {
-    let _following = follow.then(|| Following::new(&state.followers));
-    // Subscribe before reading, so nothing committed in between is missed.
-    let mut live = state.registry.subscribe();
-    loop {
-        let page = state
-            .reader
-            .events_after(Some(session), monitor, after, PAGE)
-            .map_err(store_error)?;
-        let full = page.len() == PAGE;
-        for e in page {
-            after = e.seq;
-            let end = monitor.is_some() && e.kind().is_terminal();
-            conn.event(e).await?;
-            if end {
-                return conn.ok(&StreamEnd { last_seq: after }).await;
+    let _following = follow.then(|| Following::stream(state));
+    let filter = Filter {
+        session: Some(session.to_string()),
+        monitor: monitor.map(String::from),
+    };
+    let mut events = state.registry.hub().follow(filter, after);
+    if !follow {
+        while let Some(e) = events.try_next().map_err(follow_error)? {
+            let (_, ended) = write_ready(conn, &mut events, e, monitor).await?;
+            if ended {
+                break;
             }
         }
-        if full {
-            continue;
-        }
-        if !follow {
-            return conn.ok(&StreamEnd { last_seq: after }).await;
-        }
-        // Live: until the client leaves, or the broadcast overflows.
-        loop {
-            tokio::select! {
-                received = live.recv() => match received {
-                    Ok(e) => {
-                        let ours = e.session == session
-                            && monitor.is_none_or(|m| e.monitor_id == m);
-                        if e.seq <= after || !ours {
-                            continue;
-                        }
-                        after = e.seq;
-                        let end = monitor.is_some() && e.kind().is_terminal();
-                        conn.event(e).await?;
-                        if end {
-                            return conn.ok(&StreamEnd { last_seq: after }).await;
-                        }
-                    }
-                    // Fell behind: catch up from the store.
-                    Err(wakeful_engine::RecvError::Lagged(_)) => break,
-                    Err(wakeful_engine::RecvError::Closed) => return Ok(()),
-                },
-                line = conn.lines.next_line() => {
-                    // The client said something or left; either ends the stream.
-                    line?;
-                    return Ok(());
+        return conn
+            .ok(&StreamEnd {
+                last_seq: events.position(),
+            })
+            .await;
+    }
+    loop {
+        tokio::select! {
+            next = events.next() => {
+                let e = match next {
+                    Ok(e) => e,
+                    Err(FollowError::Closed) => return Ok(()),
+                    Err(e) => return Err(follow_error(e)),
+                };
+                let (last, ended) = write_ready(conn, &mut events, e, monitor).await?;
+                if ended {
+                    return conn.ok(&StreamEnd { last_seq: last }).await;
                 }
+            }
+            line = conn.lines.next_line() => {
+                // The client said something or left; either ends the stream.
+                line?;
+                return Ok(());
             }
         }
     }
@@ -883,7 +935,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         follow,
         exclusive,
     } = opts;
-    let _following = Following::new(&state.followers);
+    let _following = Following::stream(state);
     let slot = state.consumer(session, consumer);
     let _attached = Following::new(&slot.waiters);
     let mut generation = slot.exclusive.subscribe();
@@ -893,83 +945,107 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
     } else {
         None
     };
-    let mut latest = state.registry.latest_seq();
     let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let cursor = state
+        .reader
+        .cursor(session, consumer)
+        .map_err(store_error)?;
+    let mut events = state
+        .registry
+        .hub()
+        .follow(Filter::session(session), cursor);
+    // Read from the hub but not yet acknowledged, in seq order.
+    let mut pending: std::collections::VecDeque<Arc<Committed>> = Default::default();
     loop {
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
         }
-        latest.borrow_and_update();
+        while pending.len() < PAGE {
+            match events.try_next().map_err(follow_error)? {
+                Some(e) => pending.push_back(e),
+                None => break,
+            }
+        }
+        if pending.is_empty() {
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                next = events.next() => match next {
+                    Ok(e) => pending.push_back(e),
+                    Err(FollowError::Closed) => return Ok(()),
+                    Err(e) => return Err(follow_error(e)),
+                },
+                _ = sleep => {
+                    return conn
+                        .error(
+                            ErrorKind::Timeout,
+                            format!("no new events for session `{session}` within {} ms", timeout_ms.unwrap_or(0)),
+                        )
+                        .await;
+                }
+                line = conn.lines.next_line() => {
+                    if line?.is_none() {
+                        return Ok(());
+                    }
+                }
+                _ = generation.changed(), if mine.is_some() => {}
+            }
+            continue;
+        }
         // One batch of this consumer at a time: read, hand out, acknowledge.
         let _handing_out = slot.handing_out.lock().await;
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
         }
-        let cursor = state
+        // Another waiter may have acknowledged some meanwhile.
+        let acked = state
             .reader
             .cursor(session, consumer)
             .map_err(store_error)?;
-        let page = state
-            .reader
-            .events_after(Some(session), None, cursor, PAGE)
-            .map_err(store_error)?;
-        if let Some(last) = page.last().map(|e| e.seq) {
-            for e in page {
-                conn.event(e).await?;
-            }
-            conn.reply(&Reply::Batch { last_seq: last }).await?;
-            match conn.request().await? {
-                Some(Ok(Request::Ack { seq })) if seq <= last && seq > cursor => {
-                    let ack = JournalEntry::Ack {
-                        session: session.to_string(),
-                        consumer: consumer.to_string(),
-                        seq,
-                    };
-                    if state.registry.record(ack).await.is_err() {
-                        return conn
-                            .error(ErrorKind::Internal, "the daemon is stopping")
-                            .await;
-                    }
-                }
-                Some(Ok(_)) | Some(Err(_)) => {
+        while pending.front().is_some_and(|e| e.seq() <= acked) {
+            pending.pop_front();
+        }
+        let Some(last) = pending
+            .get(pending.len().min(PAGE).saturating_sub(1))
+            .map(|e| e.seq())
+        else {
+            continue;
+        };
+        let mut buf = Vec::new();
+        for e in pending.iter().take(PAGE) {
+            buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
+        }
+        conn.out.write_all(&buf).await?;
+        conn.reply(&Reply::Batch { last_seq: last }).await?;
+        match conn.request().await? {
+            Some(Ok(Request::Ack { seq })) if seq <= last && seq > acked => {
+                let ack = JournalEntry::Ack {
+                    session: session.to_string(),
+                    consumer: consumer.to_string(),
+                    seq,
+                };
+                if state.registry.record(ack).await.is_err() {
                     return conn
-                        .error(ErrorKind::Invalid, format!("expected an ack of seq {last}"))
+                        .error(ErrorKind::Internal, "the daemon is stopping")
                         .await;
                 }
-                None => return Ok(()),
-            }
-            if !follow {
-                return conn.ok(&Acked { acked: last }).await;
-            }
-            continue;
-        }
-        drop(_handing_out);
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            changed = latest.changed() => {
-                if changed.is_err() {
-                    return Ok(());
+                while pending.front().is_some_and(|e| e.seq() <= seq) {
+                    pending.pop_front();
                 }
             }
-            _ = sleep => {
+            Some(Ok(_)) | Some(Err(_)) => {
                 return conn
-                    .error(
-                        ErrorKind::Timeout,
-                        format!("no new events for session `{session}` within {} ms", timeout_ms.unwrap_or(0)),
-                    )
+                    .error(ErrorKind::Invalid, format!("expected an ack of seq {last}"))
                     .await;
             }
-            line = conn.lines.next_line() => {
-                if line?.is_none() {
-                    return Ok(());
-                }
-            }
-            _ = generation.changed(), if mine.is_some() => {}
+            None => return Ok(()),
+        }
+        if !follow {
+            return conn.ok(&Acked { acked: last }).await;
         }
     }
 }

@@ -8,13 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::sync::mpsc;
-
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::lines::{LineSplitter, Piece};
 use wakeful_core::machine::{Emit, SourceEnd, Step};
 use wakeful_core::{Line, MonitorInfo, MonitorMachine, MonitorState, PendingEvent, Stream};
 
+use crate::hub::Hub;
 use crate::output::OutputFile;
 
 /// Counters are sent to the journal at most this often while running.
@@ -27,7 +26,7 @@ pub(crate) struct Feed {
     pub(crate) machine: MonitorMachine,
     file: OutputFile,
     splitters: [LineSplitter; 2],
-    pub(crate) sink: mpsc::Sender<JournalEntry>,
+    pub(crate) hub: Hub,
     status: Arc<Mutex<MonitorInfo>>,
     counters_sent: Instant,
 }
@@ -39,7 +38,7 @@ impl Feed {
         session: String,
         machine: MonitorMachine,
         file: OutputFile,
-        sink: mpsc::Sender<JournalEntry>,
+        hub: Hub,
         status: Arc<Mutex<MonitorInfo>>,
     ) -> Self {
         Feed {
@@ -48,7 +47,7 @@ impl Feed {
             machine,
             file,
             splitters: [LineSplitter::new(), LineSplitter::new()],
-            sink,
+            hub,
             status,
             counters_sent: Instant::now(),
         }
@@ -185,7 +184,13 @@ impl Feed {
         }
     }
 
+    /// Commits `emits` (and the counters, when they are due) in one
+    /// append; returns once they are in the log.
     pub(crate) async fn emit(&mut self, emits: Vec<Emit>) {
+        self.emit_with(emits, false).await;
+    }
+
+    async fn emit_with(&mut self, emits: Vec<Emit>, force_counters: bool) {
         // Listings agree with the events by the time anyone receives them.
         let c = self.machine.counters();
         if let Ok(mut info) = self.status.lock() {
@@ -193,24 +198,23 @@ impl Feed {
             info.lines = c.lines;
             info.suppressed_lines = c.suppressed_lines;
         }
-        send_events(&self.sink, &self.session, &self.id, emits).await;
-        self.sync_counters(false).await;
-    }
-
-    async fn sync_counters(&mut self, force: bool) {
-        let c = self.machine.counters();
-        if force || self.counters_sent.elapsed() >= COUNTERS_EVERY {
+        let mut entries = stamp(&self.session, &self.id, emits);
+        if force_counters || (!entries.is_empty() && self.counters_sent.elapsed() >= COUNTERS_EVERY)
+        {
             self.counters_sent = Instant::now();
-            let _ = self
-                .sink
-                .send(JournalEntry::Counters {
-                    monitor_id: self.id.clone(),
-                    events: c.events,
-                    lines: c.lines,
-                    suppressed_lines: c.suppressed_lines,
-                })
-                .await;
+            entries.push(JournalEntry::Counters {
+                monitor_id: self.id.clone(),
+                events: c.events,
+                lines: c.lines,
+                suppressed_lines: c.suppressed_lines,
+            });
         }
+        if entries.is_empty() {
+            return;
+        }
+        // The hub outlives every monitor; a closed hub means the owner is
+        // gone and there is nobody left to tell.
+        let _ = self.hub.append(entries).await;
     }
 
     pub(crate) async fn finish(&mut self, end: SourceEnd) {
@@ -229,8 +233,7 @@ impl Feed {
             info.state = MonitorState::Ended;
             info.ended_at = Some(Utc::now());
         }
-        self.emit(emits).await;
-        self.sync_counters(true).await;
+        self.emit_with(emits, true).await;
     }
 }
 
@@ -241,23 +244,19 @@ pub(crate) fn merge(into: &mut Step, from: Step) {
     }
 }
 
-/// Sends events to the journal, stamped with session, monitor and time.
-pub(crate) async fn send_events(
-    sink: &mpsc::Sender<JournalEntry>,
-    session: &str,
-    id: &str,
-    emits: Vec<Emit>,
-) {
-    for e in emits {
-        let pending = PendingEvent {
-            session: session.to_string(),
-            monitor_id: id.to_string(),
-            ts: Utc::now(),
-            text: e.text,
-            body: e.body,
-        };
-        // The journal outlives every monitor; a closed channel means the
-        // owner is gone and there is nobody left to tell.
-        let _ = sink.send(JournalEntry::Event(pending)).await;
-    }
+/// Journal entries for `emits`, stamped with session, monitor and time.
+pub(crate) fn stamp(session: &str, id: &str, emits: Vec<Emit>) -> Vec<JournalEntry> {
+    let ts = Utc::now();
+    emits
+        .into_iter()
+        .map(|e| {
+            JournalEntry::Event(PendingEvent {
+                session: session.to_string(),
+                monitor_id: id.to_string(),
+                ts,
+                text: e.text,
+                body: e.body,
+            })
+        })
+        .collect()
 }

@@ -9,6 +9,8 @@
 //!
 //! - [`MonitorRegistry`]: the embeddable entry point (start, list, stop,
 //!   subscribe); see [`registry`] for an example.
+//! - [`hub`]: where events are committed (group commit) and followed by
+//!   every reader.
 //! - [`process`]: process groups, process trees, cgroups, the reaper, and
 //!   stopping everything a command started.
 //! - [`terminal`]: managed commands that monitors attach to.
@@ -17,6 +19,7 @@
 //! - [`output`]: output files.
 
 mod feed;
+pub mod hub;
 mod monitor;
 pub mod net_policy;
 pub mod output;
@@ -26,6 +29,7 @@ mod source;
 mod sources;
 pub mod terminal;
 
+pub use hub::{Committed, Filter, Follow, FollowError, Hub, Replay};
 pub use net_policy::NetPolicy;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
@@ -33,4 +37,4 @@ pub use registry::{
 };
 pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};
-pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal};
+pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal, Recorded};

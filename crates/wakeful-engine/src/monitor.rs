@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::machine::{Emit, SourceEnd, Step};
@@ -15,7 +15,8 @@ use wakeful_core::{
     EventBody, MonitorInfo, MonitorMachine, MonitorSpec, MonitorState, Source, Stream,
 };
 
-use crate::feed::{send_events, Feed};
+use crate::feed::{stamp, Feed};
+use crate::hub::Hub;
 use crate::output::OutputFile;
 use crate::source::{resolve, sleep_until_opt, Control, Ended, Input, InputSource, Launch};
 use crate::sources;
@@ -31,7 +32,7 @@ pub(crate) struct MonitorTask {
     pub rearm: bool,
     pub status: Arc<Mutex<MonitorInfo>>,
     pub stop_rx: watch::Receiver<Option<Control>>,
-    pub sink: mpsc::Sender<JournalEntry>,
+    pub hub: Hub,
 }
 
 /// A source, set up and ready to be read.
@@ -55,7 +56,7 @@ pub(crate) async fn run(task: MonitorTask) {
         rearm,
         status,
         mut stop_rx,
-        sink,
+        hub,
     } = task;
     let (id, session, output_path) = match status.lock() {
         Ok(i) => (i.id.clone(), i.session.clone(), i.output_path.clone()),
@@ -65,7 +66,7 @@ pub(crate) async fn run(task: MonitorTask) {
         return; // validated before the task was spawned
     };
     let mut feed = match OutputFile::open(&output_path) {
-        Ok(file) => Feed::new(id.clone(), session, machine, file, sink, status),
+        Ok(file) => Feed::new(id.clone(), session, machine, file, hub, status),
         Err(e) => {
             let text = format!(
                 "{}: failed: cannot open output file {}: {e}",
@@ -86,7 +87,9 @@ pub(crate) async fn run(task: MonitorTask) {
                 info.stop_reason = failed.body.stop_reason();
                 info.ended_at = Some(Utc::now());
             }
-            send_events(&sink, &session, &id, vec![started, failed]).await;
+            let _ = hub
+                .append(stamp(&session, &id, vec![started, failed]))
+                .await;
             return;
         }
     };
@@ -95,12 +98,12 @@ pub(crate) async fn run(task: MonitorTask) {
     let prepared = prepare(&spec, &launch, &terminals, &feed).await;
     if let Prepared::Command(c) = &prepared {
         let _ = feed
-            .sink
-            .send(JournalEntry::Spawned {
+            .hub
+            .append(vec![JournalEntry::Spawned {
                 monitor_id: feed.id.clone(),
                 pid: c.pid(),
                 start_ticks: c.start_ticks(),
-            })
+            }])
             .await;
     }
     let first = if rearm {

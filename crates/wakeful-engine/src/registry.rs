@@ -32,22 +32,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::watch;
 
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorStopReason, ParamError};
 
 pub use crate::source::Control;
 
+use crate::hub::{Filter, FollowError, Hub};
 use crate::monitor::{self, MonitorTask};
 use crate::source::Launch;
 use wakeful_core::journal::{Journal, JournalEntry, MemoryJournal};
 
 /// Ended monitors stay listed this long.
 pub const ENDED_RETENTION: Duration = Duration::from_secs(3600);
-/// Capacity of the journal channel (entries waiting to be numbered).
-const JOURNAL_QUEUE: usize = 4096;
-/// Most entries numbered in one batch.
-const JOURNAL_BATCH: usize = 1024;
 
 /// How a registry runs its monitors.
 #[derive(Debug, Clone)]
@@ -60,9 +57,6 @@ pub struct RegistryConfig {
     pub max_active_per_session: usize,
     /// How processes are launched and stopped.
     pub launch: Launch,
-    /// How many events a subscriber may fall behind before it misses some
-    /// (and is told how many).
-    pub subscriber_capacity: usize,
 }
 
 impl Default for RegistryConfig {
@@ -75,7 +69,6 @@ impl Default for RegistryConfig {
                 .join("output"),
             max_active_per_session: 8,
             launch: Launch::default(),
-            subscriber_capacity: 4096,
         }
     }
 }
@@ -138,10 +131,10 @@ pub enum StopError {
     NotFound(String),
 }
 
-/// Events as a subscriber receives them.
-#[derive(Debug)]
+/// Events as a subscriber receives them (every event numbered after it
+/// subscribed, in log order).
 pub struct Subscription {
-    rx: broadcast::Receiver<Event>,
+    follow: crate::hub::Follow,
 }
 
 /// Why [`Subscription::recv`] returned no event.
@@ -158,10 +151,11 @@ pub enum RecvError {
 impl Subscription {
     /// The next event, in log order.
     pub async fn recv(&mut self) -> Result<Event, RecvError> {
-        self.rx.recv().await.map_err(|e| match e {
-            broadcast::error::RecvError::Lagged(n) => RecvError::Lagged(n),
-            broadcast::error::RecvError::Closed => RecvError::Closed,
-        })
+        match self.follow.next().await {
+            Ok(c) => Ok(c.event.clone()),
+            Err(FollowError::Lagged(n)) => Err(RecvError::Lagged(n)),
+            Err(FollowError::Closed) => Err(RecvError::Closed),
+        }
     }
 }
 
@@ -175,10 +169,7 @@ struct Inner {
     config: RegistryConfig,
     terminals: crate::terminal::Terminals,
     monitors: Mutex<HashMap<String, Entry>>,
-    journal: mpsc::Sender<JournalEntry>,
-    events: broadcast::Sender<Event>,
-    latest: watch::Receiver<u64>,
-    journal_failures: Arc<std::sync::atomic::AtomicU64>,
+    hub: Hub,
 }
 
 impl Inner {
@@ -190,6 +181,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        let mut running = Vec::new();
         for entry in self
             .monitors
             .get_mut()
@@ -199,6 +191,18 @@ impl Drop for Inner {
             let _ = entry
                 .stop_tx
                 .send(Some(Control::Stop(MonitorStopReason::SessionEnded)));
+            running.push(entry.done.clone());
+        }
+        // Once every monitor has written its final event, subscribers get
+        // them all and then `Closed`.
+        let hub = self.hub.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                for mut done in running {
+                    let _ = done.wait_for(|d| *d).await;
+                }
+                hub.close().await;
+            });
         }
     }
 }
@@ -232,32 +236,29 @@ impl MonitorRegistry {
     /// Like [`MonitorRegistry::with_journal`], for a journal whose last
     /// event already has seq `latest`.
     pub fn with_journal_at(config: RegistryConfig, journal: impl Journal, latest: u64) -> Self {
-        let (tx, rx) = mpsc::channel(JOURNAL_QUEUE);
-        let (events, _) = broadcast::channel(config.subscriber_capacity.max(16));
-        let (latest_tx, latest_rx) = watch::channel(latest);
-        let pump_events = events.clone();
-        let failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let pump_failures = failures.clone();
-        std::thread::Builder::new()
-            .name("wakeful-journal".into())
-            .spawn(move || pump(journal, rx, pump_events, latest_tx, pump_failures))
-            .map_err(|e| tracing::error!("cannot start the journal thread: {e}"))
-            .ok();
+        Self::with_hub(config, Hub::new(journal, latest, None))
+    }
+
+    /// A registry whose events go through `hub` (the daemon's, with its
+    /// store behind it).
+    pub fn with_hub(config: RegistryConfig, hub: Hub) -> Self {
         MonitorRegistry {
             inner: Arc::new(Inner {
                 terminals: crate::terminal::Terminals::new(
                     config.output_dir.clone(),
                     config.launch.clone(),
-                    tx.clone(),
+                    hub.clone(),
                 ),
                 config,
                 monitors: Mutex::new(HashMap::new()),
-                journal: tx,
-                events,
-                latest: latest_rx,
-                journal_failures: failures,
+                hub,
             }),
         }
+    }
+
+    /// The event hub: commit entries, follow events.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
     }
 
     /// The registry's configuration.
@@ -272,23 +273,22 @@ impl MonitorRegistry {
 
     /// Receives every event numbered from now on.
     pub fn subscribe(&self) -> Subscription {
+        let hub = &self.inner.hub;
         Subscription {
-            rx: self.inner.events.subscribe(),
+            follow: hub.follow(Filter::default(), hub.latest()),
         }
     }
 
     /// How many times the journal failed to take a batch (each was retried
     /// until it succeeded; nothing was dropped).
     pub fn journal_failures(&self) -> u64 {
-        self.inner
-            .journal_failures
-            .load(std::sync::atomic::Ordering::SeqCst)
+        self.inner.hub.failures()
     }
 
     /// The seq of the last journaled event; changes whenever events are
-    /// journaled. Followers wait on it instead of polling.
+    /// journaled.
     pub fn latest_seq(&self) -> watch::Receiver<u64> {
-        self.inner.latest.clone()
+        self.inner.hub.latest_watch()
     }
 
     /// Sends an entry of the owner's (an acknowledgement, an event of a
@@ -296,12 +296,10 @@ impl MonitorRegistry {
     /// the monitors' entries, and waits until it has been appended.
     pub async fn record(&self, entry: JournalEntry) -> Result<(), StartError> {
         self.inner
-            .journal
-            .send(entry)
+            .hub
+            .append(vec![entry])
             .await
-            .map_err(|_| StartError::Closed)?;
-        self.sync().await;
-        Ok(())
+            .map_err(|_| StartError::Closed)
     }
 
     /// Starts a monitor in the registry's session.
@@ -390,7 +388,7 @@ impl MonitorRegistry {
             base_env: opts.base_env.clone(),
             base_cwd: opts.base_cwd.clone(),
         }));
-        if self.inner.journal.send(registered).await.is_err() {
+        if self.inner.hub.append(vec![registered]).await.is_err() {
             self.inner.lock().remove(&id);
             return Err(StartError::Closed);
         }
@@ -406,7 +404,7 @@ impl MonitorRegistry {
             rearm: opts.rearm,
             status,
             stop_rx,
-            sink: self.inner.journal.clone(),
+            hub: self.inner.hub.clone(),
         };
         tokio::spawn(async move {
             monitor::run(task).await;
@@ -555,65 +553,11 @@ impl MonitorRegistry {
         ids
     }
 
-    /// Waits until every entry sent so far has been journaled (and so
-    /// broadcast): after this, a new subscriber misses nothing that
+    /// Waits until every entry sent so far has been journaled (and handed
+    /// to followers): after this, a new subscriber misses nothing that
     /// happened before.
     pub async fn sync(&self) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let barrier = JournalEntry::Barrier(Box::new(move || {
-            let _ = tx.send(());
-        }));
-        if self.inner.journal.send(barrier).await.is_ok() {
-            let _ = rx.await;
-        }
-    }
-}
-
-fn pump(
-    mut journal: impl Journal,
-    mut rx: mpsc::Receiver<JournalEntry>,
-    events: broadcast::Sender<Event>,
-    latest: watch::Sender<u64>,
-    failures: Arc<std::sync::atomic::AtomicU64>,
-) {
-    while let Some(first) = rx.blocking_recv() {
-        let mut batch = Vec::with_capacity(64);
-        batch.push(first);
-        while batch.len() < JOURNAL_BATCH {
-            match rx.try_recv() {
-                Ok(e) => batch.push(e),
-                Err(_) => break,
-            }
-        }
-        // A failing store (disk full, a lock) is retried with backoff, never
-        // skipped: meanwhile the bounded queue fills and monitors wait, so
-        // nothing is lost. Each failure is counted and reported.
-        let mut pause = std::time::Duration::from_millis(100);
-        let numbered = loop {
-            match journal.append(&mut batch) {
-                Ok(numbered) => break numbered,
-                Err(e) => {
-                    let n = failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                    tracing::error!(
-                        "journal failed ({n} failures so far), retrying in {pause:?}: {e}"
-                    );
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
-                }
-            }
-        };
-        if let Some(last) = numbered.last() {
-            latest.send_replace(last.seq);
-        }
-        for e in numbered {
-            // No subscriber is not an error.
-            let _ = events.send(e);
-        }
-        for entry in batch {
-            if let JournalEntry::Barrier(done) = entry {
-                done();
-            }
-        }
+        self.inner.hub.sync().await;
     }
 }
 
@@ -632,64 +576,4 @@ pub fn new_id(prefix: &str) -> String {
         s.push(ALPHABET[fastrand::usize(..ALPHABET.len())] as char);
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wakeful_core::journal::JournalError;
-
-    /// Fails its first `fail` batches, then numbers events in memory.
-    struct Flaky {
-        fail: u32,
-        inner: MemoryJournal,
-    }
-
-    impl Journal for Flaky {
-        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError> {
-            if self.fail > 0 {
-                self.fail -= 1;
-                return Err(JournalError::Store("disk full (test)".into()));
-            }
-            self.inner.append(batch)
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_failing_store_is_retried_and_counted_never_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = MonitorRegistry::with_journal(
-            RegistryConfig {
-                output_dir: dir.path().to_path_buf(),
-                ..RegistryConfig::default()
-            },
-            Flaky {
-                fail: 2,
-                inner: MemoryJournal::default(),
-            },
-        );
-        let mut sub = reg.subscribe();
-        let id = reg
-            .start(MonitorSpec::command("echo kept", "flaky store"))
-            .await
-            .unwrap()
-            .info
-            .id;
-        let mut kinds = vec![];
-        let mut seqs = vec![];
-        while !kinds
-            .last()
-            .is_some_and(|k: &wakeful_core::EventKind| k.is_terminal())
-        {
-            let e = tokio::time::timeout(std::time::Duration::from_secs(10), sub.recv())
-                .await
-                .expect("events arrive despite the failures")
-                .unwrap();
-            assert_eq!(e.monitor_id, id);
-            kinds.push(e.kind());
-            seqs.push(e.seq);
-        }
-        assert_eq!(seqs, [1, 2, 3], "nothing skipped, seqs from 1");
-        assert_eq!(reg.journal_failures(), 2);
-    }
 }

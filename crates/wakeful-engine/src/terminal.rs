@@ -48,7 +48,7 @@ pub struct Terminals {
     inner: Arc<Mutex<HashMap<String, TermEntry>>>,
     output_dir: PathBuf,
     launch: Launch,
-    journal: mpsc::Sender<JournalEntry>,
+    journal: crate::hub::Hub,
 }
 
 /// Why a terminal request failed.
@@ -78,11 +78,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Terminals {
-    pub(crate) fn new(
-        output_dir: PathBuf,
-        launch: Launch,
-        journal: mpsc::Sender<JournalEntry>,
-    ) -> Self {
+    pub(crate) fn new(output_dir: PathBuf, launch: Launch, journal: crate::hub::Hub) -> Self {
         Terminals {
             inner: Arc::new(Mutex::new(HashMap::new())),
             output_dir,
@@ -156,7 +152,9 @@ impl Terminals {
             },
         );
         let journal = self.journal.clone();
-        let _ = journal.send(JournalEntry::Terminal(info.clone())).await;
+        let _ = journal
+            .append(vec![JournalEntry::Terminal(info.clone())])
+            .await;
         tokio::spawn(async move {
             if let Some(gate) = gate {
                 let _ = gate.await;
@@ -177,7 +175,7 @@ impl Terminals {
                 };
             }
             let ended = lock(&shared).clone();
-            let _ = journal.send(JournalEntry::Terminal(ended)).await;
+            let _ = journal.append(vec![JournalEntry::Terminal(ended)]).await;
             let subs: Vec<_> = lock(&subscribers).drain(..).collect();
             for s in subs {
                 let _ = s.send(TermMsg::End(end.clone())).await;

@@ -13,7 +13,7 @@ fn main() {
     let (mut writer, _reader) = wakeful_store::open(&dir.join("w.db")).expect("open the store");
     let mut times = Vec::new();
     for i in 0..2000u64 {
-        let mut batch = vec![JournalEntry::Event(PendingEvent {
+        let batch = vec![JournalEntry::Event(PendingEvent {
             session: "s".into(),
             monitor_id: format!("mon-{}", i % 20),
             ts: Utc::now(),
@@ -25,7 +25,7 @@ fn main() {
             },
         })];
         let t = Instant::now();
-        writer.append(&mut batch).expect("append");
+        writer.append(&batch).expect("append");
         times.push(t.elapsed().as_micros() as u64);
     }
     times.sort_unstable();

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
-use wakeful_core::journal::{Journal, JournalEntry, JournalError, Registration};
+use wakeful_core::journal::{Journal, JournalEntry, JournalError, Recorded, Registration};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorState};
 
@@ -163,7 +163,7 @@ impl StoreWriter {
         JournalError::Store(format!("{}: {source}", self.path.display()))
     }
 
-    fn write_batch(&mut self, batch: &[JournalEntry]) -> Result<Vec<Event>, rusqlite::Error> {
+    fn write_batch(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, rusqlite::Error> {
         let tx = self.conn.transaction()?;
         let mut out = Vec::new();
         let mut seq = self.next_seq;
@@ -185,7 +185,10 @@ impl StoreWriter {
                             json
                         ])?;
                         monitor_follows_event(&tx, &event)?;
-                        out.push(event);
+                        out.push(Recorded {
+                            event,
+                            json: Some(json),
+                        });
                         seq += 1;
                     }
                     JournalEntry::Registered(r) => {
@@ -259,7 +262,6 @@ impl StoreWriter {
                             tx.execute("DELETE FROM wake_routes WHERE session = ?1", [session])?;
                         }
                     },
-                    JournalEntry::Barrier(_) => {}
                 }
             }
         }
@@ -308,7 +310,7 @@ fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<()
 }
 
 impl Journal for StoreWriter {
-    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Event>, JournalError> {
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
         self.write_batch(batch).map_err(|e| self.sql(e))
     }
 }
@@ -374,6 +376,38 @@ impl StoreReader {
         })?;
         rows.iter()
             .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("event: {e}"))))
+            .collect()
+    }
+
+    /// Like [`StoreReader::events_after`], with each event's stored JSON
+    /// (what readers are sent, as it is).
+    pub fn recorded_after(
+        &self,
+        session: Option<&str>,
+        monitor: Option<&str>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Recorded>, StoreError> {
+        let sql = format!(
+            "SELECT json FROM events WHERE seq > ?1
+               AND (?2 IS NULL OR session = ?2)
+               AND (?3 IS NULL OR monitor_id = ?3)
+             ORDER BY seq LIMIT {limit}"
+        );
+        let rows: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![after as i64, session, monitor], |r| r.get(0))?;
+            rows.collect()
+        })?;
+        rows.into_iter()
+            .map(|json| {
+                let event =
+                    serde_json::from_str(&json).map_err(|e| self.corrupt(format!("event: {e}")))?;
+                Ok(Recorded {
+                    event,
+                    json: Some(json),
+                })
+            })
             .collect()
     }
 
@@ -585,7 +619,7 @@ mod tests {
         let db = dir.path().join("w.db");
         {
             let (mut w, r) = open(&db).unwrap();
-            let mut batch = vec![
+            let batch = vec![
                 JournalEntry::Registered(Box::new(Registration {
                     info: info("m1"),
                     spec: MonitorSpec::command("true", "d"),
@@ -599,10 +633,10 @@ mod tests {
                     start_ticks: 7,
                 },
             ];
-            let evs = w.append(&mut batch).unwrap();
-            assert_eq!(evs[0].seq, 1);
+            let evs = w.append(&batch).unwrap();
+            assert_eq!(evs[0].event.seq, 1);
             assert_eq!(r.running_monitors().unwrap()[0].pid, Some(42));
-            let mut batch = vec![pending(
+            let batch = vec![pending(
                 "m1",
                 EventBody::MonitorStopped {
                     reason: MonitorStopReason::ExitCode { code: 0 },
@@ -610,7 +644,7 @@ mod tests {
                     survivors: vec![],
                 },
             )];
-            assert_eq!(w.append(&mut batch).unwrap()[0].seq, 2);
+            assert_eq!(w.append(&batch).unwrap()[0].event.seq, 2);
             assert!(r.running_monitors().unwrap().is_empty());
             let m = r.monitor("m1").unwrap().unwrap();
             assert_eq!(m.info.state, MonitorState::Ended);
@@ -618,8 +652,8 @@ mod tests {
         }
         let (mut w, r) = open(&db).unwrap();
         assert_eq!(r.latest_seq().unwrap(), 2);
-        let mut batch = vec![pending("m2", EventBody::MonitorStarted)];
-        assert_eq!(w.append(&mut batch).unwrap()[0].seq, 3);
+        let batch = vec![pending("m2", EventBody::MonitorStarted)];
+        assert_eq!(w.append(&batch).unwrap()[0].event.seq, 3);
         let all = r.events_after(Some("s"), None, 0, 100).unwrap();
         assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(r.events_after(None, Some("m2"), 0, 100).unwrap().len(), 1);
@@ -638,9 +672,9 @@ mod tests {
             consumer: "c".into(),
             seq,
         };
-        w.append(&mut vec![ack(5)]).unwrap();
+        w.append(&[ack(5)]).unwrap();
         assert_eq!(r.cursor("s", "c").unwrap(), 5);
-        w.append(&mut vec![ack(3)]).unwrap();
+        w.append(&[ack(3)]).unwrap();
         assert_eq!(r.cursor("s", "c").unwrap(), 5);
         assert_eq!(r.cursor("s", "other").unwrap(), 0);
         assert_eq!(

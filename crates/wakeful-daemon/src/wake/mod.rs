@@ -236,10 +236,16 @@ impl WakerTask {
             last_error: String::new(),
             delivered: 0,
         };
-        let mut latest = self.registry.latest_seq();
+        // The session's events, from the hub: no store query per event.
+        let mut events = self
+            .registry
+            .hub()
+            .follow(wakeful_engine::Filter::session(&self.session), acked);
+        let mut session_latest = acked;
         loop {
-            latest.borrow_and_update();
-            let session_latest = self.reader.latest_seq_of(&self.session).unwrap_or(0);
+            while let Ok(Some(e)) = events.try_next() {
+                session_latest = e.seq();
+            }
             let actions = st.machine.on_events(Instant::now(), session_latest);
             if !self.execute(&mut st, actions).await {
                 return;
@@ -249,11 +255,14 @@ impl WakerTask {
                 .next_deadline()
                 .map(tokio::time::Instant::from_std);
             tokio::select! {
-                changed = latest.changed() => {
-                    if changed.is_err() {
+                next = events.next() => match next {
+                    Ok(e) => session_latest = e.seq(),
+                    Err(wakeful_engine::FollowError::Closed) => return,
+                    Err(e) => {
+                        tracing::error!("wake route of session {}: {e}", self.session);
                         return;
                     }
-                }
+                },
                 _ = sleep_until_opt(deadline), if deadline.is_some() => {
                     let due = st.machine.on_tick(Instant::now());
                     if !self.execute(&mut st, due).await {

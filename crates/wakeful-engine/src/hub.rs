@@ -1,0 +1,779 @@
+//! The event hub: where an event gets its place in the log and goes to
+//! every reader, with as few hand-overs as possible.
+//!
+//! **Committing.** The task that produced entries (a monitor, a client's
+//! acknowledgement) commits them itself: [`Hub::append`] queues them, and if
+//! no commit is running, the caller becomes the committer and hands the
+//! whole queue — everything other tasks queued meanwhile too: a group commit
+//! — to the [`Journal`] (one SQLite transaction in the daemon), then fans
+//! the numbered events out. Callers whose entries were taken by another
+//! committer wait until that commit is done. Every append returns once its
+//! entries are in the log, so a monitor never runs ahead of its journal
+//! (backpressure), and nothing is dropped. A failing journal is retried
+//! with backoff by a task of its own, and counted.
+//!
+//! **Reading.** [`Hub::follow`] gives a [`Follow`]: the events matching a
+//! [`Filter`] with a seq above `after`, in order, each once — first those
+//! already committed (from a ring of recent events in memory, else from the
+//! [`Replay`] of the store), then new ones as they are committed, pushed to
+//! the follower's own bounded queue (it is woken, nothing else runs). A
+//! follower that falls behind loses nothing: it is marked lagged and catches
+//! up from the ring or the store. Every reader — `events --follow`, `wait`,
+//! `watch`, the MCP push, the Claude Code bridge, wake routes, the live
+//! view — reads through a `Follow`. Each event is encoded once, by the
+//! journal that stored it ([`Committed::json`]).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use wakeful_core::journal::{Journal, JournalEntry, Recorded};
+use wakeful_core::Event;
+
+/// Events kept in memory for followers that catch up.
+const RING_EVENTS: usize = 1024;
+/// Bytes of event text kept in memory for followers that catch up.
+const RING_BYTES: usize = 8 * 1024 * 1024;
+/// Events a follower may have waiting before it is marked lagged.
+const FOLLOWER_QUEUE: usize = 4096;
+/// Events read from the ring or the store at a time while catching up.
+const PAGE: usize = 1000;
+
+/// A committed event: its place in the log and its JSON, made once.
+#[derive(Debug)]
+pub struct Committed {
+    /// The event.
+    pub event: Event,
+    json: OnceLock<Arc<str>>,
+}
+
+impl Committed {
+    /// Wraps a recorded event.
+    pub fn new(r: Recorded) -> Self {
+        let json = OnceLock::new();
+        if let Some(j) = r.json {
+            let _ = json.set(Arc::from(j));
+        }
+        Committed {
+            event: r.event,
+            json,
+        }
+    }
+
+    /// Its seq.
+    pub fn seq(&self) -> u64 {
+        self.event.seq
+    }
+
+    /// Its wire JSON (`events --json`), encoded at most once.
+    pub fn json(&self) -> &str {
+        self.json.get_or_init(|| {
+            serde_json::to_string(&self.event)
+                .map(Arc::from)
+                .unwrap_or_else(|_| Arc::from("{}"))
+        })
+    }
+
+    fn size(&self) -> usize {
+        self.event.text.len() + 128
+    }
+}
+
+/// Which events a follower wants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only this session's (all sessions for `None`).
+    pub session: Option<String>,
+    /// Only this monitor's.
+    pub monitor: Option<String>,
+}
+
+impl Filter {
+    /// Every event of `session`.
+    pub fn session(session: impl Into<String>) -> Self {
+        Filter {
+            session: Some(session.into()),
+            monitor: None,
+        }
+    }
+
+    /// Whether `e` passes.
+    pub fn matches(&self, e: &Event) -> bool {
+        self.session.as_deref().is_none_or(|s| e.session == s)
+            && self.monitor.as_deref().is_none_or(|m| e.monitor_id == m)
+    }
+}
+
+/// Reads committed events back from a store (for followers that start
+/// behind the ring, or fell behind).
+pub trait Replay: Send + Sync + 'static {
+    /// Events matching `filter` with a seq above `after`, in order, at most
+    /// `limit`.
+    fn after(&self, filter: &Filter, after: u64, limit: usize) -> Result<Vec<Recorded>, String>;
+}
+
+/// Why a follower got no event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FollowError {
+    /// Events were committed that can no longer be read (no store behind
+    /// this hub, and they left the ring); this many were missed. Reading
+    /// goes on after them.
+    #[error("fell behind and missed {0} events")]
+    Lagged(u64),
+    /// The hub is gone.
+    #[error("the event hub is closed")]
+    Closed,
+}
+
+#[derive(Default)]
+struct FollowerQueue {
+    events: VecDeque<Arc<Committed>>,
+    /// Events were dropped: the follower must catch up.
+    lagged: bool,
+    closed: bool,
+}
+
+struct FollowerShared {
+    filter: Filter,
+    queue: Mutex<FollowerQueue>,
+    notify: Notify,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct State {
+    queue: Vec<JournalEntry>,
+    /// Tickets handed to appends so far.
+    tickets: u64,
+    committing: bool,
+    latest: u64,
+    ring: VecDeque<Arc<Committed>>,
+    ring_bytes: usize,
+    followers: Vec<Arc<FollowerShared>>,
+    closed: bool,
+}
+
+struct Inner {
+    journal: Mutex<Box<dyn Journal>>,
+    state: Mutex<State>,
+    /// The last ticket whose entries are committed.
+    committed: watch::Sender<u64>,
+    /// The last event's seq.
+    latest: watch::Sender<u64>,
+    replay: Option<Arc<dyn Replay>>,
+    failures: AtomicU64,
+}
+
+/// The event hub; see the module docs. Cloning gives another handle.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+/// Why an append was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the event hub is closed")]
+pub struct Closed;
+
+impl Hub {
+    /// A hub over `journal`, whose last event has seq `latest`, reading
+    /// back through `replay` when there is a store.
+    pub fn new(journal: impl Journal, latest: u64, replay: Option<Arc<dyn Replay>>) -> Self {
+        Hub {
+            inner: Arc::new(Inner {
+                journal: Mutex::new(Box::new(journal)),
+                state: Mutex::new(State {
+                    queue: Vec::new(),
+                    tickets: 0,
+                    committing: false,
+                    latest,
+                    ring: VecDeque::new(),
+                    ring_bytes: 0,
+                    followers: Vec::new(),
+                    closed: false,
+                }),
+                committed: watch::channel(0).0,
+                latest: watch::channel(latest).0,
+                replay,
+                failures: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The last event's seq.
+    pub fn latest(&self) -> u64 {
+        lock(&self.inner.state).latest
+    }
+
+    /// The last event's seq, as a watch that changes with every commit.
+    pub fn latest_watch(&self) -> watch::Receiver<u64> {
+        self.inner.latest.subscribe()
+    }
+
+    /// How many times the journal failed to take a batch (each retried until
+    /// it took it).
+    pub fn failures(&self) -> u64 {
+        self.inner.failures.load(Ordering::SeqCst)
+    }
+
+    /// Commits `entries` (see the module docs) and returns once they are
+    /// in the log.
+    pub async fn append(&self, entries: Vec<JournalEntry>) -> Result<(), Closed> {
+        let (ticket, lead) = {
+            let mut st = lock(&self.inner.state);
+            if st.closed {
+                return Err(Closed);
+            }
+            st.queue.extend(entries);
+            st.tickets += 1;
+            let lead = !st.committing;
+            st.committing = true;
+            (st.tickets, lead)
+        };
+        if lead {
+            self.commit();
+        }
+        let mut committed = self.inner.committed.subscribe();
+        committed
+            .wait_for(|c| *c >= ticket)
+            .await
+            .map(|_| ())
+            .map_err(|_| Closed)
+    }
+
+    /// Returns once everything appended before is in the log.
+    pub async fn sync(&self) {
+        let _ = self.append(Vec::new()).await;
+    }
+
+    /// Stops taking entries (what was appended is committed first); every
+    /// follower ends with [`FollowError::Closed`] once it has read all.
+    pub async fn close(&self) {
+        self.sync().await;
+        let followers = {
+            let mut st = lock(&self.inner.state);
+            st.closed = true;
+            std::mem::take(&mut st.followers)
+        };
+        for f in followers {
+            lock(&f.queue).closed = true;
+            f.notify.notify_one();
+        }
+    }
+
+    /// Commits the queue until it is empty. Only the committer calls this
+    /// (the caller that found no commit running, or the retry task).
+    fn commit(&self) {
+        loop {
+            let (batch, upto) = {
+                let mut st = lock(&self.inner.state);
+                if st.queue.is_empty() {
+                    st.committing = false;
+                    let upto = st.tickets;
+                    drop(st);
+                    self.inner.committed.send_replace(upto);
+                    return;
+                }
+                (std::mem::take(&mut st.queue), st.tickets)
+            };
+            let appended = lock(&self.inner.journal).append(&batch);
+            let recorded = match appended {
+                Ok(r) => r,
+                Err(e) => {
+                    // Put the batch back in front and retry later, from a
+                    // task of its own: nothing is skipped, appends wait.
+                    let n = self.inner.failures.fetch_add(1, Ordering::SeqCst) + 1;
+                    tracing::error!(
+                        "the event journal failed ({n} failures so far): {e}; retrying"
+                    );
+                    {
+                        let mut st = lock(&self.inner.state);
+                        let later = std::mem::replace(&mut st.queue, batch);
+                        st.queue.extend(later);
+                    }
+                    let hub = self.clone();
+                    let pause = Duration::from_millis(100 * (1 << n.min(6)));
+                    tokio::spawn(async move {
+                        tokio::time::sleep(pause.min(Duration::from_secs(5))).await;
+                        hub.commit();
+                    });
+                    return;
+                }
+            };
+            let committed: Vec<Arc<Committed>> = recorded
+                .into_iter()
+                .map(|r| Arc::new(Committed::new(r)))
+                .collect();
+            self.fan_out(&committed);
+            self.inner.committed.send_replace(upto);
+        }
+    }
+
+    /// Hands committed events to the ring and to every follower that wants
+    /// them, and wakes those followers.
+    fn fan_out(&self, committed: &[Arc<Committed>]) {
+        let Some(last) = committed.last().map(|c| c.seq()) else {
+            return;
+        };
+        let mut woken = Vec::new();
+        {
+            let mut st = lock(&self.inner.state);
+            st.latest = last;
+            for c in committed {
+                st.ring_bytes += c.size();
+                st.ring.push_back(c.clone());
+            }
+            while st.ring.len() > RING_EVENTS || st.ring_bytes > RING_BYTES {
+                match st.ring.pop_front() {
+                    Some(old) => st.ring_bytes -= old.size(),
+                    None => break,
+                }
+            }
+            for f in &st.followers {
+                let mut wake = false;
+                let mut q = lock(&f.queue);
+                for c in committed {
+                    if !f.filter.matches(&c.event) {
+                        continue;
+                    }
+                    wake = true;
+                    if q.lagged {
+                        continue;
+                    }
+                    if q.events.len() >= FOLLOWER_QUEUE {
+                        q.lagged = true;
+                        continue;
+                    }
+                    q.events.push_back(c.clone());
+                }
+                drop(q);
+                if wake {
+                    woken.push(f.clone());
+                }
+            }
+        }
+        self.inner.latest.send_replace(last);
+        for f in woken {
+            f.notify.notify_one();
+        }
+    }
+
+    /// The events matching `filter` with a seq above `after`, from now on
+    /// as they come; see the module docs.
+    pub fn follow(&self, filter: Filter, after: u64) -> Follow {
+        let shared = Arc::new(FollowerShared {
+            filter,
+            queue: Mutex::new(FollowerQueue::default()),
+            notify: Notify::new(),
+        });
+        let latest = {
+            let mut st = lock(&self.inner.state);
+            if st.closed {
+                lock(&shared.queue).closed = true;
+            } else {
+                st.followers.push(shared.clone());
+            }
+            st.latest
+        };
+        Follow {
+            hub: self.clone(),
+            shared,
+            after,
+            target: (after < latest).then_some(latest),
+            backlog: VecDeque::new(),
+        }
+    }
+
+    fn unfollow(&self, shared: &Arc<FollowerShared>) {
+        lock(&self.inner.state)
+            .followers
+            .retain(|f| !Arc::ptr_eq(f, shared));
+    }
+
+    /// Committed events matching `filter` in `(after, upto]`, at most
+    /// [`PAGE`]: from the ring when it still holds them, else from the store.
+    fn read(
+        &self,
+        filter: &Filter,
+        after: u64,
+        upto: u64,
+    ) -> Result<Vec<Arc<Committed>>, FollowError> {
+        {
+            let st = lock(&self.inner.state);
+            let covered = st.ring.front().is_some_and(|f| f.seq() <= after + 1);
+            if covered {
+                return Ok(st
+                    .ring
+                    .iter()
+                    .filter(|c| c.seq() > after && c.seq() <= upto && filter.matches(&c.event))
+                    .take(PAGE)
+                    .cloned()
+                    .collect());
+            }
+            if self.inner.replay.is_none() {
+                // No store: what left the ring is gone.
+                let first = st.ring.front().map_or(upto + 1, |f| f.seq());
+                let missed = first
+                    .saturating_sub(after + 1)
+                    .min(upto.saturating_sub(after));
+                if missed > 0 {
+                    return Err(FollowError::Lagged(missed));
+                }
+                return Ok(Vec::new());
+            }
+        }
+        let replay = self.inner.replay.as_ref().ok_or(FollowError::Closed)?;
+        match replay.after(filter, after, PAGE) {
+            Ok(page) => Ok(page
+                .into_iter()
+                .filter(|r| r.event.seq <= upto)
+                .map(|r| Arc::new(Committed::new(r)))
+                .collect()),
+            Err(e) => {
+                tracing::error!("cannot read events back from the store: {e}");
+                Err(FollowError::Closed)
+            }
+        }
+    }
+}
+
+/// A reader of the hub; see the module docs. Dropping it stops the pushes.
+pub struct Follow {
+    hub: Hub,
+    shared: Arc<FollowerShared>,
+    /// The last seq handed out.
+    after: u64,
+    /// Catching up from the ring or store until this seq.
+    target: Option<u64>,
+    backlog: VecDeque<Arc<Committed>>,
+}
+
+impl Follow {
+    /// The last seq handed out (or the `after` it started from).
+    pub fn position(&self) -> u64 {
+        self.after
+    }
+
+    /// The next event, waiting for it.
+    pub async fn next(&mut self) -> Result<Arc<Committed>, FollowError> {
+        let shared = self.shared.clone();
+        loop {
+            let notified = shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(e) = self.try_next()? {
+                return Ok(e);
+            }
+            if lock(&shared.queue).closed {
+                return Err(FollowError::Closed);
+            }
+            notified.await;
+        }
+    }
+
+    /// The next event if one is there now, without waiting.
+    pub fn try_next(&mut self) -> Result<Option<Arc<Committed>>, FollowError> {
+        loop {
+            while let Some(e) = self.backlog.pop_front() {
+                if e.seq() > self.after {
+                    self.after = e.seq();
+                    return Ok(Some(e));
+                }
+            }
+            if let Some(target) = self.target {
+                if self.after < target {
+                    match self.hub.read(&self.shared.filter, self.after, target) {
+                        Ok(page) if !page.is_empty() => {
+                            self.backlog.extend(page);
+                            continue;
+                        }
+                        Ok(_) => self.target = None,
+                        Err(FollowError::Lagged(n)) => {
+                            // Go on after what is gone.
+                            let first = lock(&self.hub.inner.state)
+                                .ring
+                                .front()
+                                .map_or(target, |f| f.seq().saturating_sub(1));
+                            self.after = first.max(self.after);
+                            return Err(FollowError::Lagged(n));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    self.target = None;
+                }
+            }
+            let mut q = lock(&self.shared.queue);
+            if q.lagged {
+                // Dropped pushes: read them back, after what is queued.
+                q.lagged = false;
+                self.target = Some(self.hub.latest());
+            }
+            if q.events.is_empty() {
+                drop(q);
+                if self.target.is_some_and(|t| t > self.after) {
+                    continue;
+                }
+                return Ok(None);
+            }
+            self.backlog.extend(q.events.drain(..));
+        }
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        self.hub.unfollow(&self.shared);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use wakeful_core::journal::{JournalError, MemoryJournal};
+    use wakeful_core::{EventBody, PendingEvent};
+
+    fn entry(session: &str, n: usize) -> JournalEntry {
+        JournalEntry::Event(PendingEvent {
+            session: session.into(),
+            monitor_id: format!("mon-{session}"),
+            ts: Utc::now(),
+            text: format!("line {n}"),
+            body: EventBody::MonitorEvent {
+                lines: vec![format!("line {n}")],
+                from_line: n as u64,
+                to_line: n as u64,
+            },
+        })
+    }
+
+    fn hub() -> Hub {
+        Hub::new(MemoryJournal::default(), 0, None)
+    }
+
+    #[tokio::test]
+    async fn a_follower_gets_what_was_there_then_what_comes_in_order() {
+        let hub = hub();
+        hub.append(vec![entry("a", 1), entry("b", 1), entry("a", 2)])
+            .await
+            .unwrap();
+        let mut f = hub.follow(Filter::session("a"), 0);
+        assert_eq!(f.next().await.unwrap().event.text, "line 1");
+        assert_eq!(f.next().await.unwrap().event.text, "line 2");
+        assert!(f.try_next().unwrap().is_none());
+        hub.append(vec![entry("b", 2), entry("a", 3)])
+            .await
+            .unwrap();
+        let e = f.next().await.unwrap();
+        assert_eq!((e.seq(), e.event.text.as_str()), (5, "line 3"));
+        // Encoded once, on demand, as the wire wants it.
+        assert!(e.json().contains(r#""seq":5"#));
+        assert!(std::ptr::eq(e.json(), e.json()));
+    }
+
+    #[tokio::test]
+    async fn a_follower_starting_in_the_past_reads_only_after_its_seq() {
+        let hub = hub();
+        hub.append((1..=5).map(|n| entry("a", n)).collect())
+            .await
+            .unwrap();
+        let mut f = hub.follow(Filter::default(), 3);
+        assert_eq!(f.next().await.unwrap().seq(), 4);
+        assert_eq!(f.next().await.unwrap().seq(), 5);
+        assert_eq!(f.position(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_slow_follower_is_marked_lagged_and_catches_up_without_loss() {
+        let hub = hub();
+        let mut f = hub.follow(Filter::default(), 0);
+        // More than its queue holds, all within the ring.
+        let total = FOLLOWER_QUEUE + 500;
+        for chunk in (1..=total).collect::<Vec<_>>().chunks(100) {
+            hub.append(chunk.iter().map(|n| entry("a", *n)).collect())
+                .await
+                .unwrap();
+        }
+        let mut seqs = Vec::new();
+        loop {
+            match f.try_next() {
+                Ok(Some(e)) => seqs.push(e.seq()),
+                Ok(None) => break,
+                Err(FollowError::Lagged(n)) => {
+                    panic!("lost {n} although the ring is smaller: this hub has no store")
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // Without a store the ring (1024) is all that can be read back:
+        // what the queue held, then a lag report, then the ring.
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order, once each");
+    }
+
+    /// A store behind the hub: every committed event can be read back.
+    struct Log(Mutex<Vec<Recorded>>);
+
+    impl Replay for Arc<Log> {
+        fn after(
+            &self,
+            filter: &Filter,
+            after: u64,
+            limit: usize,
+        ) -> Result<Vec<Recorded>, String> {
+            Ok(lock(&self.0)
+                .iter()
+                .filter(|r| r.event.seq > after && filter.matches(&r.event))
+                .take(limit)
+                .cloned()
+                .collect())
+        }
+    }
+
+    struct Keeping {
+        inner: MemoryJournal,
+        log: Arc<Log>,
+    }
+
+    impl Journal for Keeping {
+        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+            let r = self.inner.append(batch)?;
+            lock(&self.log.0).extend(r.iter().cloned());
+            Ok(r)
+        }
+    }
+
+    #[tokio::test]
+    async fn with_a_store_a_far_behind_follower_loses_nothing() {
+        let log = Arc::new(Log(Mutex::new(Vec::new())));
+        let hub = Hub::new(
+            Keeping {
+                inner: MemoryJournal::default(),
+                log: log.clone(),
+            },
+            0,
+            Some(Arc::new(log.clone())),
+        );
+        let mut f = hub.follow(Filter::session("a"), 0);
+        let total = FOLLOWER_QUEUE * 2 + 7;
+        for chunk in (1..=total).collect::<Vec<_>>().chunks(250) {
+            let mut entries = Vec::new();
+            for n in chunk {
+                entries.push(entry("a", *n));
+                entries.push(entry("b", *n));
+            }
+            hub.append(entries).await.unwrap();
+        }
+        let mut got = Vec::new();
+        while let Some(e) = f.try_next().unwrap() {
+            got.push(e.event.text.clone());
+        }
+        let want: Vec<String> = (1..=total).map(|n| format!("line {n}")).collect();
+        assert_eq!(got, want);
+        // A follower created long after, from 0, reads the store.
+        let mut late = hub.follow(Filter::session("b"), 0);
+        let mut n = 0;
+        while late.try_next().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, total);
+    }
+
+    #[tokio::test]
+    async fn group_commit_numbers_concurrent_appends_once_and_in_order() {
+        let hub = hub();
+        let mut f = hub.follow(Filter::default(), 0);
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let hub = hub.clone();
+            tasks.push(tokio::spawn(async move {
+                for n in 0..100 {
+                    hub.append(vec![entry(&format!("s{t}"), n)]).await.unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let mut seqs = Vec::new();
+        let mut per_session: std::collections::HashMap<String, Vec<u64>> = Default::default();
+        while let Some(e) = f.try_next().unwrap() {
+            seqs.push(e.seq());
+            per_session
+                .entry(e.event.session.clone())
+                .or_default()
+                .push(e.event.body_line());
+        }
+        assert_eq!(seqs, (1..=800).collect::<Vec<_>>());
+        for lines in per_session.values() {
+            assert_eq!(
+                lines,
+                &(0..100).collect::<Vec<u64>>(),
+                "each producer's order kept"
+            );
+        }
+        assert_eq!(hub.latest(), 800);
+    }
+
+    trait BodyLine {
+        fn body_line(&self) -> u64;
+    }
+
+    impl BodyLine for Event {
+        fn body_line(&self) -> u64 {
+            match &self.body {
+                EventBody::MonitorEvent { from_line, .. } => *from_line,
+                _ => 0,
+            }
+        }
+    }
+
+    /// Fails its first batches, then numbers in memory.
+    struct Flaky {
+        fail: u32,
+        inner: MemoryJournal,
+    }
+
+    impl Journal for Flaky {
+        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+            if self.fail > 0 {
+                self.fail -= 1;
+                return Err(JournalError::Store("disk full (test)".into()));
+            }
+            self.inner.append(batch)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_journal_is_retried_and_counted_never_skipped() {
+        let hub = Hub::new(
+            Flaky {
+                fail: 2,
+                inner: MemoryJournal::default(),
+            },
+            0,
+            None,
+        );
+        let mut f = hub.follow(Filter::default(), 0);
+        hub.append(vec![entry("a", 1)]).await.unwrap();
+        hub.append(vec![entry("a", 2)]).await.unwrap();
+        assert_eq!(f.next().await.unwrap().seq(), 1);
+        assert_eq!(f.next().await.unwrap().seq(), 2);
+        assert_eq!(hub.failures(), 2);
+    }
+
+    #[tokio::test]
+    async fn closing_ends_followers_after_what_they_have() {
+        let hub = hub();
+        let mut f = hub.follow(Filter::default(), 0);
+        hub.append(vec![entry("a", 1)]).await.unwrap();
+        hub.close().await;
+        assert_eq!(f.next().await.unwrap().seq(), 1);
+        assert_eq!(f.next().await.unwrap_err(), FollowError::Closed);
+        assert_eq!(hub.append(vec![entry("a", 2)]).await, Err(Closed));
+    }
+}
