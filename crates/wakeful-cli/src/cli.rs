@@ -11,7 +11,7 @@ use crate::monitor_args::{MonitorArgs, SourceArgs};
     version,
     about = "Monitors for AI coding agents: background watchers whose output lines become events that wake the agent.",
     long_about = "Monitors for AI coding agents.\n\nA daemon (started on demand) owns background watchers; every line they print goes to an output file, and lines that pass a monitor's filter become events in a durable, ordered log. Agents read the log with `wait` (block until something happens), `events`, `watch`, or the MCP server.\n\nState lives in $WAKEFUL_HOME when set, else in the XDG directories (~/.local/state/wakeful, $XDG_RUNTIME_DIR/wakeful, ~/.config/wakeful/config.toml).",
-    after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out"
+    after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out · 141 stdout closed by its reader (`| head`), said nothing"
 )]
 pub struct Cli {
     /// Machine-readable output (event streams: one JSON object a line).

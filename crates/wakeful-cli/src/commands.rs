@@ -131,8 +131,7 @@ fn client_env() -> BTreeMap<String, String> {
 
 fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    println!("{s}");
-    Ok(())
+    Ok(outln!("{s}")?)
 }
 
 async fn start_request(
@@ -169,9 +168,9 @@ async fn start(
             "output_path": r.output_path,
         }))?;
     } else if r.already_running {
-        println!("{} (already running)", r.id);
+        outln!("{} (already running)", r.id)?;
     } else {
-        println!("{}", r.id);
+        outln!("{}", r.id)?;
     }
     Ok(0)
 }
@@ -197,8 +196,14 @@ async fn watch(
     loop {
         let reply = tokio::select! {
             r = conn.next() => r?,
-            _ = interrupt.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
-            _ = terminate.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
+            _ = interrupt.recv() => {
+                let_go(paths, &started.id, detach_on_interrupt, true).await;
+                return Ok(130);
+            }
+            _ = terminate.recv() => {
+                let_go(paths, &started.id, detach_on_interrupt, true).await;
+                return Ok(130);
+            }
         };
         match reply {
             Some(Reply::Event { event }) => {
@@ -208,10 +213,13 @@ async fn watch(
                 } else {
                     render::watch_plain(&mut out, &event)
                 };
-                if written.and_then(|_| out.flush()).is_err() {
-                    // Nobody reads our output any more.
+                if let Err(e) = written.and_then(|_| out.flush()) {
                     drop(out);
-                    return interrupted(paths, &started.id, detach_on_interrupt).await;
+                    // Nobody reads our output any more: let the monitor go as
+                    // on Ctrl-C; a closed pipe ends quietly (exit 141).
+                    let closed = e.kind() == std::io::ErrorKind::BrokenPipe;
+                    let_go(paths, &started.id, detach_on_interrupt, !closed).await;
+                    return Err(e.into());
                 }
                 if event.kind().is_terminal() {
                     return Ok(render::watch_exit_code(&event));
@@ -234,15 +242,20 @@ async fn watch(
     }
 }
 
-async fn interrupted(paths: &Paths, id: &str, detach: bool) -> Result<u8, Failure> {
+/// Ends `watch`'s hold on monitor `id`: stops it, or with `detach` leaves it
+/// running (and, with `say`, says so on stderr).
+async fn let_go(paths: &Paths, id: &str, detach: bool, say: bool) {
     if detach {
-        eprintln!("wakeful: detached from {id}; it keeps running (`wakeful stop {id}` ends it)");
-        return Ok(130);
+        if say {
+            eprintln!(
+                "wakeful: detached from {id}; it keeps running (`wakeful stop {id}` ends it)"
+            );
+        }
+        return;
     }
     if let Ok(mut conn) = connect_existing(paths).await {
         let _ = conn.call(Request::Stop { id: id.to_string() }).await;
     }
-    Ok(130)
 }
 
 async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
@@ -257,7 +270,7 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no monitors (active, or ended within the last hour)");
+        outln!("no monitors (active, or ended within the last hour)")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -276,9 +289,9 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
             ..
         }) = w.map(|w| w.delivery)
         {
-            println!(
+            outln!(
                 "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({reason}); they go with the next wake"
-            );
+            )?;
         }
     }
     Ok(0)
@@ -293,7 +306,7 @@ async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no consumers yet (a consumer appears with its first wait)");
+        outln!("no consumers yet (a consumer appears with its first wait)")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -307,7 +320,7 @@ async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     if json {
         print_json(&info)?;
     } else {
-        println!("stopped {}", info.id);
+        outln!("stopped {}", info.id)?;
     }
     Ok(0)
 }
@@ -340,12 +353,8 @@ async fn events(
         match conn.next().await? {
             Some(Reply::Event { event }) => {
                 let mut out = stdout.lock();
-                if print_event(&mut out, &event, json)
-                    .and_then(|_| out.flush())
-                    .is_err()
-                {
-                    return Ok(0);
-                }
+                print_event(&mut out, &event, json)?;
+                out.flush()?;
             }
             Some(Reply::Ok { .. }) | None => return Ok(0),
             Some(Reply::Error { kind, message }) => {
@@ -382,10 +391,9 @@ async fn wait(
                 print_event(&mut out, &event, json)?;
             }
             Some(Reply::Batch { last_seq }) => {
-                // Acknowledge only what has really been handed on.
-                if stdout.lock().flush().is_err() {
-                    return Ok(exit::FAILURE);
-                }
+                // Acknowledge only what has really been handed on: on a
+                // closed stdout nothing is acknowledged.
+                stdout.lock().flush()?;
                 conn.send(Request::Ack { seq: last_seq }).await?;
             }
             Some(Reply::Ok { .. }) => return Ok(0),
@@ -419,12 +427,12 @@ async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, F
         print_json(&v)?;
     } else {
         let ids = v.stopped;
-        println!(
+        outln!(
             "session {session}: stopped {} monitor(s){}{}",
             ids.len(),
             if ids.is_empty() { "" } else { ": " },
             ids.join(", ")
-        );
+        )?;
     }
     Ok(0)
 }
@@ -435,28 +443,29 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     if json {
         print_json(&s)?;
     } else {
-        println!("pid:              {}", s.pid);
-        println!("version:          {} (protocol {})", s.version, s.protocol);
-        println!("socket:           {}", s.socket.display());
-        println!("state dir:        {}", s.state_dir.display());
-        println!(
+        outln!("pid:              {}", s.pid)?;
+        outln!("version:          {} (protocol {})", s.version, s.protocol)?;
+        outln!("socket:           {}", s.socket.display())?;
+        outln!("state dir:        {}", s.state_dir.display())?;
+        outln!(
             "monitors running: {} (in {} sessions)",
-            s.monitors_running, s.sessions_active
-        );
-        println!("recently ended:   {}", s.monitors_recently_ended);
-        println!("last event seq:   {}", s.last_seq);
+            s.monitors_running,
+            s.sessions_active
+        )?;
+        outln!("recently ended:   {}", s.monitors_recently_ended)?;
+        outln!("last event seq:   {}", s.last_seq)?;
         if s.journal_failures > 0 {
-            println!(
+            outln!(
                 "store failures:   {} (retried; see {})",
                 s.journal_failures,
                 paths.daemon_log().display()
-            );
+            )?;
         }
         if s.wakes_undelivered > 0 {
-            println!(
+            outln!(
                 "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",
                 s.wakes_undelivered
-            );
+            )?;
         }
     }
     Ok(0)
@@ -466,10 +475,10 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
     match args.action {
         Some(DaemonAction::Stop) => {
             let Ok(mut conn) = connect_existing(&paths).await else {
-                println!(
+                outln!(
                     "no wakeful daemon is running for {}",
                     paths.runtime_dir.display()
-                );
+                )?;
                 return Ok(0);
             };
             let v: ShutdownResult = conn.call_as(Request::Shutdown).await?;
@@ -495,7 +504,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             if json {
                 print_json(&v)?;
             } else {
-                println!("stopped the wakeful daemon (pid {})", v.pid);
+                outln!("stopped the wakeful daemon (pid {})", v.pid)?;
             }
             Ok(0)
         }
@@ -541,8 +550,8 @@ async fn run_terminal(
         print_json(&r)?;
     } else {
         match &r.monitor_id {
-            Some(m) => println!("{} (monitor {m})", r.id),
-            None => println!("{}", r.id),
+            Some(m) => outln!("{} (monitor {m})", r.id)?,
+            None => outln!("{}", r.id)?,
         }
     }
     Ok(0)
@@ -556,7 +565,7 @@ async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Re
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no terminals");
+        outln!("no terminals")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -570,7 +579,7 @@ async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Fail
     if json {
         print_json(&t)?;
     } else {
-        println!("killed {}", t.id);
+        outln!("killed {}", t.id)?;
     }
     Ok(0)
 }
@@ -588,10 +597,10 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             if json {
                 print_json(&v)?;
             } else {
-                println!(
+                outln!(
                     "session {session}: route {}",
                     if v.cleared { "cleared" } else { "was not set" }
-                );
+                )?;
             }
         }
         WakeCommand::Set { adapter } => {
@@ -648,21 +657,21 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
         return print_json(&v);
     }
     let Some(v) = v else {
-        println!("session {session} has no wake route (`wakeful wake set --help`)");
+        outln!("session {session} has no wake route (`wakeful wake set --help`)")?;
         return Ok(());
     };
     let source = serde_json::to_value(v.source).unwrap_or_default();
-    println!("session:  {session}");
-    println!(
+    outln!("session:  {session}")?;
+    outln!(
         "adapter:  {} ({})",
         v.route.name(),
         source.as_str().unwrap_or("?")
-    );
+    )?;
     let mut rows: Vec<(&str, String)> = Vec::new();
     match &v.delivery {
-        WakeDelivery::Idle => println!("state:    idle"),
+        WakeDelivery::Idle => outln!("state:    idle")?,
         WakeDelivery::Delivering { wake_id } => {
-            println!("state:    delivering");
+            outln!("state:    delivering")?;
             rows.push(("wake_id", wake_id.clone()));
         }
         WakeDelivery::Retrying {
@@ -670,7 +679,7 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             attempts,
             next_attempt_in_ms,
         } => {
-            println!("state:    retrying");
+            outln!("state:    retrying")?;
             rows.push(("wake_id", wake_id.clone()));
             rows.push(("attempts", attempts.to_string()));
             rows.push(("next_attempt_in_ms", next_attempt_in_ms.to_string()));
@@ -681,7 +690,7 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             events_from,
             events_to,
         } => {
-            println!("state:    undelivered");
+            outln!("state:    undelivered")?;
             rows.push(("wake_id", wake_id.clone()));
             rows.push(("reason", reason.clone()));
             rows.push(("events", format!("#{events_from}–#{events_to}")));
@@ -693,7 +702,7 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
     rows.push(("acked_seq", v.acked_seq.to_string()));
     rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
     for (key, value) in rows {
-        println!("{:<9} {value}", format!("{key}:"));
+        outln!("{:<9} {value}", format!("{key}:"))?;
     }
     Ok(())
 }
