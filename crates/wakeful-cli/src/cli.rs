@@ -42,7 +42,7 @@ pub enum Command {
     /// Start a monitor (or re-attach to the one holding --key) and print its
     /// events until it ends; exits with the command's exit code.
     #[command(
-        after_help = "Exit code: the command's code when it exited non-zero, 128+N when it was killed by signal N, 1 when the monitor failed, else 0.\nOn Ctrl-C the monitor is stopped, unless it has a --key or is --persistent (then watch only detaches).\n\nExamples:\n  wakeful watch --until exit -- cargo build --release\n  wakeful watch -d 'errors' --filter 'error|warning' -- cargo build\n  wakeful watch --key logs --persistent -- tail -F app.log   # as a Claude Code Monitor command"
+        after_help = "Exit code: the command's code when it exited non-zero, 128+N when it was killed by signal N, 1 when the monitor failed, else 0.\nOn Ctrl-C the monitor is stopped, unless it has a --key or is --persistent (then watch only detaches).\nPlain output: the command's lines, one a line, without control characters or escape sequences; other events as \"[wakeful] <text>\"; --json gives the text exactly.\n\nExamples:\n  wakeful watch --until exit -- cargo build --release\n  wakeful watch -d 'errors' --filter 'error|warning' -- cargo build\n  wakeful watch --key logs --persistent -- tail -F app.log   # as a Claude Code Monitor command"
     )]
     Watch {
         #[command(flatten)]
@@ -124,7 +124,7 @@ pub enum Command {
     },
     /// Print the session's events (read-only: no cursor moves).
     #[command(
-        after_help = "Plain output: \"<seq> <monitor-id> <text>\" a line (newlines in text shown as \\n).\n\nExamples:\n  wakeful events\n  wakeful events --after 120 --follow --json"
+        after_help = "Plain output: \"<seq> <monitor-id> <text>\" a line (newlines in text shown as \\n, control characters and escape sequences removed); --json gives the text exactly.\n\nExamples:\n  wakeful events\n  wakeful events --after 120 --follow --json"
     )]
     Events {
         /// Only events with a seq greater than this.
@@ -137,7 +137,7 @@ pub enum Command {
     /// Block until the session has events this consumer has not
     /// acknowledged; print them all and acknowledge them.
     #[command(
-        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
+        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
     )]
     Wait {
         /// Give up after this many milliseconds (exit 124).
@@ -157,7 +157,7 @@ pub enum Command {
     },
     /// Print a monitor's output file (every line, never rate-limited).
     #[command(
-        after_help = "Examples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow"
+        after_help = "Each line is printed without control characters or escape sequences (one printed line per line of the file); --raw prints the bytes as they are.\n\nExamples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow\n  wakeful output mon-4k2x9q0abc --raw > build.log   # byte-exact copy"
     )]
     Output {
         /// The monitor id.
@@ -309,7 +309,7 @@ pub enum TerminalCommand {
     },
     /// Print a terminal's output file.
     #[command(
-        after_help = "Examples:\n  wakeful terminal output term-4k2x9q0abc --from-line 10\n  wakeful terminal output term-4k2x9q0abc --follow"
+        after_help = "Each line is printed without control characters or escape sequences; --raw prints the bytes as they are.\n\nExamples:\n  wakeful terminal output term-4k2x9q0abc --from-line 10\n  wakeful terminal output term-4k2x9q0abc --follow\n  wakeful terminal output term-4k2x9q0abc --raw"
     )]
     Output {
         /// The terminal id.
@@ -331,6 +331,11 @@ pub struct LineRange {
     /// Keep printing new lines until the monitor (or terminal command) ends.
     #[arg(long)]
     pub follow: bool,
+    /// Print the file's bytes as they are. Without it each line is decoded
+    /// as UTF-8 (U+FFFD for invalid bytes) and loses its control characters
+    /// and escape sequences, so it cannot act on the terminal.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 #[derive(Debug, Subcommand)]

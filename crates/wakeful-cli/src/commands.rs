@@ -290,7 +290,8 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
         }) = w.map(|w| w.delivery)
         {
             outln!(
-                "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({reason}); they go with the next wake"
+                "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({}); they go with the next wake",
+                render::plain_line(&reason)
             )?;
         }
     }
@@ -702,7 +703,8 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
     rows.push(("acked_seq", v.acked_seq.to_string()));
     rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
     for (key, value) in rows {
-        outln!("{:<9} {value}", format!("{key}:"))?;
+        // Values come from agents and servers: one sanitized line each.
+        outln!("{:<9} {}", format!("{key}:"), render::plain_line(&value))?;
     }
     Ok(())
 }

@@ -2,20 +2,34 @@
 
 use std::io::Write;
 
+use wakeful_core::text::sanitize_for_model;
 use wakeful_core::{Event, EventBody, MonitorStopReason};
 
-/// Prints one event for `watch`: the lines of a `lines` event as they are
-/// (so each output line is one line of the monitored command, which is what
-/// a Claude Code Monitor wants), every other event as `[wakeful] <text>`.
+/// `text` as one line that cannot act on a terminal: sanitized (no control
+/// characters or escape sequences; see [`sanitize_for_model`]), with any
+/// newline in it written as `\n`.
+pub fn plain_line(text: &str) -> String {
+    sanitize_for_model(text).replace('\n', "\\n")
+}
+
+/// A table cell from user input: sanitized, newlines and tabs as spaces.
+fn cell(text: &str) -> String {
+    sanitize_for_model(text).replace(['\n', '\t'], " ")
+}
+
+/// Prints one event for `watch`: each line of a `lines` event on a line of
+/// its own (so each output line is one line of the monitored command, which
+/// is what a Claude Code Monitor wants), every other event as
+/// `[wakeful] <text>`; all of it sanitized.
 pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     match &e.body {
         EventBody::MonitorEvent { lines, .. } => {
             for l in lines {
-                writeln!(out, "{l}")?;
+                writeln!(out, "{}", plain_line(l))?;
             }
         }
         _ => {
-            for (i, l) in e.text.lines().enumerate() {
+            for (i, l) in sanitize_for_model(&e.text).lines().enumerate() {
                 if i == 0 {
                     writeln!(out, "[wakeful] {l}")?;
                 } else {
@@ -27,15 +41,15 @@ pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `<seq> <monitor-id> <text>`, one line (newlines in the text escaped as
-/// `\n`), for `events` and `wait`.
+/// `<seq> <monitor-id> <text>`, one line (the text sanitized, newlines in
+/// it written as `\n`), for `events` and `wait`.
 pub fn event_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     writeln!(
         out,
         "{} {} {}",
         e.seq,
-        e.monitor_id,
-        e.text.replace('\n', "\\n")
+        plain_line(&e.monitor_id),
+        plain_line(&e.text)
     )
 }
 
@@ -74,11 +88,17 @@ pub fn monitor_table(
     )?;
     for m in list {
         let state = state_word(m.state, m.stop_reason.as_ref());
-        let session: String = m.session.chars().take(14).collect();
+        let session: String = cell(&m.session).chars().take(14).collect();
         writeln!(
             out,
             "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
-            m.id, state, session, m.events, m.lines, m.suppressed_lines, m.description
+            cell(&m.id),
+            state,
+            session,
+            m.events,
+            m.lines,
+            m.suppressed_lines,
+            cell(&m.description)
         )?;
     }
     Ok(())
@@ -106,15 +126,15 @@ pub fn terminal_table(
         "ID", "STATE", "SESSION", "MONITORS"
     )?;
     for t in list {
-        let session: String = t.session.chars().take(14).collect();
+        let session: String = cell(&t.session).chars().take(14).collect();
         writeln!(
             out,
             "{:<15} {:<8} {:<14} {:>8}  {}",
-            t.id,
+            cell(&t.id),
             state_word(t.state, t.exit.as_ref()),
             session,
             t.monitors,
-            t.command
+            cell(&t.command)
         )?;
     }
     Ok(())
@@ -131,8 +151,8 @@ pub fn consumer_table(
         "SESSION", "CONSUMER", "ACKED", "UNACKED", "WAITERS"
     )?;
     for c in list {
-        let session: String = c.session.chars().take(14).collect();
-        let consumer: String = c.consumer.chars().take(12).collect();
+        let session: String = cell(&c.session).chars().take(14).collect();
+        let consumer: String = cell(&c.consumer).chars().take(12).collect();
         writeln!(
             out,
             "{:<14} {:<12} {:>10} {:>8} {:>7}",
@@ -140,4 +160,16 @@ pub fn consumer_table(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_views_hold_no_control_and_one_line_per_item() {
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd\0e\u{7f}f\u{85}g\u{2028}h";
+        assert_eq!(plain_line(hostile), "abcdefg\\nh");
+        assert_eq!(cell("two\nlines\tand\u{1b}[31m red"), "two lines and red");
+    }
 }

@@ -82,3 +82,124 @@ fn watch_into_a_closed_stdout_stops_its_monitor_and_exits_141_quietly() {
     assert_eq!(list[0]["state"], "ended", "{list}");
     assert_eq!(list[0]["stop_reason"]["kind"], "stopped", "{list}");
 }
+
+/// A command writing a title change (OSC), a screen clear (CSI), CR, NUL,
+/// DEL, NEL (U+0085) and LINE SEPARATOR (U+2028), then a line with a byte
+/// that is not UTF-8.
+const HOSTILE: &str =
+    r"printf 'a\033]0;pwned\007b\033[2Jc\rd\000e\177f\302\205g\342\200\250h\nx\377y\n'";
+/// Its first line as events carry it.
+const RAW_LINE: &str = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd\0e\u{7f}f\u{85}g\u{2028}h";
+/// Its first line as a plain view prints it.
+const CLEAN_LINE: &str = "abcdefg\\nh";
+
+/// Nothing that could act on a terminal or split a line: no control
+/// character but the newlines that end lines, no line or paragraph
+/// separator.
+fn assert_inert(what: &str, text: &str) {
+    for c in text.chars() {
+        assert!(
+            c == '\n' || !(c.is_control() || c == '\u{2028}' || c == '\u{2029}'),
+            "{what} printed U+{:04X}: {text:?}",
+            c as u32
+        );
+    }
+}
+
+fn lines_event(events: &[Value], id: &str) -> Value {
+    events
+        .iter()
+        .find(|e| e["monitor_id"] == id && e["kind"] == "lines")
+        .unwrap_or_else(|| panic!("no lines event of {id}: {events:?}"))
+        .clone()
+}
+
+#[test]
+fn plain_views_never_pass_control_characters_and_json_stays_exact() {
+    let home = Home::new();
+    let started = home.json(&["start", "-d", "hostile", "--", HOSTILE]);
+    let id = id_of(&started);
+    wait_ended(&home, &id);
+
+    // --json: the original characters.
+    let json = home.json_lines(&["events"]);
+    let ev = lines_event(&json, &id);
+    assert_eq!(ev["lines"][0], RAW_LINE, "{ev}");
+    assert_eq!(ev["lines"][1], "x\u{fffd}y", "{ev}");
+    assert_eq!(ev["text"], format!("{RAW_LINE}\nx\u{fffd}y"), "{ev}");
+    let waited = home.json_lines(&["wait", "--consumer", "j", "--timeout-ms", "5000"]);
+    assert_eq!(lines_event(&waited, &id)["lines"][0], RAW_LINE);
+
+    // events and wait: one line per event, sanitized.
+    let want = format!("{} {id} {CLEAN_LINE}\\nx\u{fffd}y", ev["seq"]);
+    for args in [vec!["events"], vec!["wait", "--timeout-ms", "5000"]] {
+        let plain = home.ok(&args);
+        assert_inert(&format!("{args:?}"), &plain);
+        assert_eq!(plain.lines().count(), json.len(), "{args:?}: {plain}");
+        assert!(plain.lines().any(|l| l == want), "{args:?}: {plain}");
+    }
+
+    // output: sanitized by default, the file's bytes with --raw.
+    let out = home.ok(&["output", &id]);
+    assert_eq!(out, format!("{CLEAN_LINE}\nx\u{fffd}y\n"));
+    let raw = home.cmd(&["output", &id, "--raw"]).output().unwrap();
+    assert_eq!(raw.status.code(), Some(0));
+    let file = std::fs::read(started["output_path"].as_str().unwrap()).unwrap();
+    assert_eq!(raw.stdout, file);
+    assert!(file.starts_with(b"a\x1b]0;pwned\x07b\x1b[2Jc\rd\x00e\x7ff\xc2\x85g\xe2\x80\xa8h\n"));
+
+    // watch: the command's lines, one a line, sanitized; --json exact.
+    let (code, out, err) = home.run(&["watch", "-d", "hostile watch", "--", HOSTILE]);
+    assert_eq!(code, 0, "{err}");
+    assert_inert("watch", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.windows(2).any(|w| w == [CLEAN_LINE, "x\u{fffd}y"]),
+        "{out}"
+    );
+    let watched = home.json_lines(&["watch", "-d", "hostile watch", "--", HOSTILE]);
+    assert_eq!(
+        watched.iter().find(|e| e["kind"] == "lines").unwrap()["lines"][0],
+        RAW_LINE
+    );
+}
+
+#[test]
+fn tables_of_monitors_and_terminals_hold_one_sanitized_line_per_row() {
+    let home = Home::new();
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\r\nsecond\u{2028}third\u{85}";
+    home.json(&["start", "-d", evil, "--", "sleep 600"]);
+    home.json(&["start", "-d", "plain", "--", "sleep 600"]);
+    let table = home.ok(&["list"]);
+    assert_inert("list", &table);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.contains("evil second third"), "{table}");
+
+    // A terminal whose command (and output) is hostile.
+    let command = format!("{HOSTILE}; sleep 600 # \u{1b}]0;pwned\u{7}\r\u{1b}[2J");
+    let term = home.json(&["run", "--", &command]);
+    let term_id = term["id"].as_str().unwrap().to_string();
+    let table = home.ok(&["terminal", "list"]);
+    assert_inert("terminal list", &table);
+    assert_eq!(table.lines().count(), 2, "{table}");
+    assert!(table.contains("sleep 600 # "), "{table}");
+
+    let mut raw = vec![];
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            raw = home
+                .cmd(&["terminal", "output", &term_id, "--raw"])
+                .output()
+                .unwrap()
+                .stdout;
+            raw.ends_with(b"x\xffy\n")
+        }),
+        "{raw:?}"
+    );
+    assert!(raw.starts_with(b"a\x1b]0;pwned\x07b"), "{raw:?}");
+    assert_eq!(
+        home.ok(&["terminal", "output", &term_id]),
+        format!("{CLEAN_LINE}\nx\u{fffd}y\n")
+    );
+    home.ok(&["terminal", "kill", &term_id]);
+}
