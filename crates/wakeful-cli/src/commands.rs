@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::json;
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, MonitorInfo, MonitorSpec};
+use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{
     Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
     WakeClearResult, WakeDelivery, WakeStatus,
@@ -181,7 +181,13 @@ async fn watch(
     spec: MonitorSpec,
     json: bool,
 ) -> Result<u8, Failure> {
-    let detach_on_interrupt = spec.key.is_some() || spec.persistent;
+    use render::{watch_exit_code, WatchEnd};
+    let persistent = spec.persistent;
+    let detach_on_interrupt = spec.key.is_some() || persistent;
+    // Before the monitor starts, so that a signal never finds the default
+    // action (death without stopping the monitor).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (mut conn, started) = start_request(paths, session.clone(), spec).await?;
     conn.send(Request::Events {
         session,
@@ -191,18 +197,16 @@ async fn watch(
     })
     .await?;
     let stdout = std::io::stdout();
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         let reply = tokio::select! {
             r = conn.next() => r?,
             _ = interrupt.recv() => {
                 let_go(paths, &started.id, detach_on_interrupt, true).await;
-                return Ok(130);
+                return Ok(watch_exit_code(WatchEnd::Interrupted));
             }
             _ = terminate.recv() => {
                 let_go(paths, &started.id, detach_on_interrupt, true).await;
-                return Ok(130);
+                return Ok(watch_exit_code(WatchEnd::Terminated));
             }
         };
         match reply {
@@ -219,10 +223,19 @@ async fn watch(
                     // on Ctrl-C; a closed pipe ends quietly (exit 141).
                     let closed = e.kind() == std::io::ErrorKind::BrokenPipe;
                     let_go(paths, &started.id, detach_on_interrupt, !closed).await;
+                    if closed {
+                        return Ok(watch_exit_code(WatchEnd::StdoutClosed));
+                    }
                     return Err(e.into());
                 }
-                if event.kind().is_terminal() {
-                    return Ok(render::watch_exit_code(&event));
+                match &event.body {
+                    EventBody::MonitorStopped { reason, .. } => {
+                        return Ok(watch_exit_code(WatchEnd::Stopped(reason)))
+                    }
+                    EventBody::MonitorFailed { .. } => {
+                        return Ok(watch_exit_code(WatchEnd::Failed))
+                    }
+                    _ => {}
                 }
             }
             Some(Reply::Error { kind, message }) => {
@@ -230,13 +243,25 @@ async fn watch(
             }
             Some(_) => {}
             None => {
+                // A daemon that stops may close the stream before the final
+                // event reached it; a monitor that is not persistent ended
+                // with it (`daemon_stopped`).
+                if !persistent && connect_existing(paths).await.is_err() {
+                    eprintln!(
+                        "wakeful: the daemon stopped while {} ran; `wakeful events` shows its end",
+                        started.id
+                    );
+                    return Ok(watch_exit_code(WatchEnd::Stopped(
+                        &MonitorStopReason::DaemonStopped,
+                    )));
+                }
                 return Err(Failure::new(
                     exit::FAILURE,
                     format!(
                         "the daemon closed the stream of {}; `wakeful events` has everything",
                         started.id
                     ),
-                ))
+                ));
             }
         }
     }

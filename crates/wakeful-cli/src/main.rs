@@ -88,6 +88,12 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Invalid input or usage.
     pub const USAGE: u8 = 2;
+    /// `wait` timed out; `watch`: the monitor timed out.
+    pub const TIMEOUT: u8 = 124;
+    /// `watch` got SIGINT (128 + 2).
+    pub const INTERRUPTED: u8 = 130;
+    /// `watch` got SIGTERM, or its monitor was stopped (128 + 15).
+    pub const TERMINATED: u8 = 143;
     /// Stdout was closed by its reader: 128 + SIGPIPE, said nothing.
     pub const CLOSED_STDOUT: u8 = 141;
 }

@@ -59,20 +59,52 @@ pub fn json_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     writeln!(out, "{s}")
 }
 
-/// `watch`'s exit code for a monitor's final event: the command's code for a
-/// non-zero exit, 128+N for signal N, 1 when it failed, else 0.
-pub fn watch_exit_code(e: &Event) -> u8 {
-    match &e.body {
-        EventBody::MonitorFailed { .. } => 1,
-        EventBody::MonitorStopped {
-            reason: MonitorStopReason::ExitCode { code },
-            ..
-        } => u8::try_from(*code).unwrap_or(1),
-        EventBody::MonitorStopped {
-            reason: MonitorStopReason::Signal { signal },
-            ..
-        } => u8::try_from(128 + *signal).unwrap_or(1),
-        _ => 0,
+/// How a `watch` ended.
+#[derive(Debug, Clone, Copy)]
+pub enum WatchEnd<'a> {
+    /// The monitor stopped (its `stopped` event came, or the daemon went
+    /// away: `daemon_stopped`).
+    Stopped(&'a MonitorStopReason),
+    /// The monitor's source failed (its `failed` event came).
+    Failed,
+    /// The watch got SIGINT (Ctrl-C).
+    Interrupted,
+    /// The watch got SIGTERM.
+    Terminated,
+    /// The reader of the watch's stdout went away.
+    StdoutClosed,
+}
+
+/// `watch`'s exit code (documented in `wakeful watch --help`, README.md and
+/// docs/ARCHITECTURE.md): the command's own code when it exited, 128+N when
+/// it was killed by signal N, 124 on `timeout`/`idle_timeout`, 143 when the
+/// monitor was stopped (a user or agent, its session ending, the daemon
+/// stopping) or the watch got SIGTERM, 130 on SIGINT, 141 on a closed
+/// stdout, 1 when the source failed, a WebSocket closed with a code other
+/// than 1000/1001 or sent too large a frame; 0 when `until` was met or
+/// `max_events` reached.
+pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
+    use crate::exit;
+    let reason = match end {
+        WatchEnd::Interrupted => return exit::INTERRUPTED,
+        WatchEnd::Terminated => return exit::TERMINATED,
+        WatchEnd::StdoutClosed => return exit::CLOSED_STDOUT,
+        WatchEnd::Failed => return exit::FAILURE,
+        WatchEnd::Stopped(reason) => reason,
+    };
+    match reason {
+        MonitorStopReason::ExitCode { code } => u8::try_from(*code).unwrap_or(exit::FAILURE),
+        MonitorStopReason::Signal { signal } => signal
+            .checked_add(128)
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(exit::FAILURE),
+        MonitorStopReason::Timeout | MonitorStopReason::IdleTimeout => exit::TIMEOUT,
+        MonitorStopReason::UserStopped
+        | MonitorStopReason::SessionEnded
+        | MonitorStopReason::DaemonStopped => exit::TERMINATED,
+        MonitorStopReason::Until | MonitorStopReason::MaxEvents => 0,
+        MonitorStopReason::WsClosed { code: 1000 | 1001 } => 0,
+        MonitorStopReason::WsClosed { .. } | MonitorStopReason::WsFrameTooLarge => exit::FAILURE,
     }
 }
 
@@ -165,6 +197,42 @@ pub fn consumer_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_exit_codes() {
+        use MonitorStopReason as R;
+        let table: Vec<(MonitorStopReason, u8)> = vec![
+            (R::ExitCode { code: 0 }, 0),
+            (R::ExitCode { code: 3 }, 3),
+            (R::ExitCode { code: 255 }, 255),
+            (R::ExitCode { code: -1 }, 1),
+            (R::Signal { signal: 9 }, 137),
+            (R::Signal { signal: 15 }, 143),
+            (R::Timeout, 124),
+            (R::IdleTimeout, 124),
+            (R::UserStopped, 143),
+            (R::SessionEnded, 143),
+            (R::DaemonStopped, 143),
+            (R::Until, 0),
+            (R::MaxEvents, 0),
+            (R::WsClosed { code: 1000 }, 0),
+            (R::WsClosed { code: 1001 }, 0),
+            (R::WsClosed { code: 1005 }, 1),
+            (R::WsClosed { code: 1011 }, 1),
+            (R::WsFrameTooLarge, 1),
+        ];
+        for (reason, code) in &table {
+            assert_eq!(
+                watch_exit_code(WatchEnd::Stopped(reason)),
+                *code,
+                "{reason:?}"
+            );
+        }
+        assert_eq!(watch_exit_code(WatchEnd::Failed), 1);
+        assert_eq!(watch_exit_code(WatchEnd::Interrupted), 130);
+        assert_eq!(watch_exit_code(WatchEnd::Terminated), 143);
+        assert_eq!(watch_exit_code(WatchEnd::StdoutClosed), 141);
+    }
 
     #[test]
     fn plain_views_hold_no_control_and_one_line_per_item() {

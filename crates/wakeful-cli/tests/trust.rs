@@ -203,3 +203,159 @@ fn tables_of_monitors_and_terminals_hold_one_sanitized_line_per_row() {
     );
     home.ok(&["terminal", "kill", &term_id]);
 }
+
+/// A `wakeful --json watch` running in the background, past its `started`
+/// event (so its monitor runs and it follows the monitor's events).
+struct Watch {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    id: String,
+}
+
+impl Watch {
+    fn spawn(home: &Home, args: &[&str]) -> Watch {
+        use std::io::BufRead;
+        let mut a = vec!["--json", "watch"];
+        a.extend_from_slice(args);
+        let mut child = home
+            .cmd(&a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let started: Value = serde_json::from_str(&first)
+            .unwrap_or_else(|e| panic!("watch {args:?} printed {first:?}: {e}"));
+        assert_eq!(started["kind"], "started", "{started}");
+        let id = started["monitor_id"].as_str().unwrap().to_string();
+        Watch { child, out, id }
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal).unwrap();
+    }
+
+    /// Reads the rest of its output; returns (exit code, stdout, stderr).
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        use std::io::Read;
+        let mut rest = String::new();
+        self.out.read_to_string(&mut rest).unwrap();
+        let out = self.child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            rest,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn monitor(home: &Home, id: &str) -> Value {
+    home.json(&["list", "--all-sessions"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not listed"))
+        .clone()
+}
+
+#[test]
+fn watch_exit_code_says_how_the_command_ended() {
+    let home = Home::new();
+    let code = |args: &[&str]| {
+        let (code, out, err) = home.run(args);
+        (code, format!("{out}{err}"))
+    };
+    // The command's own code, also 0.
+    assert_eq!(code(&["watch", "--", "exit 3"]).0, 3);
+    assert_eq!(
+        code(&["watch", "--until", "exit", "--", "echo x; exit 0"]).0,
+        0
+    );
+    // Timed out (issue #10: this exited 0): 124, for idle_timeout too.
+    let (c, out) = code(&[
+        "watch",
+        "--until",
+        "exit",
+        "--timeout-ms",
+        "1000",
+        "--",
+        "sleep 5; exit 3",
+    ]);
+    assert_eq!(c, 124, "{out}");
+    assert!(
+        out.contains("[Monitor timed out — re-arm if needed.]"),
+        "{out}"
+    );
+    assert_eq!(
+        code(&["watch", "--idle-timeout-ms", "1000", "--", "sleep 5"]).0,
+        124
+    );
+    // until met and max_events reached: 0.
+    assert_eq!(
+        code(&["watch", "--until", "match:go", "--", "echo go; sleep 5"]).0,
+        0
+    );
+    assert_eq!(
+        code(&["watch", "--max-events", "1", "--", "echo one; sleep 5"]).0,
+        0
+    );
+    // A source that failed: 1.
+    let (c, out) = code(&["watch", "--file", "/nonexistent-wakeful-dir/app.log"]);
+    assert_eq!(c, 1, "{out}");
+    assert!(out.contains("failed"), "{out}");
+    let (c, out) = code(&["watch", "--ws", "ws://127.0.0.1:1"]);
+    assert_eq!(c, 1, "{out}");
+}
+
+#[test]
+fn watch_exits_143_when_its_monitor_is_stopped() {
+    let home = Home::new();
+    // wakeful stop from another process.
+    let w = Watch::spawn(&home, &["--", "sleep 600"]);
+    home.ok(&["stop", &w.id]);
+    let (code, out, err) = w.finish();
+    assert_eq!(code, Some(143), "{out}{err}");
+    assert!(out.contains(r#""kind":"stopped""#), "{out}");
+
+    // session end.
+    let w = Watch::spawn(&home, &["--session", "ending", "--", "sleep 600"]);
+    home.ok(&["session", "end", "ending"]);
+    let (code, out, err) = w.finish();
+    assert_eq!(code, Some(143), "{out}{err}");
+    assert!(out.contains("session_ended"), "{out}");
+
+    // daemon stop (its `daemon_stopped` event, or the stream closing with
+    // the daemon when it goes first).
+    let w = Watch::spawn(&home, &["--", "sleep 600"]);
+    home.ok(&["daemon", "stop"]);
+    let (code, out, err) = w.finish();
+    assert_eq!(code, Some(143), "{out}{err}");
+}
+
+#[test]
+fn watch_interrupted_exits_130_on_sigint_143_on_sigterm_and_stops_its_monitor() {
+    use nix::sys::signal::Signal;
+    let home = Home::new();
+    for (signal, want) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
+        let w = Watch::spawn(&home, &["--", "sleep 600"]);
+        let id = w.id.clone();
+        w.signal(signal);
+        let (code, _, err) = w.finish();
+        assert_eq!(code, Some(want), "{signal}: {err}");
+        let m = monitor(&home, &id);
+        assert_eq!(m["state"], "ended", "{signal}: {m}");
+        assert_eq!(m["stop_reason"]["kind"], "stopped", "{signal}: {m}");
+        assert_eq!(common::live_of(&id), 0);
+    }
+    // With --key it only detaches: the monitor keeps running.
+    let w = Watch::spawn(&home, &["--key", "k", "--", "sleep 600"]);
+    let id = w.id.clone();
+    w.signal(Signal::SIGINT);
+    let (code, _, err) = w.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("detached"), "{err}");
+    assert_eq!(monitor(&home, &id)["state"], "running");
+}
