@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::monitor_args::{MonitorArgs, SourceArgs};
+use crate::monitor_args::{busy_exit_code, non_negative, MonitorArgs, SourceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -128,7 +128,7 @@ pub enum Command {
     )]
     Events {
         /// Only events with a seq greater than this.
-        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        #[arg(long, value_name = "SEQ", default_value_t = 0, value_parser = non_negative, allow_negative_numbers = true)]
         after: u64,
         /// Keep printing new events as they come.
         #[arg(long)]
@@ -141,7 +141,7 @@ pub enum Command {
     )]
     Wait {
         /// Give up after this many milliseconds (exit 124).
-        #[arg(long, value_name = "MS")]
+        #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
         timeout_ms: Option<u64>,
         /// Whose cursor to read and move.
         #[arg(long, value_name = "NAME", default_value = "default")]
@@ -271,9 +271,9 @@ pub enum WakeAdapterArgs {
         after_help = "Examples:\n  wakeful wake set exec -- gemini -p {text} --resume {session}\n  wakeful wake set exec --busy-exit-code 75 -- ./notify-agent.sh {session} {wake_id} {text}"
     )]
     Exec {
-        /// An exit code that means "busy, retry later" (repeat for more);
-        /// other non-zero codes are failures.
-        #[arg(long = "busy-exit-code", value_name = "N")]
+        /// An exit code (1–255) that means "busy, retry later" (repeat for
+        /// more); other non-zero codes are failures.
+        #[arg(long = "busy-exit-code", value_name = "N", value_parser = busy_exit_code, allow_negative_numbers = true)]
         busy_exit_codes: Vec<i32>,
         /// The program and its arguments.
         #[arg(last = true, required = true, value_name = "ARGV")]
@@ -323,10 +323,10 @@ pub enum TerminalCommand {
 #[derive(Debug, Clone, Args)]
 pub struct LineRange {
     /// First line to print (1-based).
-    #[arg(long, value_name = "A")]
+    #[arg(long, value_name = "A", value_parser = non_negative, allow_negative_numbers = true)]
     pub from_line: Option<u64>,
     /// Last line to print.
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = non_negative, allow_negative_numbers = true)]
     pub to_line: Option<u64>,
     /// Keep printing new lines until the monitor (or terminal command) ends.
     #[arg(long)]

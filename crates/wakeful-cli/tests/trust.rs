@@ -359,3 +359,58 @@ fn watch_interrupted_exits_130_on_sigint_143_on_sigterm_and_stops_its_monitor() 
     assert!(err.contains("detached"), "{err}");
     assert_eq!(monitor(&home, &id)["state"], "running");
 }
+
+#[test]
+fn a_negative_number_is_refused_naming_its_flag_and_starts_nothing() {
+    let home = Home::new();
+    for (args, flag) in [
+        (
+            vec!["start", "--timeout-ms", "-5", "--", "true"],
+            "--timeout-ms",
+        ),
+        (
+            vec!["watch", "--idle-timeout-ms", "-1000", "--", "true"],
+            "--idle-timeout-ms",
+        ),
+        (
+            vec!["start", "--max-events", "-1", "--", "true"],
+            "--max-events",
+        ),
+        (
+            vec!["start", "--batch-ms", "-200", "--", "true"],
+            "--batch-ms",
+        ),
+        (vec!["start", "--every", "-1000", "--", "date"], "--every"),
+        (vec!["wait", "--timeout-ms", "-1"], "--timeout-ms"),
+        (vec!["events", "--after", "-3"], "--after"),
+        (vec!["output", "mon-x", "--from-line", "-2"], "--from-line"),
+        (
+            vec!["terminal", "output", "term-x", "--to-line", "-2"],
+            "--to-line",
+        ),
+        (
+            vec![
+                "wake",
+                "set",
+                "exec",
+                "--busy-exit-code",
+                "-75",
+                "--",
+                "true",
+            ],
+            "--busy-exit-code",
+        ),
+    ] {
+        let (code, out, err) = home.run(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(flag), "{args:?} must name {flag}: {err}");
+        assert!(err.contains("non-negative"), "{args:?}: {err}");
+        assert!(
+            !err.contains("-- -"),
+            "{args:?} must not suggest `--`: {err}"
+        );
+    }
+    // Nothing was started, not even the daemon.
+    assert!(!home.socket().exists());
+    assert_eq!(home.json(&["list"]), Value::Array(vec![]));
+}
