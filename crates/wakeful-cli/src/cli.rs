@@ -218,7 +218,7 @@ pub enum PluginCommand {
 pub enum WakeCommand {
     /// Route the session's events to its agent (replaces its route).
     #[command(
-        after_help = "At most one wake is in flight per session; events arriving meanwhile join the next wake. A refused delivery is retried (1 s doubling to 60 s) for up to 15 minutes, then shown as undelivered; its events stay for the next wake.\n\nExamples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123\n  wakeful wake set exec --busy-exit-code 75 -- notify-send wakeful {text}\n  wakeful wake set exec -- claude -p --resume {session} {text}\n  wakeful wake set webhook --url https://hooks.example.com/agent"
+        after_help = "At most one wake is in flight per session; events arriving meanwhile join the next wake. A refused delivery is retried (1 s doubling to 60 s) for up to 15 minutes, then shown as undelivered; its events stay for the next wake.\nA route that cannot work is refused (exit 2, nothing set): a program not found on PATH or not executable, codex not found, a URL that is not http:// or https:// with a host.\n\nExamples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123\n  wakeful wake set exec --busy-exit-code 75 -- notify-send wakeful {text}\n  wakeful wake set exec -- claude -p --resume {session} {text}\n  wakeful wake set webhook --url https://hooks.example.com/agent"
     )]
     Set {
         #[command(subcommand)]

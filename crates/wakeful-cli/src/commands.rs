@@ -610,11 +610,67 @@ async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Fail
     Ok(0)
 }
 
-async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
+/// The route `wake set` asks for, checked here (exit 2, the daemon is not
+/// even contacted) as the daemon would, and for the programs it runs on this
+/// client's PATH. Relative program paths become absolute: the daemon runs
+/// them from `/`.
+fn wake_route(adapter: WakeAdapterArgs) -> Result<wakeful_protocol::WakeAdapter, Failure> {
     use wakeful_protocol::WakeAdapter;
-    let mut conn = connect(paths).await?;
+    let cwd = std::env::current_dir()?;
+    let absolute = |p: std::path::PathBuf| {
+        if p.is_relative() && p.as_os_str().as_encoded_bytes().contains(&b'/') {
+            // Without the `.` components (`./notify.sh`).
+            cwd.join(p).components().collect()
+        } else {
+            p
+        }
+    };
+    let route = match adapter {
+        WakeAdapterArgs::Codex {
+            thread,
+            binary,
+            codex_home,
+        } => WakeAdapter::Codex {
+            thread,
+            binary: binary.map(absolute),
+            codex_home: codex_home.map(|h| cwd.join(h)),
+        },
+        WakeAdapterArgs::Opencode {
+            url,
+            opencode_session,
+            directory,
+        } => WakeAdapter::Opencode {
+            url,
+            opencode_session,
+            directory,
+        },
+        WakeAdapterArgs::Exec {
+            busy_exit_codes,
+            mut argv,
+        } => {
+            if let Some(program) = argv.first_mut() {
+                *program = absolute(std::path::PathBuf::from(&*program))
+                    .display()
+                    .to_string();
+            }
+            WakeAdapter::Exec {
+                argv,
+                busy_exit_codes,
+            }
+        }
+        WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
+    };
+    route
+        .validate()
+        .and_then(|()| route.check_programs(std::env::var_os("PATH").as_deref()))
+        .map_err(|e| Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name())))?;
+    Ok(route)
+}
+
+async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
     match cmd {
         WakeCommand::Clear => {
+            let mut conn = connect(paths).await?;
             let v: WakeClearResult = conn
                 .call_as(Request::WakeClear {
                     session: session.clone(),
@@ -630,34 +686,8 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             }
         }
         WakeCommand::Set { adapter } => {
-            let route = match adapter {
-                WakeAdapterArgs::Codex {
-                    thread,
-                    binary,
-                    codex_home,
-                } => WakeAdapter::Codex {
-                    thread,
-                    binary,
-                    codex_home,
-                },
-                WakeAdapterArgs::Opencode {
-                    url,
-                    opencode_session,
-                    directory,
-                } => WakeAdapter::Opencode {
-                    url,
-                    opencode_session,
-                    directory,
-                },
-                WakeAdapterArgs::Exec {
-                    busy_exit_codes,
-                    argv,
-                } => WakeAdapter::Exec {
-                    argv,
-                    busy_exit_codes,
-                },
-                WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
-            };
+            let route = wake_route(adapter)?;
+            let mut conn = connect(paths).await?;
             let v: WakeStatus = conn
                 .call_as(Request::WakeSet {
                     session: session.clone(),
@@ -667,6 +697,7 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             print_wake(Some(&v), &session, json)?;
         }
         WakeCommand::Show => {
+            let mut conn = connect(paths).await?;
             let v: Option<WakeStatus> = conn
                 .call_as(Request::WakeShow {
                     session: session.clone(),

@@ -414,3 +414,108 @@ fn a_negative_number_is_refused_naming_its_flag_and_starts_nothing() {
     assert!(!home.socket().exists());
     assert_eq!(home.json(&["list"]), Value::Array(vec![]));
 }
+
+#[test]
+fn wake_set_refuses_routes_that_cannot_work_and_sets_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let dir = home.path().join("bin");
+    std::fs::create_dir(&dir).unwrap();
+    let tool = dir.join("notify-agent.sh");
+    std::fs::write(&tool, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plain = dir.join("not-executable.sh");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let refused = |args: &[&str], why: &str| {
+        let mut a = vec!["wake", "set"];
+        a.extend_from_slice(args);
+        let out = home
+            .cmd(&a)
+            .current_dir(&dir)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?} should say {why:?}: {err}");
+    };
+    refused(
+        &["exec", "--", "wakeful-no-such-program", "{text}"],
+        "wakeful-no-such-program was not found on PATH",
+    );
+    refused(
+        &["exec", "--", "/nonexistent/agent", "{text}"],
+        "/nonexistent/agent",
+    );
+    refused(&["exec", "--", "./not-executable.sh"], "not executable");
+    refused(&["codex", "--thread", "x"], "codex was not found on PATH");
+    refused(
+        &["codex", "--binary", "/nonexistent/codex"],
+        "/nonexistent/codex",
+    );
+    refused(
+        &["webhook", "--url", "ftp://hooks.example.com"],
+        "scheme is ftp",
+    );
+    refused(
+        &["webhook", "--url", "hooks.example.com/agent"],
+        "not a usable URL",
+    );
+    refused(&["webhook", "--url", "http://"], "not a usable URL");
+    refused(&["opencode", "--url", "localhost:4096"], "no scheme");
+    refused(&["opencode", "--url", "http://127.0.0.1:99999"], "port");
+    // Nothing was set (nor a daemon started for it).
+    assert!(!home.socket().exists());
+    assert_eq!(home.json(&["wake", "show"]), Value::Null);
+
+    // A relative program that exists is stored with its absolute path (the
+    // daemon runs it from /).
+    let out = home
+        .cmd(&[
+            "--json",
+            "wake",
+            "set",
+            "exec",
+            "--",
+            "./notify-agent.sh",
+            "{text}",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let show = home.json(&["wake", "show"]);
+    assert_eq!(show["route"]["argv"][0], tool.to_str().unwrap(), "{show}");
+}
+
+#[test]
+fn a_config_wake_route_whose_program_is_missing_stops_the_daemon_from_starting() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[[wake]]\nsession = \"s\"\nadapter = \"exec\"\nargv = [\"wakeful-no-such-program\", \"{text}\"]\n",
+    )
+    .unwrap();
+    let (code, out, err) = home.run(&["status"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("[[wake]] table 1 (session s)")
+            && err.contains("wakeful-no-such-program was not found on PATH"),
+        "{err}"
+    );
+    // Fixed, the daemon starts and routes the session.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[[wake]]\nsession = \"s\"\nadapter = \"exec\"\nargv = [\"true\", \"{text}\"]\n",
+    )
+    .unwrap();
+    let show = home.json(&["--session", "s", "wake", "show"]);
+    assert_eq!(show["source"], "config", "{show}");
+}
