@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::monitor_args::{MonitorArgs, SourceArgs};
+use crate::monitor_args::{busy_exit_code, non_negative, MonitorArgs, SourceArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -11,7 +11,7 @@ use crate::monitor_args::{MonitorArgs, SourceArgs};
     version,
     about = "Monitors for AI coding agents: background watchers whose output lines become events that wake the agent.",
     long_about = "Monitors for AI coding agents.\n\nA daemon (started on demand) owns background watchers; every line they print goes to an output file, and lines that pass a monitor's filter become events in a durable, ordered log. Agents read the log with `wait` (block until something happens), `events`, `watch`, or the MCP server.\n\nState lives in $WAKEFUL_HOME when set, else in the XDG directories (~/.local/state/wakeful, $XDG_RUNTIME_DIR/wakeful, ~/.config/wakeful/config.toml).",
-    after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out"
+    after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out · 141 stdout closed by its reader (`| head`), said nothing"
 )]
 pub struct Cli {
     /// Machine-readable output (event streams: one JSON object a line).
@@ -42,7 +42,7 @@ pub enum Command {
     /// Start a monitor (or re-attach to the one holding --key) and print its
     /// events until it ends; exits with the command's exit code.
     #[command(
-        after_help = "Exit code: the command's code when it exited non-zero, 128+N when it was killed by signal N, 1 when the monitor failed, else 0.\nOn Ctrl-C the monitor is stopped, unless it has a --key or is --persistent (then watch only detaches).\n\nExamples:\n  wakeful watch --until exit -- cargo build --release\n  wakeful watch -d 'errors' --filter 'error|warning' -- cargo build\n  wakeful watch --key logs --persistent -- tail -F app.log   # as a Claude Code Monitor command"
+        after_help = "Exit codes (how the monitor ended):\n  N      the command exited with code N (0 for 0)\n  128+N  the command was killed by signal N\n  124    timeout or idle timeout ([Monitor timed out — re-arm if needed.])\n  143    the monitor was stopped (wakeful stop, session end, daemon stop), or watch got SIGTERM\n  130    watch got SIGINT (Ctrl-C)\n  141    the reader of watch's output went away\n  1      the source failed (cannot start, file directory missing, connection refused), a WebSocket closed with a code other than 1000/1001 or sent a frame too large\n  0      --until match or after met, --max-events reached, a WebSocket closed normally (1000/1001)\nOn Ctrl-C, SIGTERM or a closed stdout the monitor is stopped, unless it has a --key or is --persistent (then watch only detaches).\nPlain output: the command's lines, one a line, without control characters or escape sequences; other events as \"[wakeful] <text>\"; --json gives the text exactly.\n\nExamples:\n  wakeful watch --until exit -- cargo build --release\n  wakeful watch -d 'errors' --filter 'error|warning' -- cargo build\n  wakeful watch --key logs --persistent -- tail -F app.log   # as a Claude Code Monitor command"
     )]
     Watch {
         #[command(flatten)]
@@ -124,11 +124,11 @@ pub enum Command {
     },
     /// Print the session's events (read-only: no cursor moves).
     #[command(
-        after_help = "Plain output: \"<seq> <monitor-id> <text>\" a line (newlines in text shown as \\n).\n\nExamples:\n  wakeful events\n  wakeful events --after 120 --follow --json"
+        after_help = "Plain output: \"<seq> <monitor-id> <text>\" a line (newlines in text shown as \\n, control characters and escape sequences removed); --json gives the text exactly.\n\nExamples:\n  wakeful events\n  wakeful events --after 120 --follow --json"
     )]
     Events {
         /// Only events with a seq greater than this.
-        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        #[arg(long, value_name = "SEQ", default_value_t = 0, value_parser = non_negative, allow_negative_numbers = true)]
         after: u64,
         /// Keep printing new events as they come.
         #[arg(long)]
@@ -137,11 +137,11 @@ pub enum Command {
     /// Block until the session has events this consumer has not
     /// acknowledged; print them all and acknowledge them.
     #[command(
-        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
+        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
     )]
     Wait {
         /// Give up after this many milliseconds (exit 124).
-        #[arg(long, value_name = "MS")]
+        #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
         timeout_ms: Option<u64>,
         /// Whose cursor to read and move.
         #[arg(long, value_name = "NAME", default_value = "default")]
@@ -157,7 +157,7 @@ pub enum Command {
     },
     /// Print a monitor's output file (every line, never rate-limited).
     #[command(
-        after_help = "Examples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow"
+        after_help = "Each line is printed without control characters or escape sequences (one printed line per line of the file); --raw prints the bytes as they are.\n\nExamples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow\n  wakeful output mon-4k2x9q0abc --raw > build.log   # byte-exact copy"
     )]
     Output {
         /// The monitor id.
@@ -218,7 +218,7 @@ pub enum PluginCommand {
 pub enum WakeCommand {
     /// Route the session's events to its agent (replaces its route).
     #[command(
-        after_help = "At most one wake is in flight per session; events arriving meanwhile join the next wake. A refused delivery is retried (1 s doubling to 60 s) for up to 15 minutes, then shown as undelivered; its events stay for the next wake.\n\nExamples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123\n  wakeful wake set exec --busy-exit-code 75 -- notify-send wakeful {text}\n  wakeful wake set exec -- claude -p --resume {session} {text}\n  wakeful wake set webhook --url https://hooks.example.com/agent"
+        after_help = "At most one wake is in flight per session; events arriving meanwhile join the next wake. A refused delivery is retried (1 s doubling to 60 s) for up to 15 minutes, then shown as undelivered; its events stay for the next wake.\nA route that cannot work is refused (exit 2, nothing set): a program not found on PATH or not executable, codex not found, a URL that is not http:// or https:// with a host.\n\nExamples:\n  wakeful wake set codex --thread \"$CODEX_THREAD_ID\"\n  wakeful wake set opencode --url http://127.0.0.1:4096 --opencode-session ses_123\n  wakeful wake set exec --busy-exit-code 75 -- notify-send wakeful {text}\n  wakeful wake set exec -- claude -p --resume {session} {text}\n  wakeful wake set webhook --url https://hooks.example.com/agent"
     )]
     Set {
         #[command(subcommand)]
@@ -271,9 +271,9 @@ pub enum WakeAdapterArgs {
         after_help = "Examples:\n  wakeful wake set exec -- gemini -p {text} --resume {session}\n  wakeful wake set exec --busy-exit-code 75 -- ./notify-agent.sh {session} {wake_id} {text}"
     )]
     Exec {
-        /// An exit code that means "busy, retry later" (repeat for more);
-        /// other non-zero codes are failures.
-        #[arg(long = "busy-exit-code", value_name = "N")]
+        /// An exit code (1–255) that means "busy, retry later" (repeat for
+        /// more); other non-zero codes are failures.
+        #[arg(long = "busy-exit-code", value_name = "N", value_parser = busy_exit_code, allow_negative_numbers = true)]
         busy_exit_codes: Vec<i32>,
         /// The program and its arguments.
         #[arg(last = true, required = true, value_name = "ARGV")]
@@ -309,7 +309,7 @@ pub enum TerminalCommand {
     },
     /// Print a terminal's output file.
     #[command(
-        after_help = "Examples:\n  wakeful terminal output term-4k2x9q0abc --from-line 10\n  wakeful terminal output term-4k2x9q0abc --follow"
+        after_help = "Each line is printed without control characters or escape sequences; --raw prints the bytes as they are.\n\nExamples:\n  wakeful terminal output term-4k2x9q0abc --from-line 10\n  wakeful terminal output term-4k2x9q0abc --follow\n  wakeful terminal output term-4k2x9q0abc --raw"
     )]
     Output {
         /// The terminal id.
@@ -323,14 +323,19 @@ pub enum TerminalCommand {
 #[derive(Debug, Clone, Args)]
 pub struct LineRange {
     /// First line to print (1-based).
-    #[arg(long, value_name = "A")]
+    #[arg(long, value_name = "A", value_parser = non_negative, allow_negative_numbers = true)]
     pub from_line: Option<u64>,
     /// Last line to print.
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = non_negative, allow_negative_numbers = true)]
     pub to_line: Option<u64>,
     /// Keep printing new lines until the monitor (or terminal command) ends.
     #[arg(long)]
     pub follow: bool,
+    /// Print the file's bytes as they are. Without it each line is decoded
+    /// as UTF-8 (U+FFFD for invalid bytes) and loses its control characters
+    /// and escape sequences, so it cannot act on the terminal.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 #[derive(Debug, Subcommand)]

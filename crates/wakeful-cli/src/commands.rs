@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::json;
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, MonitorInfo, MonitorSpec};
+use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{
     Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
     WakeClearResult, WakeDelivery, WakeStatus,
@@ -134,8 +134,7 @@ fn client_env() -> BTreeMap<String, String> {
 
 fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    println!("{s}");
-    Ok(())
+    Ok(outln!("{s}")?)
 }
 
 async fn start_request(
@@ -172,9 +171,9 @@ async fn start(
             "output_path": r.output_path,
         }))?;
     } else if r.already_running {
-        println!("{} (already running)", r.id);
+        outln!("{} (already running)", r.id)?;
     } else {
-        println!("{}", r.id);
+        outln!("{}", r.id)?;
     }
     Ok(0)
 }
@@ -185,7 +184,13 @@ async fn watch(
     spec: MonitorSpec,
     json: bool,
 ) -> Result<u8, Failure> {
-    let detach_on_interrupt = spec.key.is_some() || spec.persistent;
+    use render::{watch_exit_code, WatchEnd};
+    let persistent = spec.persistent;
+    let detach_on_interrupt = spec.key.is_some() || persistent;
+    // Before the monitor starts, so that a signal never finds the default
+    // action (death without stopping the monitor).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (mut conn, started) = start_request(paths, session.clone(), spec).await?;
     conn.send(Request::Events {
         session,
@@ -195,13 +200,17 @@ async fn watch(
     })
     .await?;
     let stdout = std::io::stdout();
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         let reply = tokio::select! {
             r = conn.next() => r?,
-            _ = interrupt.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
-            _ = terminate.recv() => return interrupted(paths, &started.id, detach_on_interrupt).await,
+            _ = interrupt.recv() => {
+                let_go(paths, &started.id, detach_on_interrupt, true).await;
+                return Ok(watch_exit_code(WatchEnd::Interrupted));
+            }
+            _ = terminate.recv() => {
+                let_go(paths, &started.id, detach_on_interrupt, true).await;
+                return Ok(watch_exit_code(WatchEnd::Terminated));
+            }
         };
         match reply {
             Some(Reply::Event { event }) => {
@@ -211,13 +220,25 @@ async fn watch(
                 } else {
                     render::watch_plain(&mut out, &event)
                 };
-                if written.and_then(|_| out.flush()).is_err() {
-                    // Nobody reads our output any more.
+                if let Err(e) = written.and_then(|_| out.flush()) {
                     drop(out);
-                    return interrupted(paths, &started.id, detach_on_interrupt).await;
+                    // Nobody reads our output any more: let the monitor go as
+                    // on Ctrl-C; a closed pipe ends quietly (exit 141).
+                    let closed = e.kind() == std::io::ErrorKind::BrokenPipe;
+                    let_go(paths, &started.id, detach_on_interrupt, !closed).await;
+                    if closed {
+                        return Ok(watch_exit_code(WatchEnd::StdoutClosed));
+                    }
+                    return Err(e.into());
                 }
-                if event.kind().is_terminal() {
-                    return Ok(render::watch_exit_code(&event));
+                match &event.body {
+                    EventBody::MonitorStopped { reason, .. } => {
+                        return Ok(watch_exit_code(WatchEnd::Stopped(reason)))
+                    }
+                    EventBody::MonitorFailed { .. } => {
+                        return Ok(watch_exit_code(WatchEnd::Failed))
+                    }
+                    _ => {}
                 }
             }
             Some(Reply::Error { kind, message }) => {
@@ -225,27 +246,44 @@ async fn watch(
             }
             Some(_) => {}
             None => {
+                // A daemon that stops may close the stream before the final
+                // event reached it; a monitor that is not persistent ended
+                // with it (`daemon_stopped`).
+                if !persistent && connect_existing(paths).await.is_err() {
+                    eprintln!(
+                        "wakeful: the daemon stopped while {} ran; `wakeful events` shows its end",
+                        started.id
+                    );
+                    return Ok(watch_exit_code(WatchEnd::Stopped(
+                        &MonitorStopReason::DaemonStopped,
+                    )));
+                }
                 return Err(Failure::new(
                     exit::FAILURE,
                     format!(
                         "the daemon closed the stream of {}; `wakeful events` has everything",
                         started.id
                     ),
-                ))
+                ));
             }
         }
     }
 }
 
-async fn interrupted(paths: &Paths, id: &str, detach: bool) -> Result<u8, Failure> {
+/// Ends `watch`'s hold on monitor `id`: stops it, or with `detach` leaves it
+/// running (and, with `say`, says so on stderr).
+async fn let_go(paths: &Paths, id: &str, detach: bool, say: bool) {
     if detach {
-        eprintln!("wakeful: detached from {id}; it keeps running (`wakeful stop {id}` ends it)");
-        return Ok(130);
+        if say {
+            eprintln!(
+                "wakeful: detached from {id}; it keeps running (`wakeful stop {id}` ends it)"
+            );
+        }
+        return;
     }
     if let Ok(mut conn) = connect_existing(paths).await {
         let _ = conn.call(Request::Stop { id: id.to_string() }).await;
     }
-    Ok(130)
 }
 
 async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
@@ -260,7 +298,7 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no monitors (active, or ended within the last hour)");
+        outln!("no monitors (active, or ended within the last hour)")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -279,9 +317,10 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
             ..
         }) = w.map(|w| w.delivery)
         {
-            println!(
-                "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({reason}); they go with the next wake"
-            );
+            outln!(
+                "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({}); they go with the next wake",
+                render::plain_line(&reason)
+            )?;
         }
     }
     Ok(0)
@@ -296,7 +335,7 @@ async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no consumers yet (a consumer appears with its first wait)");
+        outln!("no consumers yet (a consumer appears with its first wait)")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -310,7 +349,7 @@ async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     if json {
         print_json(&info)?;
     } else {
-        println!("stopped {}", info.id);
+        outln!("stopped {}", info.id)?;
     }
     Ok(0)
 }
@@ -343,12 +382,8 @@ async fn events(
         match conn.next().await? {
             Some(Reply::Event { event }) => {
                 let mut out = stdout.lock();
-                if print_event(&mut out, &event, json)
-                    .and_then(|_| out.flush())
-                    .is_err()
-                {
-                    return Ok(0);
-                }
+                print_event(&mut out, &event, json)?;
+                out.flush()?;
             }
             Some(Reply::Ok { .. }) | None => return Ok(0),
             Some(Reply::Error { kind, message }) => {
@@ -385,10 +420,9 @@ async fn wait(
                 print_event(&mut out, &event, json)?;
             }
             Some(Reply::Batch { last_seq }) => {
-                // Acknowledge only what has really been handed on.
-                if stdout.lock().flush().is_err() {
-                    return Ok(exit::FAILURE);
-                }
+                // Acknowledge only what has really been handed on: on a
+                // closed stdout nothing is acknowledged.
+                stdout.lock().flush()?;
                 conn.send(Request::Ack { seq: last_seq }).await?;
             }
             Some(Reply::Ok { .. }) => return Ok(0),
@@ -422,12 +456,12 @@ async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, F
         print_json(&v)?;
     } else {
         let ids = v.stopped;
-        println!(
+        outln!(
             "session {session}: stopped {} monitor(s){}{}",
             ids.len(),
             if ids.is_empty() { "" } else { ": " },
             ids.join(", ")
-        );
+        )?;
     }
     Ok(0)
 }
@@ -438,22 +472,24 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     if json {
         print_json(&s)?;
     } else {
-        println!("pid:              {}", s.pid);
-        println!("version:          {} (protocol {})", s.version, s.protocol);
-        println!("socket:           {}", s.socket.display());
-        println!("state dir:        {}", s.state_dir.display());
-        println!(
+        outln!("pid:              {}", s.pid)?;
+        outln!("version:          {} (protocol {})", s.version, s.protocol)?;
+        outln!("socket:           {}", s.socket.display())?;
+        outln!("state dir:        {}", s.state_dir.display())?;
+        outln!(
             "monitors running: {} (in {} sessions)",
-            s.monitors_running, s.sessions_active
-        );
-        println!("recently ended:   {}", s.monitors_recently_ended);
-        println!("last event seq:   {}", s.last_seq);
-        println!(
+            s.monitors_running,
+            s.sessions_active
+        )?;
+        outln!("recently ended:   {}", s.monitors_recently_ended)?;
+        outln!("last event seq:   {}", s.last_seq)?;
+        outln!(
             "connections:      {} (limit of open files {})",
-            s.connections, s.max_open_files
-        );
+            s.connections,
+            s.max_open_files
+        )?;
         if s.accept_errors > 0 || s.connections_refused > 0 {
-            println!(
+            outln!(
                 "accept errors:    {}{} — refused {} connection(s) with `busy` (see {})",
                 s.accept_errors,
                 s.last_accept_error
@@ -462,20 +498,20 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
                     .unwrap_or_default(),
                 s.connections_refused,
                 paths.daemon_log().display()
-            );
+            )?;
         }
         if s.journal_failures > 0 {
-            println!(
+            outln!(
                 "store failures:   {} (retried; see {})",
                 s.journal_failures,
                 paths.daemon_log().display()
-            );
+            )?;
         }
         if s.wakes_undelivered > 0 {
-            println!(
+            outln!(
                 "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",
                 s.wakes_undelivered
-            );
+            )?;
         }
     }
     Ok(0)
@@ -485,10 +521,10 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
     match args.action {
         Some(DaemonAction::Stop) => {
             let Ok(mut conn) = connect_existing(&paths).await else {
-                println!(
+                outln!(
                     "no wakeful daemon is running for {}",
                     paths.runtime_dir.display()
-                );
+                )?;
                 return Ok(0);
             };
             let v: ShutdownResult = conn.call_as(Request::Shutdown {}).await?;
@@ -514,7 +550,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             if json {
                 print_json(&v)?;
             } else {
-                println!("stopped the wakeful daemon (pid {})", v.pid);
+                outln!("stopped the wakeful daemon (pid {})", v.pid)?;
             }
             Ok(0)
         }
@@ -579,8 +615,8 @@ async fn run_terminal(
         print_json(&r)?;
     } else {
         match &r.monitor_id {
-            Some(m) => println!("{} (monitor {m})", r.id),
-            None => println!("{}", r.id),
+            Some(m) => outln!("{} (monitor {m})", r.id)?,
+            None => outln!("{}", r.id)?,
         }
     }
     Ok(0)
@@ -594,7 +630,7 @@ async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Re
         return Ok(0);
     }
     if list.is_empty() {
-        println!("no terminals");
+        outln!("no terminals")?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -608,16 +644,72 @@ async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Fail
     if json {
         print_json(&t)?;
     } else {
-        println!("killed {}", t.id);
+        outln!("killed {}", t.id)?;
     }
     Ok(0)
 }
 
-async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
+/// The route `wake set` asks for, checked here (exit 2, the daemon is not
+/// even contacted) as the daemon would, and for the programs it runs on this
+/// client's PATH. Relative program paths become absolute: the daemon runs
+/// them from `/`.
+fn wake_route(adapter: WakeAdapterArgs) -> Result<wakeful_protocol::WakeAdapter, Failure> {
     use wakeful_protocol::WakeAdapter;
-    let mut conn = connect(paths).await?;
+    let cwd = std::env::current_dir()?;
+    let absolute = |p: std::path::PathBuf| {
+        if p.is_relative() && p.as_os_str().as_encoded_bytes().contains(&b'/') {
+            // Without the `.` components (`./notify.sh`).
+            cwd.join(p).components().collect()
+        } else {
+            p
+        }
+    };
+    let route = match adapter {
+        WakeAdapterArgs::Codex {
+            thread,
+            binary,
+            codex_home,
+        } => WakeAdapter::Codex {
+            thread,
+            binary: binary.map(absolute),
+            codex_home: codex_home.map(|h| cwd.join(h)),
+        },
+        WakeAdapterArgs::Opencode {
+            url,
+            opencode_session,
+            directory,
+        } => WakeAdapter::Opencode {
+            url,
+            opencode_session,
+            directory,
+        },
+        WakeAdapterArgs::Exec {
+            busy_exit_codes,
+            mut argv,
+        } => {
+            if let Some(program) = argv.first_mut() {
+                *program = absolute(std::path::PathBuf::from(&*program))
+                    .display()
+                    .to_string();
+            }
+            WakeAdapter::Exec {
+                argv,
+                busy_exit_codes,
+            }
+        }
+        WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
+    };
+    route
+        .validate()
+        .and_then(|()| route.check_programs(std::env::var_os("PATH").as_deref()))
+        .map_err(|e| Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name())))?;
+    Ok(route)
+}
+
+async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
     match cmd {
         WakeCommand::Clear => {
+            let mut conn = connect(paths).await?;
             let v: WakeClearResult = conn
                 .call_as(Request::WakeClear {
                     session: session.clone(),
@@ -626,41 +718,15 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             if json {
                 print_json(&v)?;
             } else {
-                println!(
+                outln!(
                     "session {session}: route {}",
                     if v.cleared { "cleared" } else { "was not set" }
-                );
+                )?;
             }
         }
         WakeCommand::Set { adapter } => {
-            let route = match adapter {
-                WakeAdapterArgs::Codex {
-                    thread,
-                    binary,
-                    codex_home,
-                } => WakeAdapter::Codex {
-                    thread,
-                    binary,
-                    codex_home,
-                },
-                WakeAdapterArgs::Opencode {
-                    url,
-                    opencode_session,
-                    directory,
-                } => WakeAdapter::Opencode {
-                    url,
-                    opencode_session,
-                    directory,
-                },
-                WakeAdapterArgs::Exec {
-                    busy_exit_codes,
-                    argv,
-                } => WakeAdapter::Exec {
-                    argv,
-                    busy_exit_codes,
-                },
-                WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
-            };
+            let route = wake_route(adapter)?;
+            let mut conn = connect(paths).await?;
             let v: WakeStatus = conn
                 .call_as(Request::WakeSet {
                     session: session.clone(),
@@ -670,6 +736,7 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             print_wake(Some(&v), &session, json)?;
         }
         WakeCommand::Show => {
+            let mut conn = connect(paths).await?;
             let v: Option<WakeStatus> = conn
                 .call_as(Request::WakeShow {
                     session: session.clone(),
@@ -686,21 +753,21 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
         return print_json(&v);
     }
     let Some(v) = v else {
-        println!("session {session} has no wake route (`wakeful wake set --help`)");
+        outln!("session {session} has no wake route (`wakeful wake set --help`)")?;
         return Ok(());
     };
     let source = serde_json::to_value(v.source).unwrap_or_default();
-    println!("session:  {session}");
-    println!(
+    outln!("session:  {session}")?;
+    outln!(
         "adapter:  {} ({})",
         v.route.name(),
         source.as_str().unwrap_or("?")
-    );
+    )?;
     let mut rows: Vec<(&str, String)> = Vec::new();
     match &v.delivery {
-        WakeDelivery::Idle => println!("state:    idle"),
+        WakeDelivery::Idle => outln!("state:    idle")?,
         WakeDelivery::Delivering { wake_id } => {
-            println!("state:    delivering");
+            outln!("state:    delivering")?;
             rows.push(("wake_id", wake_id.clone()));
         }
         WakeDelivery::Retrying {
@@ -708,7 +775,7 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             attempts,
             next_attempt_in_ms,
         } => {
-            println!("state:    retrying");
+            outln!("state:    retrying")?;
             rows.push(("wake_id", wake_id.clone()));
             rows.push(("attempts", attempts.to_string()));
             rows.push(("next_attempt_in_ms", next_attempt_in_ms.to_string()));
@@ -719,7 +786,7 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             events_from,
             events_to,
         } => {
-            println!("state:    undelivered");
+            outln!("state:    undelivered")?;
             rows.push(("wake_id", wake_id.clone()));
             rows.push(("reason", reason.clone()));
             rows.push(("events", format!("#{events_from}–#{events_to}")));
@@ -731,7 +798,8 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
     rows.push(("acked_seq", v.acked_seq.to_string()));
     rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
     for (key, value) in rows {
-        println!("{:<9} {value}", format!("{key}:"));
+        // Values come from agents and servers: one sanitized line each.
+        outln!("{:<9} {}", format!("{key}:"), render::plain_line(&value))?;
     }
     Ok(())
 }

@@ -115,56 +115,54 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
             "load": plugin_dir_cmd,
             "install": marketplace_cmds,
         });
-        println!("{v}");
+        outln!("{v}")?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "Wrote the wakeful Claude Code plugin to {}",
         plugin.display()
-    );
-    println!();
-    println!("Load it for one session:");
-    println!("  {plugin_dir_cmd}");
-    println!();
-    println!("or install it for every session (a local marketplace next to it):");
+    )?;
+    outln!()?;
+    outln!("Load it for one session:")?;
+    outln!("  {plugin_dir_cmd}")?;
+    outln!()?;
+    outln!("or install it for every session (a local marketplace next to it):")?;
     for c in &marketplace_cmds {
-        println!("  {c}");
+        outln!("  {c}")?;
     }
-    println!();
-    println!("What it does: a monitor (`wakeful hook monitor`) brings every event of the");
-    println!("session's wakeful monitors to Claude as a notification, also while the session");
-    println!("is idle; asyncRewake and Stop hooks (`wakeful hook rewake`, `wakeful hook stop`)");
-    println!("deliver what the monitor did not; `.mcp.json` adds the `wakeful mcp` tools and a");
-    println!("skill says when to use them. Each event reaches Claude once (consumer `claude`).");
-    println!();
+    outln!()?;
+    outln!("What it does: a monitor (`wakeful hook monitor`) brings every event of the")?;
+    outln!("session's wakeful monitors to Claude as a notification, also while the session")?;
+    outln!("is idle; asyncRewake and Stop hooks (`wakeful hook rewake`, `wakeful hook stop`)")?;
+    outln!("deliver what the monitor did not; `.mcp.json` adds the `wakeful mcp` tools and a")?;
+    outln!("skill says when to use them. Each event reaches Claude once (consumer `claude`).")?;
+    outln!()?;
     match (&on_path, same) {
         (None, _) => {
-            println!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.");
-            println!(
-                "  Install it: cargo install --locked --path crates/wakeful-cli (in a wakeful"
-            );
-            println!(
+            outln!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.")?;
+            outln!("  Install it: cargo install --locked --path crates/wakeful-cli (in a wakeful")?;
+            outln!(
                 "  checkout), or put {} on PATH.",
                 display_dir(this.as_deref())
-            );
-            println!();
+            )?;
+            outln!()?;
         }
         (Some(p), false) => {
-            println!(
+            outln!(
                 "Note: the plugin will run {} (from PATH), not this binary ({}).",
                 p.display(),
                 this.as_deref()
                     .map(|t| t.display().to_string())
                     .unwrap_or_else(|| "unknown".into())
-            );
-            println!();
+            )?;
+            outln!()?;
         }
         (Some(_), true) => {}
     }
-    println!("Channels (research preview): `claude --dangerously-load-development-channels server:wakeful`");
-    println!("  pushes events through the MCP server of a `.mcp.json`/`claude mcp add` setup. Not");
-    println!("  needed with this plugin, whose monitor already delivers every event; enabling");
-    println!("  both shows each event twice. Run this command again after upgrading wakeful.");
+    outln!("Channels (research preview): `claude --dangerously-load-development-channels server:wakeful`")?;
+    outln!("  pushes events through the MCP server of a `.mcp.json`/`claude mcp add` setup. Not")?;
+    outln!("  needed with this plugin, whose monitor already delivers every event; enabling")?;
+    outln!("  both shows each event twice. Run this command again after upgrading wakeful.")?;
     Ok(0)
 }
 

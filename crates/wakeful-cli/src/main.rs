@@ -1,5 +1,21 @@
 //! `wakeful`: the command line. Parsing, talking to the daemon and printing;
 //! the work is done by the library crates.
+//!
+//! Nothing prints to stdout with `println!` (which panics on a closed pipe):
+//! `outln!` and `Write` on a locked stdout return the error instead.
+#![deny(clippy::print_stdout)]
+
+/// Writes one line to stdout, like `println!`, but returns the
+/// `std::io::Result` instead of panicking: a closed stdout is a
+/// `BrokenPipe` error, which [`Failure`] turns into a quiet exit 141.
+macro_rules! outln {
+    () => {
+        $crate::stdout_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout_line(format_args!($($arg)*))
+    };
+}
 
 mod claude_mode;
 mod cli;
@@ -11,14 +27,24 @@ mod output;
 mod plugin_cmd;
 mod render;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-/// A failure with its exit code (SPEC §7).
+/// The body of [`outln!`]: one line to stdout, errors returned.
+fn stdout_line(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)?;
+    out.write_all(b"\n")
+}
+
+/// A failure with its exit code (SPEC §7) and what to tell the user.
 pub struct Failure {
     code: u8,
     message: String,
+    /// End without a word on stderr (a closed stdout).
+    quiet: bool,
 }
 
 impl Failure {
@@ -27,6 +53,17 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            quiet: false,
+        }
+    }
+
+    /// Stdout was closed by its reader (`wakeful output ID | head -1`): end
+    /// quietly with 128+SIGPIPE, as coreutils do.
+    pub fn closed_stdout(e: &std::io::Error) -> Self {
+        Failure {
+            code: exit::CLOSED_STDOUT,
+            message: e.to_string(),
+            quiet: true,
         }
     }
 }
@@ -39,7 +76,10 @@ impl From<wakeful_client::ClientError> for Failure {
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
-        Failure::new(1, e.to_string())
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Failure::closed_stdout(&e);
+        }
+        Failure::new(exit::FAILURE, e.to_string())
     }
 }
 
@@ -49,6 +89,14 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Invalid input or usage.
     pub const USAGE: u8 = 2;
+    /// `wait` timed out; `watch`: the monitor timed out.
+    pub const TIMEOUT: u8 = 124;
+    /// `watch` got SIGINT (128 + 2).
+    pub const INTERRUPTED: u8 = 130;
+    /// `watch` got SIGTERM, or its monitor was stopped (128 + 15).
+    pub const TERMINATED: u8 = 143;
+    /// Stdout was closed by its reader: 128 + SIGPIPE, said nothing.
+    pub const CLOSED_STDOUT: u8 = 141;
 }
 
 fn main() -> ExitCode {
@@ -70,7 +118,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("wakeful: {}", f.message);
+            if !f.quiet {
+                // Nothing more can be said when stderr is closed too.
+                let _ = writeln!(std::io::stderr(), "wakeful: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }

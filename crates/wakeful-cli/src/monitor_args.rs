@@ -15,16 +15,16 @@ pub struct MonitorArgs {
     #[arg(long, short = 'd')]
     pub description: Option<String>,
     /// Stop after this many milliseconds (default 300000; 1000–3600000).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
     pub timeout_ms: Option<u64>,
     /// No timeout; re-armed when the daemon restarts.
     #[arg(long)]
     pub persistent: bool,
     /// Stop when the source printed nothing for this long (≥ 1000).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
     pub idle_timeout_ms: Option<u64>,
     /// Stop after this many `lines` events (1–1000000).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = non_negative, allow_negative_numbers = true)]
     pub max_events: Option<u64>,
     /// Only lines matching this regex become events (the output file gets all).
     #[arg(long, value_name = "REGEX")]
@@ -41,7 +41,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "file|events", default_value = "file")]
     pub stderr: StderrMode,
     /// Lines within this window after the first form one event (0–5000).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
     pub batch_ms: Option<u64>,
     /// Working directory of the command (default: the current one).
     #[arg(long, value_name = "DIR")]
@@ -49,6 +49,32 @@ pub struct MonitorArgs {
     /// Extra environment variable for the command; repeat for more.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+}
+
+/// A numeric flag's value: a non-negative whole number. Flags that take one
+/// also accept a leading `-` while parsing, so that `--timeout-ms -5` is
+/// refused by this message naming the flag, not taken for a flag of its own.
+pub fn non_negative(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("{s} is too large (at most {})", u64::MAX))
+        }
+        Err(_) if s.starts_with('-') => {
+            Err("the value must be a non-negative number; negative values are not accepted".into())
+        }
+        Err(_) => Err("the value must be a non-negative whole number".into()),
+    }
+}
+
+/// An exit code of a wake command that means "busy": 1–255.
+pub fn busy_exit_code(s: &str) -> Result<i32, String> {
+    match non_negative(s)? {
+        n @ 1..=255 => Ok(n as i32),
+        _ => {
+            Err("an exit code that means busy is a number from 1 to 255 (0 means accepted)".into())
+        }
+    }
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -98,7 +124,7 @@ pub struct SourceArgs {
     pub file: Option<PathBuf>,
     /// Run COMMAND every MS milliseconds (≥ 1000); its output becomes an
     /// event only when it differs from the previous run's.
-    #[arg(long, value_name = "MS", conflicts_with = "terminal")]
+    #[arg(long, value_name = "MS", conflicts_with = "terminal", value_parser = non_negative, allow_negative_numbers = true)]
     pub every: Option<u64>,
     /// Attach to a terminal started with `wakeful run` (at most 4 monitors
     /// per terminal; stopping the monitor leaves the command running).
@@ -148,5 +174,25 @@ impl SourceArgs {
             Some(every_ms) => Source::Poll { command, every_ms },
             None => Source::Command { command },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_values() {
+        assert_eq!(non_negative("0"), Ok(0));
+        assert_eq!(non_negative("300000"), Ok(300_000));
+        assert!(non_negative("-5").unwrap_err().contains("non-negative"));
+        assert!(non_negative("5ms").unwrap_err().contains("non-negative"));
+        assert!(non_negative("99999999999999999999")
+            .unwrap_err()
+            .contains("too large"));
+        assert_eq!(busy_exit_code("75"), Ok(75));
+        assert!(busy_exit_code("0").is_err());
+        assert!(busy_exit_code("256").is_err());
+        assert!(busy_exit_code("-1").unwrap_err().contains("non-negative"));
     }
 }

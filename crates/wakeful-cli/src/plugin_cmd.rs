@@ -36,7 +36,7 @@ fn print_report(report: &Report, json: bool, to_stderr: bool) -> Result<(), Fail
     if to_stderr {
         eprintln!("{}", text.trim_end());
     } else {
-        println!("{}", text.trim_end());
+        outln!("{}", text.trim_end())?;
     }
     Ok(())
 }
@@ -157,7 +157,7 @@ pub async fn start(
                 json!({"name": name, "id": r.id, "session": r.session, "already_running": r.already_running, "output_path": r.output_path})
             })
             .collect();
-        println!("{}", serde_json::Value::Array(v));
+        outln!("{}", serde_json::Value::Array(v))?;
     } else {
         for (name, r) in &started {
             let note = if r.already_running {
@@ -165,7 +165,7 @@ pub async fn start(
             } else {
                 ""
             };
-            println!("{plugin}:{name} {}{note}", r.id);
+            outln!("{plugin}:{name} {}{note}", r.id)?;
         }
     }
     Ok(0)

@@ -2,20 +2,34 @@
 
 use std::io::Write;
 
+use wakeful_core::text::sanitize_for_model;
 use wakeful_core::{Event, EventBody, MonitorStopReason};
 
-/// Prints one event for `watch`: the lines of a `lines` event as they are
-/// (so each output line is one line of the monitored command, which is what
-/// a Claude Code Monitor wants), every other event as `[wakeful] <text>`.
+/// `text` as one line that cannot act on a terminal: sanitized (no control
+/// characters or escape sequences; see [`sanitize_for_model`]), with any
+/// newline in it written as `\n`.
+pub fn plain_line(text: &str) -> String {
+    sanitize_for_model(text).replace('\n', "\\n")
+}
+
+/// A table cell from user input: sanitized, newlines and tabs as spaces.
+fn cell(text: &str) -> String {
+    sanitize_for_model(text).replace(['\n', '\t'], " ")
+}
+
+/// Prints one event for `watch`: each line of a `lines` event on a line of
+/// its own (so each output line is one line of the monitored command, which
+/// is what a Claude Code Monitor wants), every other event as
+/// `[wakeful] <text>`; all of it sanitized.
 pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     match &e.body {
         EventBody::MonitorEvent { lines, .. } => {
             for l in lines {
-                writeln!(out, "{l}")?;
+                writeln!(out, "{}", plain_line(l))?;
             }
         }
         _ => {
-            for (i, l) in e.text.lines().enumerate() {
+            for (i, l) in sanitize_for_model(&e.text).lines().enumerate() {
                 if i == 0 {
                     writeln!(out, "[wakeful] {l}")?;
                 } else {
@@ -27,15 +41,15 @@ pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `<seq> <monitor-id> <text>`, one line (newlines in the text escaped as
-/// `\n`), for `events` and `wait`.
+/// `<seq> <monitor-id> <text>`, one line (the text sanitized, newlines in
+/// it written as `\n`), for `events` and `wait`.
 pub fn event_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     writeln!(
         out,
         "{} {} {}",
         e.seq,
-        e.monitor_id,
-        e.text.replace('\n', "\\n")
+        plain_line(&e.monitor_id),
+        plain_line(&e.text)
     )
 }
 
@@ -45,20 +59,54 @@ pub fn json_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     writeln!(out, "{s}")
 }
 
-/// `watch`'s exit code for a monitor's final event: the command's code for a
-/// non-zero exit, 128+N for signal N, 1 when it failed, else 0.
-pub fn watch_exit_code(e: &Event) -> u8 {
-    match &e.body {
-        EventBody::MonitorFailed { .. } => 1,
-        EventBody::MonitorStopped {
-            reason: MonitorStopReason::ExitCode { code },
-            ..
-        } => u8::try_from(*code).unwrap_or(1),
-        EventBody::MonitorStopped {
-            reason: MonitorStopReason::Signal { signal },
-            ..
-        } => u8::try_from(128 + *signal).unwrap_or(1),
-        _ => 0,
+/// How a `watch` ended.
+#[derive(Debug, Clone, Copy)]
+pub enum WatchEnd<'a> {
+    /// The monitor stopped (its `stopped` event came, or the daemon went
+    /// away: `daemon_stopped`).
+    Stopped(&'a MonitorStopReason),
+    /// The monitor's source failed (its `failed` event came).
+    Failed,
+    /// The watch got SIGINT (Ctrl-C).
+    Interrupted,
+    /// The watch got SIGTERM.
+    Terminated,
+    /// The reader of the watch's stdout went away.
+    StdoutClosed,
+}
+
+/// `watch`'s exit code (documented in `wakeful watch --help`, README.md and
+/// docs/ARCHITECTURE.md): the command's own code when it exited, 128+N when
+/// it was killed by signal N, 124 on `timeout`/`idle_timeout`, 143 when the
+/// monitor was stopped (a user or agent, its session ending, the daemon
+/// stopping) or the watch got SIGTERM, 130 on SIGINT, 141 on a closed
+/// stdout, 1 when the source failed, a WebSocket closed with a code other
+/// than 1000/1001 or sent too large a frame; 0 when `until` was met or
+/// `max_events` reached.
+pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
+    use crate::exit;
+    let reason = match end {
+        WatchEnd::Interrupted => return exit::INTERRUPTED,
+        WatchEnd::Terminated => return exit::TERMINATED,
+        WatchEnd::StdoutClosed => return exit::CLOSED_STDOUT,
+        WatchEnd::Failed => return exit::FAILURE,
+        WatchEnd::Stopped(reason) => reason,
+    };
+    match reason {
+        MonitorStopReason::ExitCode { code } => u8::try_from(*code).unwrap_or(exit::FAILURE),
+        MonitorStopReason::Signal { signal } => signal
+            .checked_add(128)
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(exit::FAILURE),
+        MonitorStopReason::Timeout | MonitorStopReason::IdleTimeout => exit::TIMEOUT,
+        MonitorStopReason::UserStopped
+        | MonitorStopReason::SessionEnded
+        | MonitorStopReason::DaemonStopped => exit::TERMINATED,
+        MonitorStopReason::Until | MonitorStopReason::MaxEvents => 0,
+        MonitorStopReason::WsClosed { code: 1000 | 1001 } => 0,
+        MonitorStopReason::WsClosed { .. }
+        | MonitorStopReason::WsFrameTooLarge
+        | MonitorStopReason::Failed { .. } => exit::FAILURE,
     }
 }
 
@@ -74,11 +122,17 @@ pub fn monitor_table(
     )?;
     for m in list {
         let state = state_word(m.state, m.stop_reason.as_ref());
-        let session: String = m.session.chars().take(14).collect();
+        let session: String = cell(&m.session).chars().take(14).collect();
         writeln!(
             out,
             "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
-            m.id, state, session, m.events, m.lines, m.suppressed_lines, m.description
+            cell(&m.id),
+            state,
+            session,
+            m.events,
+            m.lines,
+            m.suppressed_lines,
+            cell(&m.description)
         )?;
     }
     Ok(())
@@ -106,15 +160,15 @@ pub fn terminal_table(
         "ID", "STATE", "SESSION", "MONITORS"
     )?;
     for t in list {
-        let session: String = t.session.chars().take(14).collect();
+        let session: String = cell(&t.session).chars().take(14).collect();
         writeln!(
             out,
             "{:<15} {:<8} {:<14} {:>8}  {}",
-            t.id,
+            cell(&t.id),
             state_word(t.state, t.exit.as_ref()),
             session,
             t.monitors,
-            t.command
+            cell(&t.command)
         )?;
     }
     Ok(())
@@ -131,8 +185,8 @@ pub fn consumer_table(
         "SESSION", "CONSUMER", "ACKED", "UNACKED", "WAITERS"
     )?;
     for c in list {
-        let session: String = c.session.chars().take(14).collect();
-        let consumer: String = c.consumer.chars().take(12).collect();
+        let session: String = cell(&c.session).chars().take(14).collect();
+        let consumer: String = cell(&c.consumer).chars().take(12).collect();
         writeln!(
             out,
             "{:<14} {:<12} {:>10} {:>8} {:>7}",
@@ -140,4 +194,52 @@ pub fn consumer_table(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_exit_codes() {
+        use MonitorStopReason as R;
+        let table: Vec<(MonitorStopReason, u8)> = vec![
+            (R::ExitCode { code: 0 }, 0),
+            (R::ExitCode { code: 3 }, 3),
+            (R::ExitCode { code: 255 }, 255),
+            (R::ExitCode { code: -1 }, 1),
+            (R::Signal { signal: 9 }, 137),
+            (R::Signal { signal: 15 }, 143),
+            (R::Timeout, 124),
+            (R::IdleTimeout, 124),
+            (R::UserStopped, 143),
+            (R::SessionEnded, 143),
+            (R::DaemonStopped, 143),
+            (R::Until, 0),
+            (R::MaxEvents, 0),
+            (R::WsClosed { code: 1000 }, 0),
+            (R::WsClosed { code: 1001 }, 0),
+            (R::WsClosed { code: 1005 }, 1),
+            (R::WsClosed { code: 1011 }, 1),
+            (R::WsFrameTooLarge, 1),
+        ];
+        for (reason, code) in &table {
+            assert_eq!(
+                watch_exit_code(WatchEnd::Stopped(reason)),
+                *code,
+                "{reason:?}"
+            );
+        }
+        assert_eq!(watch_exit_code(WatchEnd::Failed), 1);
+        assert_eq!(watch_exit_code(WatchEnd::Interrupted), 130);
+        assert_eq!(watch_exit_code(WatchEnd::Terminated), 143);
+        assert_eq!(watch_exit_code(WatchEnd::StdoutClosed), 141);
+    }
+
+    #[test]
+    fn plain_views_hold_no_control_and_one_line_per_item() {
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd\0e\u{7f}f\u{85}g\u{2028}h";
+        assert_eq!(plain_line(hostile), "abcdefg\\nh");
+        assert_eq!(cell("two\nlines\tand\u{1b}[31m red"), "two lines and red");
+    }
 }

@@ -200,14 +200,31 @@ fn exec_adapter_substitutes_arguments_without_a_shell() {
     );
     assert!(text.starts_with("t\nwake-"), "{text}");
     assert!(text.contains("hello $(touch /tmp/never)"));
-    // A program that cannot run: undelivered at once, shown by show/status/list.
-    home.json(&["wake", "set", "exec", "--", "/nonexistent/agent", "{text}"]);
+    // A program that is gone when a wake comes (`wake set` refuses one that
+    // is missing): undelivered at once, shown by show/status/list.
+    let agent = home.path().join("agent");
+    std::fs::write(&agent, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    home.json(&[
+        "wake",
+        "set",
+        "exec",
+        "--",
+        agent.to_str().unwrap(),
+        "{text}",
+    ]);
+    std::fs::remove_file(&agent).unwrap();
     home.ok(&["start", "--", "echo lost-for-now"]);
     assert!(eventually(Duration::from_secs(10), || home
         .json(&["wake", "show"])["state"]
         == "undelivered"));
-    assert_eq!(home.json(&["status"])["wakes_undelivered"], 1);
-    assert!(home.ok(&["list"]).contains("wake undelivered"));
+    // Later events of the monitor may start another attempt: wait for its end.
+    assert!(eventually(Duration::from_secs(10), || home
+        .json(&["status"])["wakes_undelivered"]
+        == 1));
+    assert!(eventually(Duration::from_secs(10), || home
+        .ok(&["list"])
+        .contains("wake undelivered")));
     home.ok(&["wake", "clear"]);
     assert_eq!(home.json(&["wake", "show"]), Value::Null);
 }

@@ -1,48 +1,93 @@
-//! Making event text safe to show to a model (SPEC §4: "control characters
-//! and ANSI escapes are escaped or stripped wherever events are shown to a
-//! model").
+//! Making event text safe to show to a model or a terminal (SPEC §4:
+//! "control characters and ANSI escapes are escaped or stripped wherever
+//! events are shown to a model").
 
-/// Removes ANSI escape sequences (CSI, OSC and two-byte escapes) and control
-/// characters other than newline and tab.
+/// Removes what could act on a terminal or split a line where the text
+/// shows no line break, keeping newline and tab:
+///
+/// - ANSI escape sequences: CSI (`ESC [` … final byte, and the 8-bit
+///   U+009B), string sequences (OSC `ESC ]`, DCS `ESC P`, SOS `ESC X`, PM
+///   `ESC ^`, APC `ESC _`, and their 8-bit forms) up to BEL or ST (a newline
+///   also ends them, so a stray introducer never swallows the next lines),
+///   and the other escapes (`ESC` with intermediates and a final byte, or
+///   with one byte);
+/// - every other C0 and C1 control character and DEL (so `\r`, NUL, BEL,
+///   backspace and U+0085 are dropped);
+/// - U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR become `\n`, so a
+///   reader that splits on them sees the same lines as one that splits on
+///   `\n`.
 pub fn sanitize_for_model(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
         match c {
-            '\u{1b}' => match chars.peek() {
-                Some('[') => {
-                    chars.next();
-                    // CSI: parameters and intermediates, then one final byte in @..~
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    chars.next();
-                    // OSC: until BEL or ESC \
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' {
-                            break;
-                        }
-                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
-                            chars.next();
-                            break;
-                        }
-                    }
-                }
-                Some(_) => {
-                    chars.next();
-                }
-                None => {}
-            },
+            '\u{1b}' => rest = skip_escape(rest),
+            '\u{9b}' => rest = skip_csi(rest),
+            // OSC, DCS, SOS, PM, APC: strings up to ST.
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => rest = skip_string(rest),
             '\n' | '\t' => out.push(c),
+            '\u{2028}' | '\u{2029}' => out.push('\n'),
             c if c.is_control() => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// What follows an `ESC` once its sequence is skipped.
+fn skip_escape(rest: &str) -> &str {
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some('[') => skip_csi(chars.as_str()),
+        Some(']' | 'P' | 'X' | '^' | '_') => skip_string(chars.as_str()),
+        // nF: intermediates (SP../), then one final byte (0..~).
+        Some(' '..='/') => {
+            let after = chars
+                .as_str()
+                .trim_start_matches(|c: char| (' '..='/').contains(&c));
+            match after.chars().next() {
+                Some(c @ '0'..='~') => &after[c.len_utf8()..],
+                _ => after,
+            }
+        }
+        // Fp, Fe, Fs: one byte.
+        Some('0'..='~') => chars.as_str(),
+        // A lone ESC (before a control character, non-ASCII or the end).
+        _ => rest,
+    }
+}
+
+/// What follows a CSI once its parameters, intermediates and final byte are
+/// skipped; a malformed sequence ends at the first byte that cannot be part
+/// of it (which is then read as text).
+fn skip_csi(rest: &str) -> &str {
+    let body = rest.trim_start_matches(|c: char| ('\u{20}'..='\u{3f}').contains(&c));
+    match body.chars().next() {
+        Some(c @ '@'..='~') => &body[c.len_utf8()..],
+        _ => body,
+    }
+}
+
+/// What follows a control string (OSC, DCS, …) ended by BEL or ST (`ESC \`
+/// or U+009C). Another `ESC` or a newline ends it too and is read next.
+fn skip_string(rest: &str) -> &str {
+    let mut chars = rest.chars();
+    loop {
+        let before = chars.as_str();
+        match chars.next() {
+            None => return "",
+            Some('\u{7}' | '\u{9c}') => return chars.as_str(),
+            Some('\u{1b}') => {
+                return match chars.as_str().strip_prefix('\\') {
+                    Some(after) => after,
+                    None => before,
+                }
+            }
+            Some('\n') => return before,
+            Some(_) => {}
+        }
+    }
 }
 
 /// Which monitor an event is from and what it is, on one line, safe to show
@@ -123,6 +168,60 @@ mod tests {
             sanitize_for_model("\u{1b}[31merror\u{1b}[0m: x\u{7}\r\n\tok\u{1b}]0;title\u{7}!"),
             "error: x\n\tok!"
         );
+    }
+
+    #[test]
+    fn every_control_but_newline_and_tab_is_removed() {
+        for c in (0u32..0x20).chain(0x7f..0xa0).filter_map(char::from_u32) {
+            let got = sanitize_for_model(&format!("a{c}b"));
+            match c {
+                '\n' | '\t' => assert_eq!(got, format!("a{c}b")),
+                // ESC and the 8-bit introducers swallow the sequence they start.
+                '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => {
+                    assert!(!got.contains(c), "U+{:04X}: {got:?}", c as u32)
+                }
+                _ => assert_eq!(got, "ab", "U+{:04X}", c as u32),
+            }
+        }
+    }
+
+    #[test]
+    fn escape_sequences_and_separators() {
+        let cases: &[(&str, &str)] = &[
+            // The hostile line of issue #10: title change, screen clear, CR,
+            // NUL, DEL, NEL, LINE SEPARATOR.
+            (
+                "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd\0e\u{7f}f\u{85}g\u{2028}h",
+                "abcdefg\nh",
+            ),
+            ("p\u{2029}q", "p\nq"),
+            // CSI with parameters, private markers and intermediates.
+            ("\u{1b}[?1049h\u{1b}[38;5;196mred\u{1b}[0m", "red"),
+            ("x\u{1b}[1 qy", "xy"),
+            // 8-bit CSI and OSC.
+            ("a\u{9b}2Jb", "ab"),
+            ("a\u{9d}0;t\u{9c}b", "ab"),
+            // OSC ended by ST, OSC 8 hyperlinks, DCS, APC.
+            ("a\u{1b}]0;t\u{1b}\\b", "ab"),
+            ("\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
+            ("a\u{1b}P1$r0m\u{1b}\\b", "ab"),
+            ("a\u{1b}_app\u{7}b", "ab"),
+            // An unterminated OSC ends at the newline, which stays.
+            ("a\u{1b}]0;title\nb", "a\nb"),
+            // Two-byte escapes and charset designations.
+            ("a\u{1b}7b\u{1b}8c\u{1b}cd", "abcd"),
+            ("a\u{1b}(Bb\u{1b}#8c", "abc"),
+            // A lone ESC at the end, or before non-ASCII.
+            ("a\u{1b}", "a"),
+            ("a\u{1b}é", "aé"),
+            // A malformed CSI ends where it cannot go on.
+            ("a\u{1b}[12\nb", "a\nb"),
+            // Ordinary text, tabs and non-ASCII stay.
+            ("tab\there — ünïcode ✓", "tab\there — ünïcode ✓"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(sanitize_for_model(input), *want, "{input:?}");
+        }
     }
 
     #[test]

@@ -117,7 +117,9 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// Loads `path`; a missing file means all defaults.
+    /// Loads `path`; a missing file means all defaults. Besides parsing, it
+    /// checks that the programs of `[[wake]]` routes can be run (on this
+    /// process's `PATH`).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -129,10 +131,27 @@ impl Config {
                 })
             }
         };
-        Self::parse(&text).map_err(|message| ConfigError::Invalid {
-            path: path.display().to_string(),
-            message,
-        })
+        Self::parse(&text)
+            .and_then(|config| {
+                config.check_wake_programs(std::env::var_os("PATH").as_deref())?;
+                Ok(config)
+            })
+            .map_err(|message| ConfigError::Invalid {
+                path: path.display().to_string(),
+                message,
+            })
+    }
+
+    /// Checks that each `[[wake]]` route's program (exec program, codex
+    /// binary) is found on `path` (a `PATH` value) or, given with a `/`, is
+    /// an executable file.
+    pub fn check_wake_programs(&self, path: Option<&std::ffi::OsStr>) -> Result<(), String> {
+        for (i, (session, route)) in self.wake_routes()?.iter().enumerate() {
+            route
+                .check_programs(path)
+                .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
+        }
+        Ok(())
     }
 
     /// Parses the text of a configuration file.
@@ -203,6 +222,34 @@ mod tests {
             .unwrap_err()
             .contains("session"));
         assert!(Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"pager\"\n").is_err());
+    }
+
+    #[test]
+    fn wake_programs_must_be_found() {
+        let c = Config::parse(
+            "[[wake]]\nsession = \"s1\"\nadapter = \"exec\"\nargv = [\"sh\", \"-c\", \"true\"]\n\n[[wake]]\nsession = \"s2\"\nadapter = \"exec\"\nargv = [\"wakeful-no-such-program\", \"{text}\"]\n",
+        )
+        .unwrap();
+        let path = std::ffi::OsStr::new("/usr/bin:/bin");
+        let err = c.check_wake_programs(Some(path)).unwrap_err();
+        assert!(
+            err.contains("[[wake]] table 2 (session s2)")
+                && err.contains("wakeful-no-such-program was not found on PATH"),
+            "{err}"
+        );
+        let c = Config::parse(
+            "[[wake]]\nsession = \"s\"\nadapter = \"codex\"\nbinary = \"/nonexistent/codex\"\n",
+        )
+        .unwrap();
+        assert!(c
+            .check_wake_programs(Some(path))
+            .unwrap_err()
+            .contains("/nonexistent/codex"));
+        // URLs are checked while parsing.
+        let err =
+            Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"webhook\"\nurl = \"http://\"\n")
+                .unwrap_err();
+        assert!(err.contains("not a usable URL"), "{err}");
     }
 
     #[test]

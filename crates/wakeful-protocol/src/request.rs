@@ -2,7 +2,8 @@
 //! that carries the protocol version.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use wakeful_core::MonitorSpec;
@@ -260,21 +261,248 @@ impl WakeAdapter {
         }
     }
 
-    /// Checks the options (before a route is stored).
+    /// Checks the options (before a route is stored). Pure: nothing is
+    /// looked up; [`WakeAdapter::check_programs`] checks that the programs
+    /// exist.
     pub fn validate(&self) -> Result<(), String> {
         match self {
             WakeAdapter::Exec { argv, .. } if argv.is_empty() || argv[0].is_empty() => Err(
                 "the exec adapter needs a program: `wakeful wake set exec -- PROGRAM ARGS...`"
                     .into(),
             ),
-            WakeAdapter::Opencode { url, .. } | WakeAdapter::Webhook { url } => {
-                if url.starts_with("http://") || url.starts_with("https://") {
-                    Ok(())
-                } else {
-                    Err(format!("`{url}` is not an http:// or https:// URL"))
-                }
+            WakeAdapter::Exec {
+                busy_exit_codes, ..
+            } => match busy_exit_codes.iter().find(|c| !(1..=255).contains(*c)) {
+                Some(c) => Err(format!(
+                    "busy exit code {c} cannot happen: an exit code that means busy is a number from 1 to 255 (0 means accepted)"
+                )),
+                None => Ok(()),
+            },
+            WakeAdapter::Opencode { url, .. } | WakeAdapter::Webhook { url } => check_url(url),
+            WakeAdapter::Codex {
+                binary: Some(b), ..
+            } if b.as_os_str().is_empty() => {
+                Err("the codex binary is empty: give its path, or leave it out for `codex` on PATH".into())
             }
-            _ => Ok(()),
+            WakeAdapter::Codex { .. } => Ok(()),
         }
+    }
+
+    /// Checks that the programs the route runs can be run: the exec
+    /// program and the codex binary, searched in `path` (a `PATH` value)
+    /// unless given with a `/`; a relative path is taken from the current
+    /// directory. An exec program with a placeholder is not checked. Reads
+    /// the file system, unlike [`WakeAdapter::validate`].
+    pub fn check_programs(&self, path: Option<&OsStr>) -> Result<(), String> {
+        match self {
+            WakeAdapter::Exec { argv, .. } => match argv.first() {
+                Some(p) if !PLACEHOLDERS.iter().any(|h| p.contains(h)) => {
+                    find_program(Path::new(p), path).map(drop)
+                }
+                _ => Ok(()),
+            },
+            WakeAdapter::Codex { binary, .. } => {
+                let program = binary.as_deref().unwrap_or(Path::new("codex"));
+                find_program(program, path).map(drop).map_err(|e| {
+                    if binary.is_none() {
+                        format!("{e}; install Codex, or give its path with --binary")
+                    } else {
+                        e
+                    }
+                })
+            }
+            WakeAdapter::Opencode { .. } | WakeAdapter::Webhook { .. } => Ok(()),
+        }
+    }
+}
+
+/// What the exec adapter substitutes in its argv.
+const PLACEHOLDERS: [&str; 3] = ["{session}", "{text}", "{wake_id}"];
+
+/// An http or https URL with a host, parsed by a real URI parser.
+fn check_url(url: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "`{url}` is not a usable URL: {why}; give an http:// or https:// URL with a host, e.g. http://127.0.0.1:4096"
+        ))
+    };
+    let uri: http::Uri = match url.parse() {
+        Ok(u) => u,
+        Err(e) => return bad(&e.to_string()),
+    };
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return bad(&format!("the scheme is {other}, not http or https")),
+        None => return bad("it has no scheme"),
+    }
+    let Some(authority) = uri.authority() else {
+        return bad("it has no host");
+    };
+    if authority.host().is_empty() {
+        return bad("it has no host");
+    }
+    if authority.as_str().contains('@') {
+        return bad("credentials in the URL are not accepted");
+    }
+    // The parser keeps a port it cannot read as none; look at it here.
+    if let Some((_, port)) = authority.as_str().rsplit_once(':') {
+        if !port.contains(']') && port.parse::<u16>().is_err() {
+            return bad("the port is not a number from 0 to 65535");
+        }
+    }
+    Ok(())
+}
+
+/// Where `program` is: itself when it holds a `/` (relative to the current
+/// directory), else the first executable file of that name in the
+/// directories of `path` (a `PATH` value; an empty entry is the current
+/// directory). The error says what is wrong and what to do.
+pub fn find_program(program: &Path, path: Option<&OsStr>) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return match std::fs::metadata(program) {
+            Err(e) => Err(format!("cannot run {}: {e}", program.display())),
+            Ok(_) if executable(program) => Ok(program.to_path_buf()),
+            Ok(m) if m.is_dir() => Err(format!(
+                "cannot run {}: it is a directory",
+                program.display()
+            )),
+            Ok(_) => Err(format!(
+                "cannot run {}: it is not executable (chmod +x {0})",
+                program.display()
+            )),
+        };
+    }
+    let dirs: Vec<PathBuf> = path
+        .map(|p| std::env::split_paths(p).collect())
+        .unwrap_or_default();
+    dirs.iter()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".").join(program)
+            } else {
+                d.join(program)
+            }
+        })
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            format!(
+                "{} was not found on PATH ({}); install it, or give its path",
+                program.display(),
+                path.map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "PATH is not set".into())
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn webhook(url: &str) -> Result<(), String> {
+        WakeAdapter::Webhook { url: url.into() }.validate()
+    }
+
+    #[test]
+    fn urls_are_parsed_not_guessed() {
+        for good in [
+            "http://127.0.0.1:4096",
+            "https://hooks.example.com/agent?x=1",
+            "http://[::1]:8080/x",
+            "http://localhost",
+        ] {
+            assert_eq!(webhook(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("ftp://x", "scheme is ftp"),
+            ("127.0.0.1:4096", "no scheme"),
+            ("localhost", "no scheme"),
+            ("http://", ""),
+            ("http:///path", ""),
+            ("https://exa mple.com", ""),
+            ("http://host:99999", "port"),
+            ("http://u:p@host/", "credentials"),
+            ("", ""),
+        ] {
+            let err = webhook(bad).unwrap_err();
+            assert!(
+                err.contains("not a usable URL") && err.contains(why),
+                "{bad}: {err}"
+            );
+        }
+        let opencode = WakeAdapter::Opencode {
+            url: "http//127.0.0.1:4096".into(),
+            opencode_session: None,
+            directory: None,
+        };
+        assert!(opencode.validate().is_err());
+    }
+
+    #[test]
+    fn busy_exit_codes_are_exit_codes() {
+        let exec = |codes: Vec<i32>| WakeAdapter::Exec {
+            argv: vec!["notify".into()],
+            busy_exit_codes: codes,
+        };
+        assert_eq!(exec(vec![75, 1, 255]).validate(), Ok(()));
+        for c in [0, -1, 256] {
+            assert!(exec(vec![c]).validate().is_err(), "{c}");
+        }
+    }
+
+    #[test]
+    fn programs_are_found_on_the_given_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path =
+            std::env::join_paths(["/nonexistent-dir", dir.path().to_str().unwrap()]).unwrap();
+        let path = Some(path.as_os_str());
+
+        assert_eq!(find_program(Path::new("tool"), path), Ok(tool.clone()));
+        assert_eq!(find_program(&tool, None), Ok(tool.clone()));
+        let err = find_program(Path::new("no-such-tool"), path).unwrap_err();
+        assert!(err.contains("no-such-tool was not found on PATH"), "{err}");
+        // Not executable: not found by name, refused by path.
+        assert!(find_program(Path::new("plain"), path).is_err());
+        let err = find_program(&plain, path).unwrap_err();
+        assert!(err.contains("not executable"), "{err}");
+        let err = find_program(dir.path(), path).unwrap_err();
+        assert!(err.contains("directory"), "{err}");
+        let err = find_program(Path::new("/nonexistent-dir/agent"), path).unwrap_err();
+        assert!(err.contains("/nonexistent-dir/agent"), "{err}");
+
+        let exec = |p: &str| WakeAdapter::Exec {
+            argv: vec![p.into(), "{text}".into()],
+            busy_exit_codes: vec![],
+        };
+        assert_eq!(exec("tool").check_programs(path), Ok(()));
+        assert!(exec("no-such-tool").check_programs(path).is_err());
+        // A program made of a placeholder is known only at delivery.
+        assert_eq!(exec("{session}-notify").check_programs(path), Ok(()));
+        let codex = |binary: Option<PathBuf>| WakeAdapter::Codex {
+            thread: None,
+            binary,
+            codex_home: None,
+        };
+        let err = codex(None).check_programs(path).unwrap_err();
+        assert!(
+            err.contains("codex was not found on PATH") && err.contains("--binary"),
+            "{err}"
+        );
+        assert_eq!(codex(Some(tool)).check_programs(path), Ok(()));
+        assert!(codex(Some(plain)).check_programs(path).is_err());
+        let webhook = WakeAdapter::Webhook {
+            url: "https://x.example".into(),
+        };
+        assert_eq!(webhook.check_programs(path), Ok(()));
     }
 }
