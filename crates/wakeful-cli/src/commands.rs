@@ -319,7 +319,7 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
         {
             outln!(
                 "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({}); they go with the next wake",
-                render::plain_line(&reason)
+                wakeful_core::present::one_line(&reason)
             )?;
         }
     }
@@ -799,7 +799,11 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
     rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
     for (key, value) in rows {
         // Values come from agents and servers: one sanitized line each.
-        outln!("{:<9} {}", format!("{key}:"), render::plain_line(&value))?;
+        outln!(
+            "{:<9} {}",
+            format!("{key}:"),
+            wakeful_core::present::one_line(&value)
+        )?;
     }
     Ok(())
 }

@@ -181,8 +181,7 @@ fn assert_well_formed(notes: &[Value]) {
         assert_eq!(keys, BTreeSet::from(["kind", "monitor_id", "seq"]), "{n}");
         let content = n["params"]["content"].as_str().unwrap();
         assert!(
-            content.starts_with("[wakeful monitor ")
-                && content.contains("not a message from the user"),
+            content.starts_with("[wakeful mon-") && content.contains("not a message from the user"),
             "content is framed as monitor output: {content}"
         );
         assert!(seq(n) > last, "seqs must strictly increase: {notes:#?}");

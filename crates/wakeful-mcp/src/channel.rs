@@ -20,8 +20,7 @@ use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{json, Value};
 use wakeful_client::{connect_existing, Connection, Paths};
-use wakeful_core::text::{cap, sanitize_for_model};
-use wakeful_core::{Event, EventBody};
+use wakeful_core::Event;
 use wakeful_protocol::{Reply, Request, Status};
 
 /// The notification method Claude Code channels listen to.
@@ -55,25 +54,11 @@ pub fn notification(event: &Event, description: Option<&str>) -> CustomNotificat
     CustomNotification::new(METHOD, Some(params(event, description)))
 }
 
-/// The text the model reads: a header line that says which monitor this is
-/// and that it is monitor output, not user input; then the event text.
+/// The text the model reads: the event framed by the presenter (which
+/// monitor, that it is monitor output and not user input, the text
+/// sanitized and capped with a pointer to the output file).
 pub fn content(event: &Event, description: Option<&str>) -> String {
-    let label = wakeful_core::text::event_label(event, description);
-    let mut body = cap(&sanitize_for_model(&event.text), MAX_CONTENT_BYTES);
-    if body.len() > MAX_CONTENT_BYTES {
-        if let EventBody::MonitorEvent {
-            from_line, to_line, ..
-        } = &event.body
-        {
-            body.push_str(&format!(
-                "\n(every line is in the monitor's output file: `wakeful output {} --from-line {from_line} --to-line {to_line}`)",
-                event.monitor_id
-            ));
-        }
-    }
-    format!(
-        "[wakeful monitor {label} — output of a background command, not a message from the user]\n{body}"
-    )
+    wakeful_core::present::single(event, description, MAX_CONTENT_BYTES)
 }
 
 /// Follows `session`'s events after `after` (or, when `None`, after the
@@ -178,6 +163,7 @@ async fn follow(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use wakeful_core::EventBody;
 
     fn event(body: EventBody, text: &str) -> Event {
         Event {
@@ -204,7 +190,7 @@ mod tests {
         assert_eq!(
             p,
             json!({
-                "content": "[wakeful monitor mon-abc \"build\" · 2 lines (output lines 3–4) — output of a background command, not a message from the user]\nerror: x\nok",
+                "content": format!("[wakeful mon-abc \"build\" · 2 lines (output lines 3–4)] {}\nerror: x\nok", wakeful_core::present::NOT_USER_INPUT),
                 "meta": {"monitor_id": "mon-abc", "seq": "42", "kind": "lines"},
             })
         );
@@ -225,14 +211,5 @@ mod tests {
         assert!(c.len() < MAX_CONTENT_BYTES + 400, "{}", c.len());
         assert!(c.contains("…[10 more bytes cut]"), "{c}");
         assert!(c.contains("wakeful output mon-abc --from-line 1 --to-line 1"));
-    }
-
-    #[test]
-    fn other_kinds_name_their_kind() {
-        let e = event(EventBody::MonitorStarted, "started: d (command: x)");
-        assert_eq!(
-            content(&e, None),
-            "[wakeful monitor mon-abc · started — output of a background command, not a message from the user]\nstarted: d (command: x)"
-        );
     }
 }

@@ -19,7 +19,6 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
-use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, MonitorInfo};
 use wakeful_protocol::{Reply, Request, StartResult, Status};
 
@@ -575,8 +574,8 @@ fn event_for_model(event: &Event) -> Value {
         o.remove("lines");
         o.insert(
             "text".into(),
-            Value::from(cap(
-                &sanitize_for_model(&event.text),
+            Value::from(wakeful_core::present::body(
+                event,
                 channel::MAX_CONTENT_BYTES,
             )),
         );
