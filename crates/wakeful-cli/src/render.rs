@@ -18,18 +18,6 @@ pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `<seq> <monitor-id> <text>` on one line, sanitized, for `events` and
-/// `wait` (see [`present::plain_line`]).
-pub fn event_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    writeln!(out, "{}", present::plain_line(e))
-}
-
-/// One JSON object a line (SPEC §7).
-pub fn json_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    let s = serde_json::to_string(e).map_err(std::io::Error::other)?;
-    writeln!(out, "{s}")
-}
-
 /// How a `watch` ended.
 #[derive(Debug, Clone, Copy)]
 pub enum WatchEnd<'a> {
