@@ -623,14 +623,14 @@ async fn run_terminal(
     let cwd = std::env::current_dir()?;
     let mut conn = connect(paths).await?;
     let r: RunResult = conn
-        .call_as(Request::Run {
+        .call_as(Request::Run(wakeful_protocol::RunRequest {
             session,
             command,
             env: client_env(),
             cwd,
             until,
             description,
-        })
+        }))
         .await?;
     if json {
         print_json(&r)?;

@@ -644,14 +644,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             let stopped = state.registry.end_session(&session).await;
             conn.ok(&SessionEndResult { session, stopped }).await
         }
-        Request::Run {
-            session,
-            command,
-            env,
-            cwd,
-            until,
-            description,
-        } => run_terminal(conn, state, session, command, env, cwd, until, description).await,
+        Request::Run(run) => run_terminal(conn, state, run).await,
         Request::TerminalList { session } => {
             let list = terminals(state)
                 .into_iter()
@@ -727,17 +720,19 @@ async fn terminal_not_found(conn: &mut Conn, id: &str) -> std::io::Result<()> {
     .await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_terminal(
     conn: &mut Conn,
     state: &State,
-    session: String,
-    command: String,
-    env: std::collections::BTreeMap<String, String>,
-    cwd: std::path::PathBuf,
-    until: Option<wakeful_core::Until>,
-    description: Option<String>,
+    run: wakeful_protocol::RunRequest,
 ) -> std::io::Result<()> {
+    let wakeful_protocol::RunRequest {
+        session,
+        command,
+        env,
+        cwd,
+        until,
+        description,
+    } = run;
     // Check the monitor's parameters before starting anything.
     let monitor_spec = until.map(|until| {
         let mut spec =

@@ -242,14 +242,14 @@ impl WakefulServer {
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
         let r: wakeful_protocol::RunResult = conn
-            .call_as(Request::Run {
+            .call_as(Request::Run(wakeful_protocol::RunRequest {
                 session: call.session.clone(),
                 command,
                 env,
                 cwd,
                 until,
                 description: args.description.clone(),
-            })
+            }))
             .await
             .map_err(daemon_error)?;
         Ok(json!({

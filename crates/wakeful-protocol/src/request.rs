@@ -108,22 +108,7 @@ pub enum Request {
     Shutdown {},
     /// Start a terminal (SPEC §5), and with `until` a monitor attached to
     /// it. Reply: `ok` with a [`RunResult`].
-    Run {
-        /// The owning session.
-        session: String,
-        /// The command (`sh -c`).
-        command: String,
-        /// The client's environment.
-        env: BTreeMap<String, String>,
-        /// The client's working directory.
-        cwd: PathBuf,
-        /// Attach a monitor that stops on this condition.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        until: Option<wakeful_core::Until>,
-        /// The attached monitor's description.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
-    },
+    Run(RunRequest),
     /// Terminals, running first. Reply: `ok` with an array of
     /// [`wakeful_core::terminal::TerminalInfo`].
     TerminalList {
@@ -167,6 +152,26 @@ pub enum Request {
     },
 }
 
+/// What [`Request::Run`] asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The owning session.
+    pub session: String,
+    /// The command (`sh -c`).
+    pub command: String,
+    /// The client's environment.
+    pub env: BTreeMap<String, String>,
+    /// The client's working directory.
+    pub cwd: PathBuf,
+    /// Attach a monitor that stops on this condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<wakeful_core::Until>,
+    /// The attached monitor's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
 impl Request {
     /// The `op` on the wire.
     pub fn op(&self) -> &'static str {
@@ -182,7 +187,7 @@ impl Request {
             Request::Consumers { .. } => "consumers",
             Request::SessionEnd { .. } => "session_end",
             Request::Shutdown {} => "shutdown",
-            Request::Run { .. } => "run",
+            Request::Run(_) => "run",
             Request::TerminalList { .. } => "terminal_list",
             Request::TerminalGet { .. } => "terminal_get",
             Request::TerminalKill { .. } => "terminal_kill",
