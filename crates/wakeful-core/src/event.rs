@@ -122,6 +122,10 @@ pub enum EventKind {
     Failed,
     /// A persistent monitor was restarted after a daemon restart.
     Rearmed,
+    /// A monitor with `expect_within_ms` printed nothing for that long.
+    Silent,
+    /// A silent monitor printed again.
+    Resumed,
 }
 
 impl EventKind {
@@ -134,6 +138,8 @@ impl EventKind {
             EventKind::Stopped => "stopped",
             EventKind::Failed => "failed",
             EventKind::Rearmed => "rearmed",
+            EventKind::Silent => "silent",
+            EventKind::Resumed => "resumed",
         }
     }
 
@@ -196,6 +202,17 @@ pub enum EventBody {
     },
     /// `rearmed`: a persistent monitor was restarted after a daemon restart.
     MonitorRearmed,
+    /// `silent`: no output for `quiet_ms` (`expect_within_ms`); the monitor
+    /// keeps running. Once per quiet period.
+    MonitorSilent {
+        /// How long it has been quiet.
+        quiet_ms: u64,
+    },
+    /// `resumed`: output came again after a `silent` event.
+    MonitorResumed {
+        /// How long it was quiet.
+        quiet_ms: u64,
+    },
 }
 
 impl EventBody {
@@ -228,6 +245,8 @@ impl EventBody {
             EventBody::MonitorStopped { .. } => EventKind::Stopped,
             EventBody::MonitorFailed { .. } => EventKind::Failed,
             EventBody::MonitorRearmed => EventKind::Rearmed,
+            EventBody::MonitorSilent { .. } => EventKind::Silent,
+            EventBody::MonitorResumed { .. } => EventKind::Resumed,
         }
     }
 }
@@ -245,6 +264,9 @@ pub struct PendingEvent {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Whether it wakes the agent (the monitor's `wake_on`); events that do
+    /// not are delivered with the next one that does.
+    pub wakes: bool,
 }
 
 impl PendingEvent {
@@ -257,6 +279,7 @@ impl PendingEvent {
             ts: self.ts,
             text: self.text,
             body: self.body,
+            wakes: self.wakes,
         }
     }
 }
@@ -277,6 +300,9 @@ pub struct Event {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Whether it wakes the agent (`"wake": false` on the wire when not;
+    /// see [`crate::params::WakeOn`]).
+    pub wakes: bool,
 }
 
 impl Event {
@@ -318,6 +344,18 @@ struct WireEvent {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     survivors: Vec<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    quiet_ms: Option<u64>,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    wake: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl From<Event> for WireEvent {
@@ -337,9 +375,14 @@ impl From<Event> for WireEvent {
             stop_reason: None,
             error: None,
             survivors: Vec::new(),
+            quiet_ms: None,
+            wake: e.wakes,
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
+            EventBody::MonitorSilent { quiet_ms } | EventBody::MonitorResumed { quiet_ms } => {
+                w.quiet_ms = Some(quiet_ms);
+            }
             EventBody::MonitorEvent {
                 lines,
                 from_line,
@@ -418,6 +461,12 @@ impl TryFrom<WireEvent> for Event {
         let body = match w.kind {
             EventKind::Started => EventBody::MonitorStarted,
             EventKind::Rearmed => EventBody::MonitorRearmed,
+            EventKind::Silent => EventBody::MonitorSilent {
+                quiet_ms: w.quiet_ms.ok_or_else(|| need("quiet_ms"))?,
+            },
+            EventKind::Resumed => EventBody::MonitorResumed {
+                quiet_ms: w.quiet_ms.ok_or_else(|| need("quiet_ms"))?,
+            },
             EventKind::Lines => EventBody::MonitorEvent {
                 lines: w.lines.clone().ok_or_else(|| need("lines"))?,
                 from_line: w.from_line.unwrap_or(0),
@@ -453,6 +502,7 @@ impl TryFrom<WireEvent> for Event {
             ts,
             text: w.text,
             body,
+            wakes: w.wake,
         })
     }
 }
@@ -470,6 +520,7 @@ mod tests {
             ts: Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap(),
             text: text.into(),
             body,
+            wakes: true,
         }
     }
 
@@ -527,6 +578,17 @@ mod tests {
                 "stopped; 1 process survived (pid 4242)",
             ),
             ev(EventBody::MonitorRearmed, "rearmed"),
+            ev(
+                EventBody::MonitorSilent { quiet_ms: 60_000 },
+                "tests: no output for 60000 ms",
+            ),
+            Event {
+                wakes: false,
+                ..ev(
+                    EventBody::MonitorResumed { quiet_ms: 61_500 },
+                    "tests: output resumed",
+                )
+            },
         ];
         let got: Vec<String> = events
             .iter()

@@ -256,6 +256,7 @@ pub(crate) fn stamp(session: &str, id: &str, emits: Vec<Emit>) -> Vec<JournalEnt
                 ts,
                 text: e.text,
                 body: e.body,
+                wakes: e.wakes,
             })
         })
         .collect()

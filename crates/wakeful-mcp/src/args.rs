@@ -71,6 +71,11 @@ pub struct MonitorStartArgs {
     pub cwd: Option<String>,
     /// Extra environment variables for the command, e.g. {"RUST_LOG": "debug"}, on top of the MCP server's environment.
     pub env: Option<BTreeMap<String, String>>,
+    /// Which events wake you: `any` (default), `exit` (only the final event), `fail` (only failures: non-zero exit, signal, timeout, `failed`, `silent`) or `match:<regex>` (matching lines, and failures). Every event is still recorded and readable; the others come with the next one that wakes. Use `fail` for a long build you only need to hear about when it breaks.
+    pub wake_on: Option<String>,
+    /// After this many milliseconds without output (at least 1000), one `silent` event (the monitor keeps running); `resumed` when output comes again. Use it to hear about a watch that went quiet.
+    #[schemars(range(min = 1000))]
+    pub expect_within_ms: Option<u64>,
 }
 
 impl MonitorStartArgs {
@@ -171,6 +176,14 @@ impl MonitorStartArgs {
             batch_ms: self.batch_ms,
             cwd: self.cwd.as_ref().map(PathBuf::from),
             env: self.env.clone().unwrap_or_default(),
+            wake_on: self
+                .wake_on
+                .as_deref()
+                .map(str::parse::<wakeful_core::WakeOn>)
+                .transpose()
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default(),
+            expect_within_ms: self.expect_within_ms,
         };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)

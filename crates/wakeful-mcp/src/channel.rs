@@ -167,6 +167,7 @@ mod tests {
 
     fn event(body: EventBody, text: &str) -> Event {
         Event {
+            wakes: true,
             seq: 42,
             session: "s".into(),
             monitor_id: "mon-abc".into(),

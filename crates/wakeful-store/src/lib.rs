@@ -582,6 +582,7 @@ mod tests {
 
     fn pending(monitor: &str, body: EventBody) -> JournalEntry {
         JournalEntry::Event(PendingEvent {
+            wakes: true,
             session: "s".into(),
             monitor_id: monitor.into(),
             ts: Utc::now(),
