@@ -148,7 +148,7 @@ async fn start_request(
     let result: StartResult = conn
         .call_as(Request::Start {
             session,
-            spec,
+            spec: Box::new(spec),
             env: client_env(),
             cwd,
         })

@@ -575,7 +575,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 base_cwd: Some(cwd),
                 ..StartOptions::default()
             };
-            match state.registry.start_with(spec, opts).await {
+            match state.registry.start_with(*spec, opts).await {
                 Ok(s) => {
                     let result = StartResult {
                         id: s.info.id,

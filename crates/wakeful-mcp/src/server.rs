@@ -208,7 +208,7 @@ impl WakefulServer {
         let r: StartResult = conn
             .call_as(Request::Start {
                 session: call.session.clone(),
-                spec,
+                spec: Box::new(spec),
                 env: self.env_for(call),
                 cwd: self.inner.cwd.clone(),
             })

@@ -27,7 +27,7 @@ pub enum Request {
         /// The owning session.
         session: String,
         /// The monitor's parameters.
-        spec: MonitorSpec,
+        spec: Box<MonitorSpec>,
         /// The client's environment; the command runs with it.
         env: BTreeMap<String, String>,
         /// The client's working directory.
