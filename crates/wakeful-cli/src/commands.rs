@@ -14,7 +14,7 @@ use wakeful_protocol::{
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
-    WakeAdapterArgs, WakeCommand,
+    WaitArgs, WakeAdapterArgs, WakeCommand,
 };
 use crate::{exit, render, Failure};
 
@@ -77,17 +77,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             consumers(&paths, (!all_sessions).then_some(session), json).await
         }
         Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
-        Command::Wait {
-            timeout_ms,
-            consumer,
-            follow,
-            exclusive,
-        } => {
-            wait(
-                &paths, session, consumer, timeout_ms, follow, exclusive, json,
-            )
-            .await
-        }
+        Command::Wait(args) => wait(&paths, session, args, json).await,
         Command::Output { id, range } => crate::output::output(&paths, id, &range).await,
         Command::Session(SessionCommand::End { session }) => {
             session_end(&paths, session, json).await
@@ -411,15 +401,14 @@ fn add_event(out: &mut Vec<u8>, json_text: &str, json: bool) -> Result<(), Failu
     Ok(())
 }
 
-async fn wait(
-    paths: &Paths,
-    session: String,
-    consumer: String,
-    timeout_ms: Option<u64>,
-    follow: bool,
-    exclusive: bool,
-    json: bool,
-) -> Result<u8, Failure> {
+async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Result<u8, Failure> {
+    let WaitArgs {
+        timeout_ms,
+        consumer,
+        follow,
+        exclusive,
+        all,
+    } = args;
     let mut conn = connect(paths).await?;
     conn.send(Request::Wait {
         session,
@@ -427,6 +416,7 @@ async fn wait(
         timeout_ms,
         follow,
         exclusive,
+        all,
     })
     .await?;
     let stdout = std::io::stdout();

@@ -543,6 +543,7 @@ async fn follow(
             timeout_ms: None,
             follow: true,
             exclusive: false,
+            all: false,
         })
         .await;
     if sent.is_err() {
@@ -669,6 +670,7 @@ async fn rewake(
         timeout_ms: Some(if bridged() { 0 } else { timeout_ms }),
         follow: false,
         exclusive: true,
+        all: false,
     };
     let taken = take_batch(paths, request, bridged, |text| {
         let mut err = std::io::stderr().lock();
@@ -702,6 +704,8 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
         timeout_ms: Some(0),
         follow: false,
         exclusive: false,
+        // The end of the turn: events that did not wake are read now.
+        all: true,
     };
     take_batch(
         paths,

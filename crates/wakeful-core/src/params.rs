@@ -495,7 +495,7 @@ impl MonitorSpec {
             _ => None,
         };
         let wake_match = match &self.wake_on {
-            WakeOn::Match(re) => Some(compile("wake_on", re)?),
+            WakeOn::Match(re) => Some(compile("wake_on (--wake-on)", re)?),
             _ => None,
         };
         Ok(CompiledSpec {
@@ -538,10 +538,10 @@ pub struct CompiledSpec {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
     /// `wake_on` is not one of its forms.
-    #[error("wake_on must be `any`, `exit`, `fail` or `match:<regex>` (got `{0}`)")]
+    #[error("wake_on (--wake-on) must be `any`, `exit`, `fail` or `match:<regex>` (got `{0}`)")]
     WakeOn(String),
     /// `expect_within_ms` too small.
-    #[error("expect_within_ms must be at least {MIN_EXPECT_WITHIN_MS} (got {0})")]
+    #[error("expect_within_ms (--expect-within) must be at least {MIN_EXPECT_WITHIN_MS} ms (got {0}); it is the longest quiet time before a `silent` event")]
     ExpectWithin(u64),
     /// `description` empty or too long.
     #[error("description must be 1–{MAX_DESCRIPTION_CHARS} characters and not blank (got {0}); say what the monitor watches, e.g. \"cargo build errors\"")]

@@ -251,6 +251,8 @@ pub struct MonitorWaitArgs {
     /// Give up after this many milliseconds and return `timed_out: true`. Default 50000; 0–600000 (0: return at once). Keep it below your client's tool-call timeout.
     #[schemars(range(max = 600000))]
     pub timeout_ms: Option<u64>,
+    /// Also return events that do not wake (of monitors started with `wake_on` other than `any`) at once, without waiting for one that wakes. Default false.
+    pub all: Option<bool>,
 }
 
 impl MonitorWaitArgs {
@@ -369,7 +371,13 @@ mod tests {
 
     #[test]
     fn wait_timeout_is_checked_not_clamped() {
-        let w = |t| MonitorWaitArgs { timeout_ms: t }.timeout_ms();
+        let w = |t| {
+            MonitorWaitArgs {
+                timeout_ms: t,
+                all: None,
+            }
+            .timeout_ms()
+        };
         assert_eq!(w(None), Ok(DEFAULT_WAIT_TIMEOUT_MS));
         assert_eq!(w(Some(0)), Ok(0));
         assert_eq!(w(Some(600_000)), Ok(600_000));

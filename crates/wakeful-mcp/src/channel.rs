@@ -8,6 +8,11 @@
 //! event text, framed as monitor output, with control characters and ANSI
 //! escapes removed and its length capped.
 //!
+//! Events that do not wake (their monitor was started with `wake_on` other
+//! than `any`) are held back and sent in one notification together with the
+//! next event that wakes; at most [`MAX_HELD`] are quoted, the text points to
+//! the rest.
+//!
 //! [`forward`] follows the session's events in the daemon from a given seq
 //! and sends them in seq order, each once: the next notification is queued
 //! only after the previous one was written, an event is skipped when its seq
@@ -29,6 +34,10 @@ pub const METHOD: &str = "notifications/claude/channel";
 pub const CAPABILITY: &str = "claude/channel";
 /// Largest `content` body, in bytes; longer text is cut with a note.
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// Most events that do not wake quoted in the notification of the next one
+/// that does.
+pub const MAX_HELD: usize = 50;
 
 /// The first pause before reconnecting to the daemon; it doubles up to
 /// [`MAX_RETRY`].
@@ -52,6 +61,44 @@ pub fn params(event: &Event, description: Option<&str>) -> Value {
 /// The notification for `event`.
 pub fn notification(event: &Event, description: Option<&str>) -> CustomNotification {
     CustomNotification::new(METHOD, Some(params(event, description)))
+}
+
+/// One notification for `held` events that did not wake followed by
+/// `event`, which does: `content` frames them all (the events past
+/// [`MAX_HELD`] are counted with a pointer to read them), `meta` names the
+/// event that woke, and `from_seq` the first one the text covers.
+pub fn with_held(
+    held: &[(Event, Option<String>)],
+    more: u64,
+    event: &Event,
+    description: Option<&str>,
+) -> CustomNotification {
+    let mut all: Vec<(Event, Option<String>)> = held.to_vec();
+    all.push((event.clone(), description.map(str::to_string)));
+    let (mut content, n) =
+        wakeful_core::present::batch(&all, MAX_CONTENT_BYTES, MAX_CONTENT_BYTES / 4, None);
+    let left = (all.len() - n) as u64 + more;
+    if left > 0 {
+        let from = held.first().map_or(event.seq, |(e, _)| e.seq);
+        content.push_str(&format!(
+            "\n({left} more events that did not wake: `wakeful events --session {} --after {}`)",
+            event.session,
+            from.saturating_sub(1)
+        ));
+    }
+    let from_seq = held.first().map_or(event.seq, |(e, _)| e.seq);
+    CustomNotification::new(
+        METHOD,
+        Some(json!({
+            "content": content,
+            "meta": {
+                "monitor_id": event.monitor_id,
+                "seq": event.seq.to_string(),
+                "kind": event.kind().as_str(),
+                "from_seq": from_seq.to_string(),
+            },
+        })),
+    )
 }
 
 /// The text the model reads: the event framed by the presenter (which
@@ -130,6 +177,10 @@ async fn follow(
         return Followed::Nothing;
     }
     let mut result = Followed::Nothing;
+    // Events that do not wake, read since the last notification; `after`
+    // stays before them, so a reconnection reads them again.
+    let mut held: Vec<(Event, Option<String>)> = Vec::new();
+    let mut more_held = 0u64;
     loop {
         match conn.next().await {
             Ok(Some(Reply::Event { event })) => {
@@ -137,7 +188,21 @@ async fn follow(
                     continue;
                 }
                 let description = descriptions.get(paths, &event.monitor_id).await;
-                let n = notification(&event, description.as_deref());
+                if !event.wakes {
+                    if held.len() < MAX_HELD {
+                        held.push((event, description));
+                    } else {
+                        more_held += 1;
+                    }
+                    continue;
+                }
+                let n = if held.is_empty() {
+                    notification(&event, description.as_deref())
+                } else {
+                    with_held(&held, more_held, &event, description.as_deref())
+                };
+                held.clear();
+                more_held = 0;
                 if peer
                     .send_notification(ServerNotification::CustomNotification(n))
                     .await

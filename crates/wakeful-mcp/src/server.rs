@@ -335,6 +335,7 @@ impl WakefulServer {
             timeout_ms: Some(timeout_ms),
             follow: false,
             exclusive: false,
+            all: args.all.unwrap_or(false),
         })
         .await
         .map_err(daemon_error)?;

@@ -86,6 +86,11 @@ pub enum Request {
         /// waiters at once, exclusive or not.
         #[serde(default)]
         exclusive: bool,
+        /// Hand out events that do not wake too, at once. Without it a batch
+        /// is handed out only when it holds an event that wakes (see
+        /// `wake_on`); the events before it that do not wake come with it.
+        #[serde(default)]
+        all: bool,
     },
     /// Inside a `wait`: everything up to `seq` was handed on.
     Ack {

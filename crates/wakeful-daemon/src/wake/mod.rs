@@ -243,12 +243,16 @@ impl WakerTask {
             .registry
             .hub()
             .follow(wakeful_engine::Filter::session(&self.session), acked);
-        let mut session_latest = acked;
+        // The last event that wakes: a wake carries every event up to it;
+        // events after it that do not wake wait for the next one that does.
+        let mut wake_to = acked;
         loop {
             while let Ok(Some(e)) = events.try_next() {
-                session_latest = e.seq();
+                if e.event.wakes {
+                    wake_to = e.seq();
+                }
             }
-            let actions = st.machine.on_events(Instant::now(), session_latest);
+            let actions = st.machine.on_events(Instant::now(), wake_to);
             if !self.execute(&mut st, actions).await {
                 return;
             }
@@ -258,7 +262,11 @@ impl WakerTask {
                 .map(tokio::time::Instant::from_std);
             tokio::select! {
                 next = events.next() => match next {
-                    Ok(e) => session_latest = e.seq(),
+                    Ok(e) => {
+                        if e.event.wakes {
+                            wake_to = e.seq();
+                        }
+                    }
                     Err(wakeful_engine::FollowError::Closed) => return,
                     Err(e) => {
                         tracing::error!("wake route of session {}: {e}", self.session);
