@@ -157,6 +157,20 @@ pub enum Command {
     /// Daemon facts: pid, version, socket, state directory, monitor counts.
     #[command(after_help = "Example:\n  wakeful status --json")]
     Status,
+    /// Will a wake reach this session's agent? Checks the daemon, the state
+    /// directory, what is attached to the session, the wake route's target
+    /// and the Claude Code plugin, and prints a fix for each problem.
+    #[command(
+        after_help = "Exit 0 only when a wake would arrive now (a waiter, the Claude Code plugin, an MCP client that shows channel notifications, or a working wake route); 1 otherwise.\n\nExamples:\n  wakeful doctor\n  wakeful doctor --session my-agent --json"
+    )]
+    Doctor,
+    /// What an agent coming back (a new, resumed or compacted session) should
+    /// know: the session's running monitors, those that ended since it last
+    /// saw their events, and how to read them.
+    #[command(
+        after_help = "Prints nothing when no monitor runs and none ended unseen. --json gives the digest's fields.\n\nExample:\n  wakeful digest --session my-agent"
+    )]
+    Digest,
     /// Run the daemon (normally started on demand by any command).
     #[command(
         after_help = "Examples:\n  wakeful daemon               # start it in the background if it is not running\n  wakeful daemon --foreground  # run it in this terminal\n  wakeful daemon stop"

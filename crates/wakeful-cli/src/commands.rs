@@ -83,6 +83,8 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             session_end(&paths, session, json).await
         }
         Command::Status => status(&paths, json).await,
+        Command::Doctor => crate::doctor::doctor(&paths, session, json).await,
+        Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
         Command::Mcp => wakeful_mcp::serve_stdio(
             paths,
@@ -159,13 +161,25 @@ async fn start(
             "session": r.session,
             "already_running": r.already_running,
             "output_path": r.output_path,
+            "wake": r.wake,
         }))?;
-    } else if r.already_running {
-        outln!("{} (already running)", r.id)?;
     } else {
-        outln!("{}", r.id)?;
+        if r.already_running {
+            outln!("{} (already running)", r.id)?;
+        } else {
+            outln!("{}", r.id)?;
+        }
+        say_wake(&r.wake);
     }
     Ok(0)
+}
+
+/// On stderr (stdout holds only the id, for scripts): when no wake will
+/// come, say so and what to do.
+fn say_wake(wake: &wakeful_protocol::WakeInfo) {
+    if !wake.live {
+        eprintln!("wakeful: {}", wake.reason);
+    }
 }
 
 async fn watch(
@@ -187,6 +201,7 @@ async fn watch(
         after: started.after_seq,
         follow: true,
         monitor: Some(started.id.clone()),
+        wakes_agent: false,
     })
     .await?;
     let stdout = std::io::stdout();
@@ -358,6 +373,7 @@ async fn events(
         after,
         follow,
         monitor: None,
+        wakes_agent: false,
     })
     .await?;
     let stdout = std::io::stdout();
@@ -454,6 +470,17 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
             )),
         }
     }
+}
+
+async fn digest(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let d: wakeful_protocol::Digest = conn.call_as(Request::Digest { session }).await?;
+    if json {
+        print_json(&d)?;
+    } else if let Some(text) = d.text(wakeful_core::digest::Reader::Cli) {
+        outln!("{text}")?;
+    }
+    Ok(0)
 }
 
 async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
@@ -628,6 +655,9 @@ async fn run_terminal(
         match &r.monitor_id {
             Some(m) => outln!("{} (monitor {m})", r.id)?,
             None => outln!("{}", r.id)?,
+        }
+        if r.monitor_id.is_some() {
+            say_wake(&r.wake);
         }
     }
     Ok(0)

@@ -372,7 +372,7 @@ fn hold_bridge_lock(
 
 /// Whether a bridge (`wakeful hook monitor`) of this session and consumer
 /// is running.
-fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool {
+pub(crate) fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool {
     let Ok(file) = std::fs::File::options()
         .write(true)
         .open(bridge_lock(paths, session, consumer))
@@ -391,10 +391,9 @@ fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool {
 async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Failure> {
     let input = read_input().await?;
     let session = session_for(paths, explicit, &input)?;
-    if env("WAKEFUL_SESSION").is_some_and(|s| !s.is_empty()) {
-        return Ok(0); // the user chose the session; Bash has it already
-    }
-    if let Some(file) = env("CLAUDE_ENV_FILE").filter(|f| !f.is_empty()) {
+    // Unless the user chose the session (Bash has it already).
+    let chosen = env("WAKEFUL_SESSION").is_some_and(|s| !s.is_empty());
+    if let Some(file) = env("CLAUDE_ENV_FILE").filter(|f| !f.is_empty() && !chosen) {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -403,7 +402,28 @@ async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Fail
         f.write_all(env_file_line(&session).as_bytes())
             .map_err(|e| Failure::new(exit::FAILURE, format!("{file}: {e}")))?;
     }
+    // The resume digest, as context for the model: which monitors run and
+    // which ended since it last saw them. Without a daemon there is none.
+    if let Some(text) = digest_text(paths, &session).await {
+        let out = json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": text,
+            }
+        });
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{out}")?;
+        stdout.flush()?;
+    }
     Ok(0)
+}
+
+/// The session's resume digest for a shell-using agent, if there is
+/// anything to say and a daemon runs.
+pub(crate) async fn digest_text(paths: &Paths, session: &str) -> Option<String> {
+    wakeful_client::digest(paths, session)
+        .await?
+        .text(wakeful_core::digest::Reader::Cli)
 }
 
 /// Completes when the process that started this one (Claude Code, for a

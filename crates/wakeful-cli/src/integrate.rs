@@ -166,6 +166,18 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Whether `integrate claude-code` wrote the plugin to the state directory
+/// (`None`: not written) and whether that copy is this version's.
+pub(crate) fn written_plugin_is_current(paths: &Paths) -> Option<bool> {
+    let plugin = paths.state_dir.join("integrations").join("claude-code");
+    if !plugin.is_dir() {
+        return None;
+    }
+    Some(PLUGIN_FILES.iter().all(|(rel, text)| {
+        std::fs::read_to_string(plugin.join(rel)).is_ok_and(|on_disk| on_disk == *text)
+    }))
+}
+
 fn display_dir(exe: Option<&Path>) -> String {
     exe.and_then(|e| e.parent())
         .map(|d| d.display().to_string())

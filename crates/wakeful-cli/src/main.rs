@@ -20,6 +20,7 @@ macro_rules! outln {
 mod claude_mode;
 mod cli;
 mod commands;
+mod doctor;
 mod hook;
 mod integrate;
 mod monitor_args;

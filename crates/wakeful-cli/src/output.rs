@@ -161,6 +161,7 @@ pub async fn output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, 
             after: 0,
             follow: true,
             monitor: Some(id),
+            wakes_agent: false,
         })
         .await?;
     }

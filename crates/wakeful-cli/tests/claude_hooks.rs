@@ -650,6 +650,66 @@ fn one_session_per_claude_code_process_across_clear() {
 }
 
 #[test]
+fn session_start_gives_the_resume_digest_as_context() {
+    let home = Home::new();
+    let v = home.json(&[
+        "--session",
+        "D",
+        "start",
+        "-d",
+        "dev server",
+        "--",
+        "sleep 600",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let input = serde_json::json!({"session_id": "D", "hook_event_name": "SessionStart", "source": "resume"}).to_string();
+    let (code, out, err) = run_hook(hook(&home, &["hook", "session-start"]), &input);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.starts_with("[wakeful] Background monitors of this session (D): 1 active"),
+        "{context}"
+    );
+    assert!(
+        context.contains(&format!("- {id} \"dev server\"")),
+        "{context}"
+    );
+    home.ok(&["stop", &id]);
+    // Nothing running, nothing unseen: no output at all.
+    let (_, out, _) = run_hook(
+        hook(&home, &["hook", "session-start"]),
+        &input.replace("\"D\"", "\"E\""),
+    );
+    assert_eq!(out, "");
+}
+
+#[test]
+fn a_running_bridge_makes_the_session_live() {
+    let home = Home::new();
+    let started = home.json(&["--session", "L", "start", "--", "true"]);
+    assert_eq!(started["wake"]["live"], false);
+    let (mut bridge, _lines) = spawn_bridge(&home, "L");
+    assert!(eventually(Duration::from_secs(10), || {
+        home.json(&["--session", "L", "start", "--", "true"])["wake"]["route"] == "claude-code"
+    }));
+    let (code, out, _) = home.run(&["--session", "L", "doctor"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("the plugin's monitor bridge runs for this session"),
+        "{out}"
+    );
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+    assert!(eventually(Duration::from_secs(10), || {
+        home.json(&["--session", "L", "start", "--", "true"])["wake"]["live"] == false
+    }));
+}
+
+#[test]
 fn the_shipped_plugin_passes_validate_without_warnings() {
     let home = Home::new();
     let dir = plugin_dir();

@@ -30,12 +30,22 @@ const CHANNEL: &str = "notifications/claude/channel";
 /// A client that records every custom notification, in arrival order.
 struct Recorder {
     tx: mpsc::UnboundedSender<CustomNotification>,
+    /// Declare `experimental["claude/channel"]`, as a client that shows
+    /// channel notifications does.
+    shows_channel: bool,
 }
 
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
         // What Claude Code negotiates: a session with an initialize handshake.
-        ClientConfig::default().with_protocol_version(ProtocolVersion::V_2025_06_18)
+        let mut config =
+            ClientConfig::default().with_protocol_version(ProtocolVersion::V_2025_06_18);
+        if self.shows_channel {
+            let mut experimental = std::collections::BTreeMap::new();
+            experimental.insert("claude/channel".to_string(), serde_json::Map::new());
+            config.capabilities.experimental = Some(experimental);
+        }
+        config
     }
 
     async fn on_custom_notification(
@@ -54,6 +64,10 @@ struct Mcp {
 }
 
 async fn mcp(home: &Home) -> Mcp {
+    mcp_as(home, false).await
+}
+
+async fn mcp_as(home: &Home, shows_channel: bool) -> Mcp {
     let mut cmd = tokio::process::Command::new(common::BIN);
     cmd.arg("mcp")
         .env("WAKEFUL_HOME", home.path())
@@ -65,7 +79,7 @@ async fn mcp(home: &Home) -> Mcp {
         .spawn()
         .expect("spawn wakeful mcp");
     let (tx, rx) = mpsc::unbounded_channel();
-    let client = tokio::time::timeout(DEADLINE, Recorder { tx }.serve(transport))
+    let client = tokio::time::timeout(DEADLINE, Recorder { tx, shows_channel }.serve(transport))
         .await
         .expect("the MCP handshake timed out")
         .expect("the MCP handshake failed");
@@ -379,6 +393,79 @@ async fn the_channel_holds_events_that_do_not_wake_for_the_next_that_does() {
         .as_u64()
         .unwrap();
     assert_eq!(meta(n, "from_seq"), first.to_string());
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn monitor_start_says_whether_a_wake_will_come() {
+    let home = Home::new();
+    // A plain MCP client: channel notifications wake nobody.
+    let plain = mcp_as(&home, false).await;
+    let r = plain
+        .ok(
+            "monitor_start",
+            json!({"command": "sleep 600", "description": "a"}),
+        )
+        .await;
+    assert_eq!(r["wake"]["live"], false, "{r}");
+    assert!(
+        r["wake"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("(or the monitor_wait tool) before ending your turn"),
+        "{r}"
+    );
+    // A client that shows them: live through the channel.
+    let shows = mcp_as(&home, true).await;
+    let mut live = Value::Null;
+    assert!(
+        common::eventually(Duration::from_secs(10), || {
+            let r = home.json(&["start", "-d", "b", "--", "true"]);
+            live = r["wake"].clone();
+            live["live"] == true
+        }),
+        "{live}"
+    );
+    assert_eq!(live["route"], "mcp-channel");
+    let r = plain
+        .ok(
+            "monitor_start",
+            json!({"command": "sleep 600", "description": "c"}),
+        )
+        .await;
+    assert_eq!(r["wake"]["route"], "mcp-channel", "{r}");
+    // Gone: not live again.
+    shows.close().await;
+    assert!(common::eventually(Duration::from_secs(10), || home
+        .json(&["start", "-d", "d", "--", "true"])["wake"]["live"]
+        == false));
+    let r = plain
+        .ok("terminal_run", json!({"command": "true", "until": "exit"}))
+        .await;
+    assert_eq!(r["wake"]["live"], false, "{r}");
+    plain.close().await;
+}
+
+#[tokio::test]
+async fn the_first_call_of_a_connection_carries_the_resume_digest() {
+    let home = Home::new();
+    let v = home.json(&["start", "-d", "dev server", "--", "sleep 600"]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let mcp = mcp(&home).await;
+    let first = mcp.ok("monitor_list", json!({})).await;
+    let digest = first["digest"].as_str().unwrap_or_default();
+    assert!(
+        digest.starts_with("[wakeful] Background monitors of this session (t): 1 active"),
+        "{first}"
+    );
+    assert!(
+        digest.contains(&format!("- {id} \"dev server\"")),
+        "{digest}"
+    );
+    assert!(digest.contains("monitor_events (after: 0)"), "{digest}");
+    let second = mcp.ok("monitor_list", json!({})).await;
+    assert!(second.get("digest").is_none(), "{second}");
+    home.ok(&["stop", &id]);
     mcp.close().await;
 }
 
@@ -914,7 +1001,13 @@ async fn a_codex_thread_shares_its_session_with_its_shell() {
         .spawn()
         .unwrap();
     let (tx, _rx) = mpsc::unbounded_channel();
-    let client = Recorder { tx }.serve(transport).await.unwrap();
+    let client = Recorder {
+        tx,
+        shows_channel: false,
+    }
+    .serve(transport)
+    .await
+    .unwrap();
     let thread = "019a-codex-thread";
     // What Codex 0.171 puts in every tools/call.
     let meta = json!({

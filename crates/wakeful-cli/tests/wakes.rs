@@ -269,3 +269,301 @@ fn a_wake_route_is_delivered_only_for_events_that_wake() {
         "{text}"
     );
 }
+
+/// `wakeful --json start` of a quiet monitor; returns its `wake`.
+fn wake_of_start(home: &Home) -> Value {
+    let v = home.json(&["start", "-d", "quiet", "--", "sleep 600"]);
+    let id = v["id"].as_str().unwrap().to_string();
+    home.ok(&["stop", &id]);
+    v["wake"].clone()
+}
+
+/// A `wakeful wait --follow` of consumer `consumer`, killed on drop.
+struct Waiter(std::process::Child);
+
+impl Waiter {
+    fn spawn(home: &Home, consumer: &str) -> Self {
+        let child = home
+            .cmd(&["wait", "--follow", "--consumer", consumer])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            eventually(Duration::from_secs(10), || home
+                .json(&["consumers"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["consumer"] == consumer && c["waiters"] == 1)),
+            "the waiter never attached"
+        );
+        Waiter(child)
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn start_says_whether_a_wake_will_come() {
+    let home = Home::new();
+    // Nothing attached: not live, and the text says what to do.
+    let wake = wake_of_start(&home);
+    assert_eq!(wake["live"], false, "{wake}");
+    assert_eq!(wake["route"], "none");
+    let reason = wake["reason"].as_str().unwrap();
+    assert!(reason.starts_with("nothing will wake you"), "{reason}");
+    assert!(reason.contains("wakeful wait --session t"), "{reason}");
+    let (code, out, err) = home.run(&["start", "-d", "x", "--", "true"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("mon-") && out.lines().count() == 1, "{out}");
+    assert!(err.contains("wakeful: nothing will wake you"), "{err}");
+    // A waiter attached: live, through it.
+    let waiter = Waiter::spawn(&home, "ci");
+    let wake = wake_of_start(&home);
+    assert_eq!(wake["live"], true, "{wake}");
+    assert_eq!(wake["route"], "wait:ci");
+    let (_, _, err) = home.run(&["start", "-d", "y", "--", "true"]);
+    assert!(!err.contains("nothing will wake you"), "{err}");
+    // `run` says it too.
+    let r = home.json(&["run", "--until", "exit", "--", "true"]);
+    assert_eq!(r["wake"]["live"], true, "{r}");
+    // It goes away: not live again within seconds.
+    drop(waiter);
+    assert!(eventually(Duration::from_secs(5), || wake_of_start(&home)
+        ["live"]
+        == false));
+    // Another session's waiter does not count.
+    let _other = {
+        let mut c = home.cmd(&["--session", "other", "wait", "--follow"]);
+        c.stdout(std::process::Stdio::null());
+        Waiter(c.spawn().unwrap())
+    };
+    assert!(eventually(Duration::from_secs(10), || home
+        .json(&["--session", "other", "consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["waiters"] == 1)));
+    assert_eq!(wake_of_start(&home)["live"], false);
+}
+
+#[test]
+fn doctor_exits_0_only_when_a_wake_would_arrive() {
+    let home = Home::new();
+    // No daemon yet.
+    let (code, out, _) = home.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("PROBLEM  daemon"), "{out}");
+    assert!(out.contains("fix: any wakeful command starts it"), "{out}");
+    assert!(
+        out.contains("No wake would arrive for session `t`"),
+        "{out}"
+    );
+    // A daemon but nothing attached.
+    home.ok(&["status"]);
+    let (code, out, _) = home.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ok       daemon"), "{out}");
+    assert!(out.contains("ok       state directory"), "{out}");
+    assert!(out.contains("PROBLEM  wake"), "{out}");
+    assert!(
+        out.contains("fix: before ending your turn, block on `wakeful wait --session t`"),
+        "{out}"
+    );
+    // Healthy: a waiter.
+    let waiter = Waiter::spawn(&home, "default");
+    let (code, out, _) = home.run(&["doctor"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok       path wait:default"), "{out}");
+    assert!(
+        out.contains("A wake would arrive for session `t`."),
+        "{out}"
+    );
+    let v = doctor(&home);
+    assert_eq!(v["live"], true);
+    assert_eq!(v["wake"]["route"], "wait:default");
+    assert!(
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["level"] != "problem"),
+        "{v}"
+    );
+    drop(waiter);
+    assert!(eventually(Duration::from_secs(5), || home
+        .run(&["doctor"])
+        .0
+        == 1));
+}
+
+#[test]
+fn doctor_probes_each_wake_route_target() {
+    let home = Home::new();
+    // An exec route whose program went away.
+    let agent = home.path().join("agent");
+    std::fs::write(&agent, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    home.json(&[
+        "wake",
+        "set",
+        "exec",
+        "--",
+        agent.to_str().unwrap(),
+        "{text}",
+    ]);
+    let v = doctor(&home);
+    assert_eq!(v["live"], true, "a fresh route counts: {v}");
+    assert!(
+        checks(&v).contains(&("route exec".to_string(), "ok".to_string())),
+        "{v}"
+    );
+    std::fs::remove_file(&agent).unwrap();
+    let (code, out, _) = home.run(&["doctor"]);
+    assert!(out.contains("PROBLEM  route exec"), "{out}");
+    assert!(out.contains("fix: install the program"), "{out}");
+    // Delivery fails: the route is no longer live, and the doctor says so.
+    home.ok(&["start", "--", "echo hi"]);
+    assert!(eventually(Duration::from_secs(10), || home
+        .json(&["wake", "show"])["state"]
+        == "undelivered"));
+    let (code2, out, _) = home.run(&["doctor"]);
+    assert_eq!((code, code2), (0, 1), "{out}");
+    assert!(out.contains("PROBLEM  path exec"), "{out}");
+    // An OpenCode route where nothing listens.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    home.json(&["wake", "set", "opencode", "--url", &url]);
+    let (_, out, _) = home.run(&["doctor"]);
+    assert!(
+        out.contains(&format!(
+            "PROBLEM  route opencode         nothing answers at 127.0.0.1:{port}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("fix: start the OpenCode server"), "{out}");
+    // ... and where something does.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    home.json(&["wake", "set", "opencode", "--url", &url]);
+    let v = doctor(&home);
+    assert!(
+        checks(&v).contains(&("route opencode".to_string(), "ok".to_string())),
+        "{v}"
+    );
+}
+
+/// `wakeful --json doctor`, whatever its verdict.
+fn doctor(home: &Home) -> Value {
+    let (code, out, err) = home.run(&["--json", "doctor"]);
+    assert!(code == 0 || code == 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["live"] == true, code == 0, "{v}");
+    v
+}
+
+/// (name, level) of each check of a `doctor --json`.
+fn checks(v: &Value) -> Vec<(String, String)> {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["level"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_reports_a_state_directory_it_cannot_use() {
+    let home = Home::new();
+    let file = home.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let out = home
+        .cmd(&["doctor"])
+        .env("WAKEFUL_HOME", &file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("PROBLEM  state directory"), "{text}");
+    assert!(text.contains("fix: point WAKEFUL_HOME"), "{text}");
+}
+
+#[test]
+fn doctor_checks_the_claude_code_plugin_copy() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let v = doctor(&home);
+    assert!(
+        checks(&v).contains(&("claude code plugin".to_string(), "info".to_string())),
+        "{v}"
+    );
+    home.ok(&["integrate", "claude-code"]);
+    let v = doctor(&home);
+    assert!(
+        checks(&v).contains(&("claude code plugin".to_string(), "ok".to_string())),
+        "{v}"
+    );
+    let hooks = home
+        .path()
+        .join("integrations/claude-code/hooks/hooks.json");
+    std::fs::write(&hooks, "{}").unwrap();
+    let (_, out, _) = home.run(&["doctor"]);
+    assert!(out.contains("PROBLEM  claude code plugin"), "{out}");
+    assert!(
+        out.contains("fix: run `wakeful integrate claude-code` again"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_digest_lists_running_monitors_and_those_ended_unseen() {
+    let home = Home::new();
+    // Nothing: no text at all.
+    home.ok(&["status"]);
+    assert_eq!(home.ok(&["digest"]), "");
+    let running = home.json(&["start", "-d", "dev server", "--", "echo up; sleep 600"]);
+    let running = running["id"].as_str().unwrap().to_string();
+    let ended = home.json(&["start", "-d", "unit tests", "--", "exit 3"]);
+    let ended = ended["id"].as_str().unwrap().to_string();
+    assert!(eventually(Duration::from_secs(10), || home
+        .json_lines(&["events"])
+        .iter()
+        .any(|e| e["kind"] == "stopped")));
+    let text = home.ok(&["digest"]);
+    assert!(text.starts_with("[wakeful] Background monitors of this session (t): 1 active, 1 ended since you last saw their events"), "{text}");
+    assert!(
+        text.contains(&format!("- {running} \"dev server\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("- {ended} \"unit tests\": exited with code 3")),
+        "{text}"
+    );
+    assert!(
+        text.contains("`wakeful events --session t --after 0`"),
+        "{text}"
+    );
+    let v = home.json(&["digest"]);
+    assert_eq!(v["active"][0]["id"], running.as_str());
+    assert_eq!(v["ended"][0]["ended"], "exited with code 3");
+    // Once the agent has seen the events, only the running monitor is left.
+    home.ok(&["wait", "--all", "--timeout-ms", "0"]);
+    let text = home.ok(&["digest"]);
+    assert!(text.contains("1 active, 0 ended"), "{text}");
+    assert!(!text.contains(&ended), "{text}");
+    home.ok(&["stop", &running]);
+}

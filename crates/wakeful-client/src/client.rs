@@ -310,3 +310,14 @@ fn log_tail(paths: &Paths) -> Option<String> {
     }
     Some(last.into_iter().rev().collect::<Vec<_>>().join(" / "))
 }
+
+/// The session's resume digest from a running daemon (never starts one);
+/// `None` when no daemon answers.
+pub async fn digest(paths: &Paths, session: &str) -> Option<wakeful_protocol::Digest> {
+    let mut conn = connect_existing(paths).await.ok()?;
+    conn.call_as(Request::Digest {
+        session: session.to_string(),
+    })
+    .await
+    .ok()
+}

@@ -19,11 +19,14 @@
 //! - [`terminal`]: managed commands monitors attach to ([`terminal::TerminalInfo`]).
 //! - [`present`]: every text shown to a model or a person (sanitizing,
 //!   cutting, labels, framing).
+//! - [`digest`]: what an agent coming back should know about its monitors
+//!   ([`digest::Digest`]).
 //! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
 
 pub mod batch;
+pub mod digest;
 pub mod event;
 pub mod info;
 pub mod journal;

@@ -13,6 +13,8 @@
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 
 pub mod config;
+mod digest;
+mod liveness;
 pub mod log;
 pub mod recovery;
 pub mod server;

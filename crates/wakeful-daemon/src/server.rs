@@ -41,6 +41,8 @@ pub struct State {
     followers_left: tokio::sync::Notify,
     health: Health,
     limits: Limits,
+    /// Event streams pushing to an agent woken by them, per session.
+    pushers: std::sync::Mutex<HashMap<String, usize>>,
 }
 
 /// Counts a streaming connection while it lives.
@@ -94,6 +96,68 @@ impl State {
                 })
             })
             .clone()
+    }
+}
+
+/// Counts an event stream that pushes to an agent (see
+/// [`Request::Events`]'s `wakes_agent`) while it lives.
+struct Pushing<'a> {
+    state: &'a State,
+    session: String,
+}
+
+impl<'a> Pushing<'a> {
+    fn new(state: &'a State, session: &str) -> Self {
+        let mut map = state.pushers.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry(session.to_string()).or_insert(0) += 1;
+        Pushing {
+            state,
+            session: session.to_string(),
+        }
+    }
+}
+
+impl Drop for Pushing<'_> {
+    fn drop(&mut self) {
+        let mut map = self.state.pushers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.session) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.session);
+            }
+        }
+    }
+}
+
+impl State {
+    /// Whether, and through what, `session`'s events would wake its agent
+    /// now.
+    pub fn wake_report(&self, session: &str) -> wakeful_protocol::WakeReport {
+        let waiters: Vec<(String, usize)> = {
+            let map = self.consumers.lock().unwrap_or_else(|p| p.into_inner());
+            map.iter()
+                .filter(|((s, _), _)| s == session)
+                .map(|((_, c), slot)| {
+                    (
+                        c.clone(),
+                        slot.waiters.load(std::sync::atomic::Ordering::SeqCst),
+                    )
+                })
+                .collect()
+        };
+        let channel_pushers = {
+            let map = self.pushers.lock().unwrap_or_else(|p| p.into_inner());
+            map.get(session).copied().unwrap_or(0)
+        };
+        let route = self.wakes.show(session);
+        crate::liveness::assess(
+            session,
+            &crate::liveness::Attached {
+                waiters,
+                channel_pushers,
+                route: route.as_ref(),
+            },
+        )
     }
 }
 
@@ -184,6 +248,7 @@ impl State {
             followers_left: tokio::sync::Notify::new(),
             health: Health::default(),
             limits,
+            pushers: std::sync::Mutex::new(HashMap::new()),
         }
     }
 }
@@ -587,6 +652,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                         } else {
                             after_seq
                         },
+                        wake: state.wake_report(&session).wake,
                     };
                     conn.ok(&result).await
                 }
@@ -615,7 +681,18 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             after,
             follow,
             monitor,
-        } => stream_events(conn, state, &session, monitor.as_deref(), after, follow).await,
+            wakes_agent,
+        } => {
+            let _pushing = (follow && wakes_agent).then(|| Pushing::new(state, &session));
+            stream_events(conn, state, &session, monitor.as_deref(), after, follow).await
+        }
+        Request::WakeCheck { session } => conn.ok(&state.wake_report(&session)).await,
+        Request::Digest { session } => {
+            match crate::digest::build(&state.registry, &state.reader, &session) {
+                Ok(d) => conn.ok(&d).await,
+                Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+            }
+        }
         Request::Wait {
             session,
             consumer,
@@ -799,6 +876,7 @@ async fn run_terminal(
         }
     }
     let result = RunResult {
+        wake: state.wake_report(&session).wake,
         id: term.id,
         session,
         output_path: term.output_path,

@@ -113,22 +113,29 @@ pub fn content(event: &Event, description: Option<&str>) -> String {
 /// until the client is gone. Never starts the daemon: when it is down, this
 /// waits for it to come back (any tool call or command starts it) and
 /// resumes after the last event sent.
-pub async fn forward(peer: Peer<RoleServer>, paths: Paths, session: String, after: Option<u64>) {
+///
+/// `shows` says the client declared that it shows channel notifications
+/// (`experimental["claude/channel"]` in its capabilities): the daemon then
+/// counts this stream as a live wake path of the session.
+pub async fn forward(
+    peer: Peer<RoleServer>,
+    paths: Paths,
+    session: String,
+    after: Option<u64>,
+    shows: bool,
+) {
     let mut after = after;
     let mut retry = MIN_RETRY;
     let mut descriptions = wakeful_client::describe::Descriptions::default();
     loop {
         if let Ok(mut conn) = connect_existing(&paths).await {
-            match follow(
-                &mut conn,
-                &peer,
-                &paths,
-                &session,
-                &mut after,
-                &mut descriptions,
-            )
-            .await
-            {
+            let to = Target {
+                peer: &peer,
+                paths: &paths,
+                session: &session,
+                shows,
+            };
+            match follow(&mut conn, &to, &mut after, &mut descriptions).await {
                 Followed::ClientGone => return,
                 Followed::Progress => retry = MIN_RETRY,
                 Followed::Nothing => {}
@@ -149,14 +156,26 @@ enum Followed {
     Nothing,
 }
 
+/// Where [`follow`] pushes to.
+struct Target<'a> {
+    peer: &'a Peer<RoleServer>,
+    paths: &'a Paths,
+    session: &'a str,
+    shows: bool,
+}
+
 async fn follow(
     conn: &mut Connection,
-    peer: &Peer<RoleServer>,
-    paths: &Paths,
-    session: &str,
+    to: &Target<'_>,
     after: &mut Option<u64>,
     descriptions: &mut wakeful_client::describe::Descriptions,
 ) -> Followed {
+    let Target {
+        peer,
+        paths,
+        session,
+        shows,
+    } = *to;
     let from = match *after {
         Some(seq) => seq,
         None => match conn.call_as::<Status>(Request::Status {}).await {
@@ -172,6 +191,7 @@ async fn follow(
         after: from,
         follow: true,
         monitor: None,
+        wakes_agent: shows,
     };
     if conn.send(request).await.is_err() {
         return Followed::Nothing;

@@ -79,6 +79,8 @@ struct Inner {
     tools: Vec<Tool>,
     push: Mutex<Push>,
     receipts: Receipts,
+    /// Sessions whose resume digest this connection already gave.
+    digested: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The state of channel push.
@@ -112,6 +114,7 @@ impl WakefulServer {
                 tools: tools::tools(),
                 push: Mutex::new(Push::default()),
                 receipts: Receipts::default(),
+                digested: Mutex::new(Default::default()),
             }),
         }
     }
@@ -166,11 +169,20 @@ impl WakefulServer {
         if push.stopped || push.task.is_some() {
             return;
         }
+        // Only a client that declared it shows channel notifications is
+        // woken by them: only its stream makes the session live.
+        let shows = peer.peer_info().is_some_and(|info| {
+            info.capabilities
+                .experimental
+                .as_ref()
+                .is_some_and(|e| e.contains_key(channel::CAPABILITY))
+        });
         push.task = Some(tokio::spawn(channel::forward(
             peer.clone(),
             self.inner.paths.clone(),
             self.inner.session.default_session().to_string(),
             push.start_seq,
+            shows,
         )));
     }
 
@@ -219,6 +231,7 @@ impl WakefulServer {
             "session": r.session,
             "already_running": r.already_running,
             "output_path": r.output_path,
+            "wake": wake_value(&r.wake),
         }))
     }
 
@@ -257,6 +270,7 @@ impl WakefulServer {
             "session": r.session,
             "output_path": r.output_path,
             "monitor_id": r.monitor_id,
+            "wake": wake_value(&r.wake),
         }))
     }
 
@@ -291,6 +305,7 @@ impl WakefulServer {
             after,
             follow: false,
             monitor: None,
+            wakes_agent: false,
         })
         .await
         .map_err(daemon_error)?;
@@ -412,6 +427,34 @@ impl WakefulServer {
     async fn connect(&self) -> Result<Connection, String> {
         connect(&self.inner.paths).await.map_err(daemon_error)
     }
+
+    /// The first successful call of a connection for a session carries the
+    /// session's resume digest (`digest`: which monitors run, which ended
+    /// since the agent last saw them), when there is anything to say.
+    async fn with_digest(&self, mut value: Value, session: &str) -> Value {
+        let first = self
+            .inner
+            .digested
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string());
+        if !first {
+            return value;
+        }
+        let digest = wakeful_client::digest(&self.inner.paths, session)
+            .await
+            .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp));
+        if let (Some(text), Some(obj)) = (digest, value.as_object_mut()) {
+            obj.insert("digest".into(), Value::String(text));
+        }
+        value
+    }
+}
+
+/// A start result's `wake`, with the instruction spelled out when no wake
+/// will come.
+fn wake_value(wake: &wakeful_protocol::WakeInfo) -> Value {
+    json!({ "route": wake.route, "live": wake.live, "reason": wake.reason })
 }
 
 impl ServerHandler for WakefulServer {
@@ -491,6 +534,10 @@ impl ServerHandler for WakefulServer {
                 ),
                 None,
             ));
+        };
+        let result = match result {
+            Ok(value) => Ok(self.with_digest(value, &call.session).await),
+            Err(e) => Err(e),
         };
         Ok(match result {
             Ok(value) => CallToolResult::structured(value),

@@ -16,16 +16,19 @@
 //! The wire format is one JSON object a line in each direction over a Unix
 //! stream socket; `docs/PROTOCOL.md` documents every message with examples.
 
+pub mod liveness;
 pub mod paths;
 pub mod reply;
 pub mod request;
 
+pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{
     Acked, ConsumerInfo, DaemonInfo, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult,
     ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{Envelope, Request, RunRequest, WakeAdapter};
+pub use wakeful_core::digest::Digest;
 pub use wakeful_core::{Event, MonitorInfo};
 
 /// The protocol version this build speaks.

@@ -143,6 +143,8 @@ pub struct StartResult {
     /// Every event of this monitor that a watcher has not seen yet has a
     /// greater seq (its `started` event, for a new monitor).
     pub after_seq: u64,
+    /// Whether its events will wake the agent now.
+    pub wake: crate::WakeInfo,
 }
 
 /// Result of [`Request::Run`] (`run --json`).
@@ -157,6 +159,8 @@ pub struct RunResult {
     /// The monitor attached with `until`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor_id: Option<String>,
+    /// Whether the session's events will wake the agent now.
+    pub wake: crate::WakeInfo,
 }
 
 /// Result of [`Request::SessionEnd`].

@@ -64,6 +64,11 @@ pub enum Request {
         /// Only this monitor's events.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         monitor: Option<String>,
+        /// This stream pushes each event to an agent that is woken by it (an
+        /// MCP client that declared it shows channel notifications): while
+        /// it lasts, the session counts as live (see [`crate::WakeInfo`]).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        wakes_agent: bool,
     },
     /// Block until the session has events the consumer has not acknowledged;
     /// send them, then a `batch`; the client answers [`Request::Ack`] once it
@@ -150,6 +155,18 @@ pub enum Request {
         /// The session.
         session: String,
     },
+    /// Whether, and through what, the session's events would wake its agent
+    /// now. Reply: `ok` with a [`crate::WakeReport`].
+    WakeCheck {
+        /// The session.
+        session: String,
+    },
+    /// What an agent coming back should know about its session's monitors.
+    /// Reply: `ok` with a [`crate::Digest`].
+    Digest {
+        /// The session.
+        session: String,
+    },
     /// Remove a session's route (set with `wake_set`). Reply: `ok`.
     WakeClear {
         /// The session.
@@ -188,6 +205,8 @@ impl Request {
             Request::Stop { .. } => "stop",
             Request::Events { .. } => "events",
             Request::Wait { .. } => "wait",
+            Request::WakeCheck { .. } => "wake_check",
+            Request::Digest { .. } => "digest",
             Request::Ack { .. } => "ack",
             Request::Consumers { .. } => "consumers",
             Request::SessionEnd { .. } => "session_end",
@@ -326,6 +345,28 @@ impl WakeAdapter {
     }
 }
 
+impl WakeAdapter {
+    /// The host and port a network adapter (opencode, webhook) talks to,
+    /// for a reachability probe; `None` for the others or a URL that does
+    /// not parse.
+    pub fn endpoint(&self) -> Option<(String, u16)> {
+        let url = match self {
+            WakeAdapter::Opencode { url, .. } | WakeAdapter::Webhook { url } => url,
+            _ => return None,
+        };
+        let uri: http::Uri = url.parse().ok()?;
+        let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        Some((host.to_string(), port))
+    }
+}
+
 /// What the exec adapter substitutes in its argv.
 const PLACEHOLDERS: [&str; 3] = ["{session}", "{text}", "{wake_id}"];
 
@@ -414,6 +455,20 @@ mod tests {
 
     fn webhook(url: &str) -> Result<(), String> {
         WakeAdapter::Webhook { url: url.into() }.validate()
+    }
+
+    #[test]
+    fn endpoints_of_network_adapters() {
+        let o = WakeAdapter::Opencode {
+            url: "http://127.0.0.1:4096".into(),
+            opencode_session: None,
+            directory: None,
+        };
+        assert_eq!(o.endpoint(), Some(("127.0.0.1".into(), 4096)));
+        let w = WakeAdapter::Webhook {
+            url: "https://[::1]/hook".into(),
+        };
+        assert_eq!(w.endpoint(), Some(("::1".into(), 443)));
     }
 
     #[test]

@@ -474,6 +474,65 @@ impl StoreReader {
         .map(|v| v as u64)
     }
 
+    /// The furthest cursor of `session`'s consumers: every event up to it
+    /// reached the agent by one path or another (0 when none did).
+    pub fn furthest_cursor(&self, session: &str) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM cursors WHERE session = ?1",
+                [session],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|v| v as u64)
+    }
+
+    /// `session`'s final events (`stopped`, `failed`) after `after`, newest
+    /// first, at most `limit`, and how many there are in all.
+    pub fn endings_after(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<Event>, u64), StoreError> {
+        const ENDED: &str = "session = ?1 AND seq > ?2 AND kind IN ('stopped', 'failed')";
+        let sql = format!("SELECT json FROM events WHERE {ENDED} ORDER BY seq DESC LIMIT {limit}");
+        let (rows, total): (Vec<String>, i64) = self.with(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt
+                .query_map(params![session, after as i64], |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            let total = c.query_row(
+                &format!("SELECT COUNT(*) FROM events WHERE {ENDED}"),
+                params![session, after as i64],
+                |r| r.get(0),
+            )?;
+            Ok((rows, total))
+        })?;
+        let events = rows
+            .iter()
+            .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("event: {e}"))))
+            .collect::<Result<Vec<Event>, _>>()?;
+        Ok((events, total as u64))
+    }
+
+    /// `session`'s events after `after`, counted by monitor id.
+    pub fn unread_by_monitor(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> Result<std::collections::HashMap<String, u64>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT monitor_id, COUNT(*) FROM events WHERE session = ?1 AND seq > ?2 GROUP BY monitor_id",
+            )?;
+            let rows = stmt.query_map(params![session, after as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+            })?;
+            rows.collect()
+        })
+    }
+
     /// Stored wake routes: (session, route JSON).
     pub fn wake_routes(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.with(|c| {

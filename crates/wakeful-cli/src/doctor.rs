@@ -1,0 +1,370 @@
+//! `wakeful doctor`: will a wake arrive for this session, and if not, why
+//! and what to do. It looks at the state directory, the daemon, what is
+//! attached to the session (the daemon's `wake_check`), the wake route's
+//! target, and the Claude Code plugin; it prints a fix for each problem and
+//! exits 0 only when a wake would arrive.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use wakeful_client::{connect_existing, Paths};
+use wakeful_protocol::{Request, Status, WakeAdapter, WakeReport, WakeStatus};
+
+use crate::{exit, Failure};
+
+/// How long a probe of a route's target may take.
+const PROBE: Duration = Duration::from_secs(3);
+/// Less free space than this in the state directory is a problem.
+const LOW_SPACE: u64 = 100 * 1024 * 1024;
+
+/// What one check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Level {
+    Ok,
+    Problem,
+    Info,
+}
+
+#[derive(Debug, Serialize)]
+struct Check {
+    name: String,
+    level: Level,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+impl Check {
+    fn new(name: &str, level: Level, detail: impl Into<String>) -> Self {
+        Check {
+            name: name.to_string(),
+            level,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn problem(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+        Check {
+            fix: Some(fix.into()),
+            ..Check::new(name, Level::Problem, detail)
+        }
+    }
+}
+
+/// `wakeful doctor [--session S] [--json]`.
+pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
+    let mut checks = vec![state_dir(paths)];
+    let report = match daemon(paths, &session).await {
+        Ok((status, report, route)) => {
+            checks.push(daemon_check(&status));
+            checks.extend(report.paths.iter().map(|p| {
+                Check::new(
+                    &format!("path {}", p.path),
+                    if p.live { Level::Ok } else { Level::Problem },
+                    p.detail.clone(),
+                )
+            }));
+            if let Some(route) = &route {
+                checks.extend(route_target(route).await);
+            }
+            Some(report)
+        }
+        Err(e) => {
+            checks.push(Check::problem(
+                "daemon",
+                format!("no daemon answers at {}: {e}", paths.socket().display()),
+                format!(
+                    "any wakeful command starts it (`wakeful daemon` starts it now); if it does not stay up, read {}",
+                    paths.state_dir.join("daemon.log").display()
+                ),
+            ));
+            None
+        }
+    };
+    checks.extend(claude_code(paths, &session, report.as_ref()));
+    let live = report.as_ref().is_some_and(|r| r.wake.live);
+    let verdict = match &report {
+        Some(r) if r.wake.live => Check::new(
+            "wake",
+            Level::Ok,
+            format!(
+                "a wake would arrive through {}: {}",
+                r.wake.route, r.wake.reason
+            ),
+        ),
+        Some(r) => Check::problem("wake", r.wake.reason.clone(), how_to_be_woken(&session)),
+        None => Check::problem(
+            "wake",
+            "nothing will wake you: the daemon is not running",
+            how_to_be_woken(&session),
+        ),
+    };
+    checks.push(verdict);
+    if json {
+        let v = serde_json::json!({
+            "session": session,
+            "live": live,
+            "wake": report.as_ref().map(|r| &r.wake),
+            "checks": checks,
+        });
+        outln!("{v}")?;
+    } else {
+        outln!("wakeful doctor · session `{session}`")?;
+        for c in &checks {
+            let tag = match c.level {
+                Level::Ok => "ok     ",
+                Level::Problem => "PROBLEM",
+                Level::Info => "info   ",
+            };
+            outln!("  {tag}  {:<22} {}", c.name, c.detail)?;
+            if let Some(fix) = &c.fix {
+                outln!("  {:7}  {:<22} fix: {fix}", "", "")?;
+            }
+        }
+        if live {
+            outln!("A wake would arrive for session `{session}`.")?;
+        } else {
+            outln!("No wake would arrive for session `{session}` (exit 1).")?;
+        }
+    }
+    Ok(if live { 0 } else { exit::FAILURE })
+}
+
+/// What an agent can do to be woken.
+fn how_to_be_woken(session: &str) -> String {
+    format!(
+        "before ending your turn, block on `wakeful wait --session {session}` (or the monitor_wait tool); in Claude Code, install the plugin (`wakeful integrate claude-code`); in Codex, start monitors from inside Codex (they route themselves) or `wakeful wake set codex --session {session}`; for any other agent, `wakeful wake set exec -- PROGRAM {{text}}` with a program that starts a turn"
+    )
+}
+
+fn state_dir(paths: &Paths) -> Check {
+    let dir = &paths.state_dir;
+    if let Err(e) = paths.prepare() {
+        return Check::problem(
+            "state directory",
+            e.to_string(),
+            "point WAKEFUL_HOME (or XDG_STATE_HOME) at a directory you can write, or fix its permissions",
+        );
+    }
+    let probe = dir.join(format!(".doctor-{}", std::process::id()));
+    if let Err(e) = std::fs::write(&probe, b"") {
+        return Check::problem(
+            "state directory",
+            format!("{} is not writable: {e}", dir.display()),
+            "fix its permissions or free space, or point WAKEFUL_HOME elsewhere",
+        );
+    }
+    let _ = std::fs::remove_file(&probe);
+    match free_space(dir) {
+        Some(free) if free < LOW_SPACE => Check::problem(
+            "state directory",
+            format!("{}: only {} free", dir.display(), human_bytes(free)),
+            "free disk space: events and output files are written there",
+        ),
+        Some(free) => Check::new(
+            "state directory",
+            Level::Ok,
+            format!("{} (writable, {} free)", dir.display(), human_bytes(free)),
+        ),
+        None => Check::new(
+            "state directory",
+            Level::Ok,
+            format!("{} (writable)", dir.display()),
+        ),
+    }
+}
+
+fn free_space(dir: &Path) -> Option<u64> {
+    let s = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some(s.blocks_available() as u64 * s.fragment_size() as u64)
+}
+
+fn human_bytes(n: u64) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    if n as f64 >= GIB {
+        format!("{:.1} GiB", n as f64 / GIB)
+    } else {
+        format!("{:.0} MiB", n as f64 / (1024.0 * 1024.0))
+    }
+}
+
+async fn daemon(
+    paths: &Paths,
+    session: &str,
+) -> Result<(Status, WakeReport, Option<WakeStatus>), String> {
+    let mut conn = connect_existing(paths).await.map_err(|e| e.to_string())?;
+    let status: Status = conn
+        .call_as(Request::Status {})
+        .await
+        .map_err(|e| e.to_string())?;
+    let report: WakeReport = conn
+        .call_as(Request::WakeCheck {
+            session: session.to_string(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let route: Option<WakeStatus> = conn
+        .call_as(Request::WakeShow {
+            session: session.to_string(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((status, report, route))
+}
+
+fn daemon_check(status: &Status) -> Check {
+    let mine = env!("CARGO_PKG_VERSION");
+    if status.version != mine {
+        return Check::problem(
+            "daemon",
+            format!(
+                "pid {} runs version {}, this command is {mine}",
+                status.pid, status.version
+            ),
+            "restart it so both are the same: `wakeful daemon stop` (the next command starts the new one)",
+        );
+    }
+    Check::new(
+        "daemon",
+        Level::Ok,
+        format!(
+            "pid {}, version {}, {} monitors running, socket {}",
+            status.pid,
+            status.version,
+            status.monitors_running,
+            status.socket.display()
+        ),
+    )
+}
+
+/// Probes the target of the session's wake route.
+async fn route_target(route: &WakeStatus) -> Vec<Check> {
+    let name = format!("route {}", route.route.name());
+    let adapter = &route.route;
+    let path = std::env::var_os("PATH");
+    let mut out = Vec::new();
+    match adapter {
+        WakeAdapter::Exec { .. } | WakeAdapter::Codex { .. } => {
+            if let Err(e) = adapter.check_programs(path.as_deref()) {
+                out.push(Check::problem(
+                    &name,
+                    e,
+                    format!(
+                        "install the program or set the route again with its path: `wakeful wake set {} --session {} …`",
+                        adapter.name(),
+                        route.session
+                    ),
+                ));
+                return out;
+            }
+            if let WakeAdapter::Codex { binary, thread, .. } = adapter {
+                let program = binary
+                    .clone()
+                    .unwrap_or_else(|| std::path::PathBuf::from("codex"));
+                let version = tokio::time::timeout(
+                    PROBE,
+                    tokio::process::Command::new(&program)
+                        .arg("--version")
+                        .kill_on_drop(true)
+                        .output(),
+                )
+                .await;
+                let thread = thread.clone().unwrap_or_else(|| route.session.clone());
+                match version {
+                    Ok(Ok(o)) if o.status.success() => out.push(Check::new(
+                        &name,
+                        Level::Ok,
+                        format!(
+                            "{} runs ({}); thread {thread}",
+                            program.display(),
+                            String::from_utf8_lossy(&o.stdout).trim()
+                        ),
+                    )),
+                    Ok(Ok(o)) => out.push(Check::problem(
+                        &name,
+                        format!("`{} --version` exited with {}", program.display(), o.status),
+                        "reinstall Codex (`npm install -g @openai/codex`) or give its path: `wakeful wake set codex --binary PATH`",
+                    )),
+                    Ok(Err(e)) => out.push(Check::problem(
+                        &name,
+                        format!("cannot run {}: {e}", program.display()),
+                        "install Codex or give its path: `wakeful wake set codex --binary PATH`",
+                    )),
+                    Err(_) => out.push(Check::problem(
+                        &name,
+                        format!("`{} --version` did not answer within {} s", program.display(), PROBE.as_secs()),
+                        "check the Codex installation",
+                    )),
+                }
+            } else {
+                out.push(Check::new(&name, Level::Ok, "its program is installed"));
+            }
+        }
+        WakeAdapter::Opencode { .. } | WakeAdapter::Webhook { .. } => {
+            let Some((host, port)) = adapter.endpoint() else {
+                out.push(Check::problem(
+                    &name,
+                    "its URL does not parse",
+                    "set the route again with a valid URL",
+                ));
+                return out;
+            };
+            let probe =
+                tokio::time::timeout(PROBE, tokio::net::TcpStream::connect((host.as_str(), port)))
+                    .await;
+            let target = format!("{host}:{port}");
+            match probe {
+                Ok(Ok(_)) => out.push(Check::new(&name, Level::Ok, format!("{target} accepts connections"))),
+                Ok(Err(e)) => out.push(Check::problem(
+                    &name,
+                    format!("nothing answers at {target}: {e}"),
+                    if adapter.name() == "opencode" {
+                        "start the OpenCode server (`opencode serve --port PORT`) or set the route with its URL: `wakeful wake set opencode --url URL`"
+                    } else {
+                        "start the webhook's receiver or set the route with the right URL"
+                    },
+                )),
+                Err(_) => out.push(Check::problem(
+                    &name,
+                    format!("{target} did not answer within {} s", PROBE.as_secs()),
+                    "check that the server runs and that the network allows it",
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The Claude Code plugin: written by `integrate claude-code`, current,
+/// and which of its paths serves this session.
+fn claude_code(paths: &Paths, session: &str, report: Option<&WakeReport>) -> Vec<Check> {
+    let mut out = Vec::new();
+    let name = "claude code plugin";
+    match crate::integrate::written_plugin_is_current(paths) {
+        None => out.push(Check::new(
+            name,
+            Level::Info,
+            "not written to the state directory (`wakeful integrate claude-code` writes it; `claude --plugin-dir integrations/claude-code` loads it from a checkout)",
+        )),
+        Some(false) => out.push(Check::problem(
+            name,
+            "the copy in the state directory is older than this wakeful",
+            "run `wakeful integrate claude-code` again (and restart Claude Code)",
+        )),
+        Some(true) => out.push(Check::new(name, Level::Ok, "written and current")),
+    }
+    let bridge = crate::hook::bridge_alive(paths, session, crate::hook::CONSUMER);
+    let waiting = report.is_some_and(|r| r.paths.iter().any(|p| p.path == "claude-code" && p.live));
+    let active = match (bridge, waiting) {
+        (true, _) => Some("the plugin's monitor bridge runs for this session (Claude Code started its plugin monitor)"),
+        (false, true) => Some("the plugin's rewake hook waits for this session (no plugin monitor runs: a project-scope install, Bedrock/Vertex/Foundry, or a Claude Code without monitors)"),
+        (false, false) => None,
+    };
+    if let Some(active) = active {
+        out.push(Check::new("claude code path", Level::Info, active));
+    }
+    out
+}
