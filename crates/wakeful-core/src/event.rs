@@ -2,7 +2,11 @@
 //!
 //! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
 //! JSON object:
-//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?}`.
+//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"replayed"?}`.
+//!
+//! `replayed: true` marks an event of a replay monitor (`wakeful replay`):
+//! re-emitted from a recording, not something that happened now. The field
+//! is left out when false, so live events look as they always did.
 
 use std::fmt;
 
@@ -245,6 +249,8 @@ pub struct PendingEvent {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Re-emitted from a recording by a replay monitor.
+    pub replayed: bool,
 }
 
 impl PendingEvent {
@@ -257,6 +263,7 @@ impl PendingEvent {
             ts: self.ts,
             text: self.text,
             body: self.body,
+            replayed: self.replayed,
         }
     }
 }
@@ -277,6 +284,9 @@ pub struct Event {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Re-emitted from a recording by a replay monitor (`replayed: true`
+    /// on the wire; left out when false).
+    pub replayed: bool,
 }
 
 impl Event {
@@ -318,6 +328,8 @@ struct WireEvent {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     survivors: Vec<i32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    replayed: bool,
 }
 
 impl From<Event> for WireEvent {
@@ -337,6 +349,7 @@ impl From<Event> for WireEvent {
             stop_reason: None,
             error: None,
             survivors: Vec::new(),
+            replayed: e.replayed,
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
@@ -453,6 +466,7 @@ impl TryFrom<WireEvent> for Event {
             ts,
             text: w.text,
             body,
+            replayed: w.replayed,
         })
     }
 }
@@ -470,6 +484,7 @@ mod tests {
             ts: Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap(),
             text: text.into(),
             body,
+            replayed: false,
         }
     }
 
@@ -527,6 +542,17 @@ mod tests {
                 "stopped; 1 process survived (pid 4242)",
             ),
             ev(EventBody::MonitorRearmed, "rearmed"),
+            Event {
+                replayed: true,
+                ..ev(
+                    EventBody::MonitorEvent {
+                        lines: vec!["error: disk full".into()],
+                        from_line: 9,
+                        to_line: 9,
+                    },
+                    "error: disk full",
+                )
+            },
         ];
         let got: Vec<String> = events
             .iter()

@@ -402,6 +402,7 @@ fn recover(
                 last_lines: vec![],
                 survivors: vec![],
             },
+            replayed: false,
         }));
     }
     for mut t in reader.terminals()? {

@@ -88,7 +88,7 @@ pub(crate) async fn run(task: MonitorTask) {
                 info.ended_at = Some(Utc::now());
             }
             let _ = hub
-                .append(stamp(&session, &id, vec![started, failed]))
+                .append(stamp(&session, &id, vec![started, failed], false))
                 .await;
             return;
         }

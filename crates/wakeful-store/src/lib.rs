@@ -587,6 +587,7 @@ mod tests {
             ts: Utc::now(),
             text: "t".into(),
             body,
+            replayed: false,
         })
     }
 
