@@ -9,6 +9,8 @@
 //! - [`params`]: what a monitor is asked to do ([`MonitorSpec`]) and its validation.
 //! - [`event`]: the events a monitor produces ([`Event`], [`EventBody`],
 //!   [`MonitorStopReason`]) and their JSON wire shape.
+//! - [`export`]: the `wakeful export --format jsonl` file (read by import
+//!   and replay).
 //! - [`info`]: what a listing shows about a monitor ([`MonitorInfo`]).
 //! - [`journal`]: the interface between the engine and a store ([`journal::Journal`]).
 //! - [`lines`]: splitting a byte stream into lines ([`LineSplitter`]).
@@ -24,6 +26,7 @@
 
 pub mod batch;
 pub mod event;
+pub mod export;
 pub mod info;
 pub mod journal;
 pub mod lines;
