@@ -10,9 +10,11 @@
 //! - [`log`]: the daemon's log file.
 //! - [`config`]: the `config.toml` file.
 //! - [`server`]: one task per connection, answering requests.
+//! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 
 pub mod config;
+pub mod import;
 pub mod log;
 pub mod recovery;
 pub mod server;
