@@ -44,5 +44,5 @@ pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};
 pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};
-pub use params::{MonitorSpec, ParamError, Source, StderrMode, Until};
+pub use params::{MonitorSpec, ParamError, ReplaySpeed, Source, StderrMode, Until};
 pub use rate::RateGate;

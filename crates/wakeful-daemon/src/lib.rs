@@ -404,7 +404,7 @@ fn recover(
                 last_lines: vec![],
                 survivors: vec![],
             },
-            replayed: false,
+            replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),
         }));
     }
     for mut t in reader.terminals()? {
