@@ -13,25 +13,8 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, Home};
+use common::{eventually, have, Home};
 use serde_json::Value;
-
-/// Whether an outside tool is there; in CI its absence is a failure.
-fn have(what: &str, check: &mut Command) -> bool {
-    let ok = check
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is missing in CI: .ci/run installs it"
-        );
-        eprintln!("skipped: {what} is not installed (see .ci/run for how to install it)");
-    }
-    ok
-}
 
 /// Events of `session` in `home` once monitor `id` has ended.
 fn ended_events(home: &Home, session: &str, id: &str) -> Vec<Value> {

@@ -6,25 +6,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::Home;
-
-fn have(what: &str, check: &mut Command) -> bool {
-    let ok = check
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is missing in CI: .ci/run installs it"
-        );
-        eprintln!("skipped: {what} is not installed (see .ci/run for how to install it)");
-    }
-    ok
-}
+use common::{have, Home};
 
 /// What bash completes after `wakeful WORDS…` (the last word being typed).
 fn complete(script: &std::path::Path, words: &[&str]) -> Vec<String> {
