@@ -134,27 +134,13 @@ pub enum Command {
         #[arg(long)]
         follow: bool,
     },
-    /// Block until the session has events this consumer has not
-    /// acknowledged; print them all and acknowledge them.
+    /// Block until the session has an event that wakes (see --wake-on) this
+    /// consumer has not acknowledged; print it with the unacknowledged events
+    /// before it and acknowledge them.
     #[command(
-        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
+        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nEvents of monitors started with --wake-on exit|fail|match:RE that do not wake are handed out with the next event that wakes; --all hands them out at once.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
     )]
-    Wait {
-        /// Give up after this many milliseconds (exit 124).
-        #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
-        timeout_ms: Option<u64>,
-        /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = "default")]
-        consumer: String,
-        /// Keep waiting and printing after each batch.
-        #[arg(long)]
-        follow: bool,
-        /// Be the consumer's only waiter: an older `--exclusive` waiter of the
-        /// same session and consumer gives up and exits 0 (one waiter per
-        /// session, as hooks need).
-        #[arg(long)]
-        exclusive: bool,
-    },
+    Wait(WaitArgs),
     /// Print a monitor's output file (every line, never rate-limited).
     #[command(
         after_help = "Each line is printed without control characters or escape sequences (one printed line per line of the file); --raw prints the bytes as they are.\n\nExamples:\n  wakeful output mon-4k2x9q0abc\n  wakeful output mon-4k2x9q0abc --from-line 120 --to-line 180\n  wakeful output mon-4k2x9q0abc --follow\n  wakeful output mon-4k2x9q0abc --raw > build.log   # byte-exact copy"
@@ -525,4 +511,27 @@ pub enum IntegrateCommand {
         after_help = "Writes <state dir>/integrations/claude-code/ (overwritten on every run) and a marketplace in <state dir>/integrations/.\n\nExamples:\n  wakeful integrate claude-code\n  claude --plugin-dir \"$(wakeful integrate claude-code --json | jq -r .path)\""
     )]
     ClaudeCode,
+}
+
+/// `wakeful wait`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// Give up after this many milliseconds (exit 124).
+    #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
+    pub timeout_ms: Option<u64>,
+    /// Whose cursor to read and move.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub consumer: String,
+    /// Keep waiting and printing after each batch.
+    #[arg(long)]
+    pub follow: bool,
+    /// Be the consumer's only waiter: an older `--exclusive` waiter of the
+    /// same session and consumer gives up and exits 0 (one waiter per
+    /// session, as hooks need).
+    #[arg(long)]
+    pub exclusive: bool,
+    /// Return events that do not wake too, without waiting for one that
+    /// does (what an agent reads at the end of its turn).
+    #[arg(long)]
+    pub all: bool,
 }

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::json;
-use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Paths};
+use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Incoming, Paths};
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
+use wakeful_core::{EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{
     Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
     WakeClearResult, WakeDelivery, WakeStatus,
@@ -14,7 +14,7 @@ use wakeful_protocol::{
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
-    WakeAdapterArgs, WakeCommand,
+    WaitArgs, WakeAdapterArgs, WakeCommand,
 };
 use crate::{exit, render, Failure};
 
@@ -77,17 +77,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             consumers(&paths, (!all_sessions).then_some(session), json).await
         }
         Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
-        Command::Wait {
-            timeout_ms,
-            consumer,
-            follow,
-            exclusive,
-        } => {
-            wait(
-                &paths, session, consumer, timeout_ms, follow, exclusive, json,
-            )
-            .await
-        }
+        Command::Wait(args) => wait(&paths, session, args, json).await,
         Command::Output { id, range } => crate::output::output(&paths, id, &range).await,
         Command::Session(SessionCommand::End { session }) => {
             session_end(&paths, session, json).await
@@ -183,7 +173,7 @@ async fn start_request(
     let result: StartResult = conn
         .call_as(Request::Start {
             session,
-            spec,
+            spec: Box::new(spec),
             env: client_env(),
             cwd,
         })
@@ -237,7 +227,7 @@ async fn watch(
     let stdout = std::io::stdout();
     loop {
         let reply = tokio::select! {
-            r = conn.next() => r?,
+            r = conn.next_incoming() => r?,
             _ = interrupt.recv() => {
                 let_go(paths, &started.id, detach_on_interrupt, true).await;
                 return Ok(watch_exit_code(WatchEnd::Interrupted));
@@ -248,10 +238,11 @@ async fn watch(
             }
         };
         match reply {
-            Some(Reply::Event { event }) => {
+            Some(Incoming::Event(raw)) => {
+                let event = Incoming::event(&raw)?;
                 let mut out = stdout.lock();
                 let written = if json {
-                    render::json_line(&mut out, &event)
+                    writeln!(out, "{raw}")
                 } else {
                     render::watch_plain(&mut out, &event)
                 };
@@ -276,10 +267,10 @@ async fn watch(
                     _ => {}
                 }
             }
-            Some(Reply::Error { kind, message }) => {
+            Some(Incoming::Reply(Reply::Error { kind, message })) => {
                 return Err(Failure::new(kind.exit_code(), message))
             }
-            Some(_) => {}
+            Some(Incoming::Reply(_)) => {}
             None => {
                 // A daemon that stops may close the stream before the final
                 // event reached it; a monitor that is not persistent ended
@@ -354,7 +345,7 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
         {
             outln!(
                 "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({}); they go with the next wake",
-                render::plain_line(&reason)
+                wakeful_core::present::one_line(&reason)
             )?;
         }
     }
@@ -389,14 +380,6 @@ async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-fn print_event(out: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
-    if json {
-        render::json_line(out, e)
-    } else {
-        render::event_line(out, e)
-    }
-}
-
 async fn events(
     paths: &Paths,
     session: String,
@@ -413,31 +396,54 @@ async fn events(
     })
     .await?;
     let stdout = std::io::stdout();
+    // Events that came together are written together.
+    let mut ready = Vec::new();
     loop {
-        match conn.next().await? {
-            Some(Reply::Event { event }) => {
-                let mut out = stdout.lock();
-                print_event(&mut out, &event, json)?;
-                out.flush()?;
+        match conn.next_incoming().await? {
+            Some(Incoming::Event(event)) => {
+                add_event(&mut ready, &event, json)?;
+                if !conn.has_buffered() {
+                    let mut out = stdout.lock();
+                    out.write_all(&ready)?;
+                    out.flush()?;
+                    ready.clear();
+                }
             }
-            Some(Reply::Ok { .. }) | None => return Ok(0),
-            Some(Reply::Error { kind, message }) => {
+            Some(Incoming::Reply(Reply::Ok { .. })) | None => {
+                let mut out = stdout.lock();
+                out.write_all(&ready)?;
+                out.flush()?;
+                return Ok(0);
+            }
+            Some(Incoming::Reply(Reply::Error { kind, message })) => {
                 return Err(Failure::new(kind.exit_code(), message))
             }
-            Some(Reply::Batch { .. }) => {}
+            Some(Incoming::Reply(_)) => {}
         }
     }
 }
 
-async fn wait(
-    paths: &Paths,
-    session: String,
-    consumer: String,
-    timeout_ms: Option<u64>,
-    follow: bool,
-    exclusive: bool,
-    json: bool,
-) -> Result<u8, Failure> {
+/// Adds an event to what is about to be printed: its JSON as the daemon
+/// sent it (`--json`), or its plain line.
+fn add_event(out: &mut Vec<u8>, json_text: &str, json: bool) -> Result<(), Failure> {
+    if json {
+        out.extend_from_slice(json_text.as_bytes());
+    } else {
+        let e = Incoming::event(json_text)?;
+        out.extend_from_slice(wakeful_core::present::plain_line(&e).as_bytes());
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Result<u8, Failure> {
+    let WaitArgs {
+        timeout_ms,
+        consumer,
+        follow,
+        exclusive,
+        all,
+    } = args;
     let mut conn = connect(paths).await?;
     conn.send(Request::Wait {
         session,
@@ -445,23 +451,28 @@ async fn wait(
         timeout_ms,
         follow,
         exclusive,
+        all,
     })
     .await?;
     let stdout = std::io::stdout();
+    let mut batch = Vec::new();
     loop {
-        match conn.next().await? {
-            Some(Reply::Event { event }) => {
-                let mut out = stdout.lock();
-                print_event(&mut out, &event, json)?;
-            }
-            Some(Reply::Batch { last_seq }) => {
+        match conn.next_incoming().await? {
+            Some(Incoming::Event(event)) => add_event(&mut batch, &event, json)?,
+            Some(Incoming::Reply(Reply::Batch { last_seq })) => {
                 // Acknowledge only what has really been handed on: on a
                 // closed stdout nothing is acknowledged.
-                stdout.lock().flush()?;
+                {
+                    let mut out = stdout.lock();
+                    out.write_all(&batch)?;
+                    out.flush()?;
+                }
+                batch.clear();
                 conn.send(Request::Ack { seq: last_seq }).await?;
             }
-            Some(Reply::Ok { .. }) => return Ok(0),
-            Some(Reply::Error { kind, message }) => {
+            Some(Incoming::Reply(Reply::Event { .. })) => {}
+            Some(Incoming::Reply(Reply::Ok { .. })) => return Ok(0),
+            Some(Incoming::Reply(Reply::Error { kind, message })) => {
                 if kind == ErrorKind::Superseded {
                     eprintln!("wakeful: {message}");
                     return Ok(0);
@@ -638,14 +649,14 @@ async fn run_terminal(
     let cwd = std::env::current_dir()?;
     let mut conn = connect(paths).await?;
     let r: RunResult = conn
-        .call_as(Request::Run {
+        .call_as(Request::Run(wakeful_protocol::RunRequest {
             session,
             command,
             env: client_env(),
             cwd,
             until,
             description,
-        })
+        }))
         .await?;
     if json {
         print_json(&r)?;
@@ -835,7 +846,11 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
     rows.push(("wakes_delivered", v.wakes_delivered.to_string()));
     for (key, value) in rows {
         // Values come from agents and servers: one sanitized line each.
-        outln!("{:<9} {}", format!("{key}:"), render::plain_line(&value))?;
+        outln!(
+            "{:<9} {}",
+            format!("{key}:"),
+            wakeful_core::present::one_line(&value)
+        )?;
     }
     Ok(())
 }

@@ -158,7 +158,7 @@ pub fn write_jsonl(out: &mut impl Write, x: &Exported) -> Result<(), Failure> {
         serde_json::to_string(&x.header).map_err(json_err)?
     )?;
     for e in &x.events {
-        crate::render::json_line(out, e)?;
+        writeln!(out, "{}", serde_json::to_string(e).map_err(json_err)?)?;
     }
     for m in &x.monitors {
         let record = MonitorRecord { monitor: m.clone() };
@@ -368,7 +368,7 @@ pub async fn replay(
     let r: StartResult = conn
         .call_as(Request::Start {
             session,
-            spec,
+            spec: Box::new(spec),
             env: BTreeMap::new(),
             cwd: std::env::current_dir()?,
         })

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
-use wakeful_core::{MonitorSpec, Source, StderrMode, Until};
+use wakeful_core::{MonitorSpec, Source, StderrMode, Until, WakeOn};
 
 /// Flags that shape a monitor (SPEC §3).
 #[derive(Debug, Clone, Args)]
@@ -49,6 +49,16 @@ pub struct MonitorArgs {
     /// Extra environment variable for the command; repeat for more.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+    /// Which events wake the agent: `any` (default), `exit` (the final
+    /// event), `fail` (failures: non-zero exit, signal, timeout, `failed`,
+    /// `silent`) or `match:REGEX` (matching lines, and failures). Every
+    /// event is still recorded; the others go with the next that wakes.
+    #[arg(long, value_name = "any|exit|fail|match:RE")]
+    pub wake_on: Option<WakeOn>,
+    /// After this long without output, one `silent` event (the monitor keeps
+    /// running), and `resumed` when output comes again (≥ 1000).
+    #[arg(long = "expect-within", value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
+    pub expect_within_ms: Option<u64>,
 }
 
 /// A numeric flag's value: a non-negative whole number. Flags that take one
@@ -105,6 +115,8 @@ impl MonitorArgs {
             batch_ms: self.batch_ms,
             cwd: self.cwd.clone(),
             env: self.env.iter().cloned().collect::<BTreeMap<_, _>>(),
+            wake_on: self.wake_on.clone().unwrap_or_default(),
+            expect_within_ms: self.expect_within_ms,
         }
     }
 }

@@ -162,7 +162,7 @@ fn span(m: &MonitorInfo, events: &[&Event]) -> Value {
 /// 17 ERROR).
 pub fn severity(e: &Event) -> (i64, &'static str) {
     match &e.body {
-        EventBody::MonitorSuppressed { .. } => (13, "WARN"),
+        EventBody::MonitorSuppressed { .. } | EventBody::MonitorSilent { .. } => (13, "WARN"),
         EventBody::MonitorFailed { .. } => (17, "ERROR"),
         EventBody::MonitorStopped { reason, .. } if status(Some(reason)).0 == STATUS_ERROR => {
             (17, "ERROR")
@@ -198,6 +198,9 @@ fn log_record(e: &Event) -> Value {
             attributes.push(kv("wakeful.event.from_line", int(*from_line as i64)));
             attributes.push(kv("wakeful.event.to_line", int(*to_line as i64)));
         }
+        EventBody::MonitorSilent { quiet_ms } | EventBody::MonitorResumed { quiet_ms } => {
+            attributes.push(kv("wakeful.event.quiet_ms", int(*quiet_ms as i64)));
+        }
         _ => {}
     }
     if let Some(r) = e.stop_reason() {
@@ -205,6 +208,9 @@ fn log_record(e: &Event) -> Value {
         if let MonitorStopReason::ExitCode { code } = r {
             attributes.push(kv("process.exit.code", int(i64::from(code))));
         }
+    }
+    if !e.wakes {
+        attributes.push(kv("wakeful.event.wake", boolean(false)));
     }
     if e.replayed {
         attributes.push(kv("wakeful.event.replayed", boolean(true)));
@@ -216,6 +222,8 @@ fn log_record(e: &Event) -> Value {
         EventKind::Stopped => "wakeful.monitor.stopped",
         EventKind::Failed => "wakeful.monitor.failed",
         EventKind::Rearmed => "wakeful.monitor.rearmed",
+        EventKind::Silent => "wakeful.monitor.silent",
+        EventKind::Resumed => "wakeful.monitor.resumed",
     };
     json!({
         "timeUnixNano": nanos(&e.ts),
@@ -286,7 +294,7 @@ pub async fn post(
                 format!(
                     "the collector at {target} answered {} to the {signal}: {}",
                     r.status,
-                    crate::render::plain_line(r.body.trim())
+                    wakeful_core::present::one_line(r.body.trim())
                 ),
             ));
         }
@@ -303,7 +311,7 @@ pub async fn post(
                 exit::FAILURE,
                 format!(
                     "the collector at {target} rejected {n} of the {signal}: {}",
-                    crate::render::plain_line(r.body.trim())
+                    wakeful_core::present::one_line(r.body.trim())
                 ),
             ));
         }
@@ -334,5 +342,34 @@ mod tests {
         assert_eq!(status(Some(&R::Timeout)).0, STATUS_ERROR);
         assert_eq!(status(Some(&R::UserStopped)).0, STATUS_UNSET);
         assert_eq!(status(None), (STATUS_UNSET, None));
+    }
+
+    #[test]
+    fn silence_and_quiet_replayed_events_keep_their_marks() {
+        use chrono::TimeZone;
+        let ev = |body: EventBody| Event {
+            seq: 3,
+            session: "s1".into(),
+            monitor_id: "mon-a".into(),
+            ts: chrono::Utc
+                .with_ymd_and_hms(2026, 11, 30, 12, 0, 0)
+                .unwrap(),
+            text: "t".into(),
+            body,
+            wakes: false,
+            replayed: true,
+        };
+        let silent = ev(EventBody::MonitorSilent { quiet_ms: 60_000 });
+        assert_eq!(severity(&silent), (13, "WARN"));
+        let r = log_record(&silent);
+        assert_eq!(r["eventName"], "wakeful.monitor.silent");
+        let attrs = r["attributes"].as_array().unwrap();
+        let attr = |key: &str| attrs.iter().find(|a| a["key"] == key).map(|a| &a["value"]);
+        assert_eq!(attr("wakeful.event.quiet_ms"), Some(&int(60_000)));
+        assert_eq!(attr("wakeful.event.wake"), Some(&boolean(false)));
+        assert_eq!(attr("wakeful.event.replayed"), Some(&boolean(true)));
+        let resumed = ev(EventBody::MonitorResumed { quiet_ms: 61_500 });
+        assert_eq!(severity(&resumed), (9, "INFO"));
+        assert_eq!(log_record(&resumed)["eventName"], "wakeful.monitor.resumed");
     }
 }

@@ -36,7 +36,7 @@ fn print_line(line: &[u8], raw: bool, out: &mut impl Write) -> std::io::Result<(
         return out.write_all(line);
     }
     let text = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line));
-    writeln!(out, "{}", crate::render::plain_line(&text))
+    writeln!(out, "{}", wakeful_core::present::one_line(&text))
 }
 
 /// Prints the selected lines that are complete in the file, starting at

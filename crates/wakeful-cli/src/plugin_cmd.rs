@@ -143,7 +143,7 @@ pub async fn start(
         let r: StartResult = conn
             .call_as(Request::Start {
                 session: session.clone(),
-                spec,
+                spec: Box::new(spec),
                 env: env.clone(),
                 cwd: cwd.clone(),
             })

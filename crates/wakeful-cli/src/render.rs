@@ -2,61 +2,20 @@
 
 use std::io::Write;
 
-use wakeful_core::text::sanitize_for_model;
-use wakeful_core::{Event, EventBody, MonitorStopReason};
-
-/// `text` as one line that cannot act on a terminal: sanitized (no control
-/// characters or escape sequences; see [`sanitize_for_model`]), with any
-/// newline in it written as `\n`.
-pub fn plain_line(text: &str) -> String {
-    sanitize_for_model(text).replace('\n', "\\n")
-}
+use wakeful_core::present::{self, sanitize_for_model};
+use wakeful_core::{Event, MonitorStopReason};
 
 /// A table cell from user input: sanitized, newlines and tabs as spaces.
 fn cell(text: &str) -> String {
     sanitize_for_model(text).replace(['\n', '\t'], " ")
 }
 
-/// Prints one event for `watch`: each line of a `lines` event on a line of
-/// its own (so each output line is one line of the monitored command, which
-/// is what a Claude Code Monitor wants), every other event as
-/// `[wakeful] <text>`; all of it sanitized.
+/// Prints one event for `watch` (see [`present::watch_lines`]).
 pub fn watch_plain(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    match &e.body {
-        EventBody::MonitorEvent { lines, .. } => {
-            for l in lines {
-                writeln!(out, "{}", plain_line(l))?;
-            }
-        }
-        _ => {
-            for (i, l) in sanitize_for_model(&e.text).lines().enumerate() {
-                if i == 0 {
-                    writeln!(out, "[wakeful] {l}")?;
-                } else {
-                    writeln!(out, "[wakeful]   {l}")?;
-                }
-            }
-        }
+    for line in present::watch_lines(e) {
+        writeln!(out, "{line}")?;
     }
     Ok(())
-}
-
-/// `<seq> <monitor-id> <text>`, one line (the text sanitized, newlines in
-/// it written as `\n`), for `events` and `wait`.
-pub fn event_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{} {} {}",
-        e.seq,
-        plain_line(&e.monitor_id),
-        plain_line(&e.text)
-    )
-}
-
-/// One JSON object a line (SPEC §7).
-pub fn json_line(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    let s = serde_json::to_string(e).map_err(std::io::Error::other)?;
-    writeln!(out, "{s}")
 }
 
 /// How a `watch` ended.
@@ -239,7 +198,7 @@ mod tests {
     #[test]
     fn plain_views_hold_no_control_and_one_line_per_item() {
         let hostile = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd\0e\u{7f}f\u{85}g\u{2028}h";
-        assert_eq!(plain_line(hostile), "abcdefg\\nh");
+        assert_eq!(present::one_line(hostile), "abcdefg\\nh");
         assert_eq!(cell("two\nlines\tand\u{1b}[31m red"), "two lines and red");
     }
 }

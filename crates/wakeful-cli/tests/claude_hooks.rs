@@ -214,6 +214,69 @@ fn rewake_exits_2_with_the_events_on_stderr() {
     assert!(!out.contains("started: wake me"), "{out}");
 }
 
+/// Starts a `--wake-on fail` monitor in session Q.
+fn start_failing_only(home: &Home, description: &str, command: &str) -> Value {
+    home.json(&[
+        "--session",
+        "Q",
+        "start",
+        "--wake-on",
+        "fail",
+        "-d",
+        description,
+        "--",
+        command,
+    ])
+}
+
+#[test]
+fn events_that_do_not_wake_wait_for_a_wake_or_the_end_of_the_turn() {
+    let home = Home::new();
+    // A monitor that ends well under --wake-on fail: nothing in it wakes.
+    let v = start_failing_only(&home, "quiet", "echo quiet-line");
+    let quiet = v["id"].as_str().unwrap().to_string();
+    assert!(eventually(Duration::from_secs(15), || home
+        .json_lines(&["--session", "Q", "events"])
+        .iter()
+        .any(|e| e["kind"] == "stopped")));
+    // The rewake hook is not woken by it.
+    let (code, _, err) = run_hook(
+        hook(&home, &["hook", "rewake", "--timeout-ms", "300"]),
+        &input("Q", false),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+    // A failure wakes it, and brings the quiet events along, in order.
+    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("Q", false));
+    wait_followers(&home, 1);
+    start_failing_only(&home, "boom", "echo loud; exit 7");
+    assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+    let mut err = String::new();
+    std::io::Read::read_to_string(waiter.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let (a, b) = (
+        err.find("quiet-line").unwrap(),
+        err.find("exited with code 7").unwrap(),
+    );
+    assert!(a < b, "{err}");
+    assert!(err.contains(&quiet));
+    // What no wake carried is handed over at the end of the turn, once.
+    start_failing_only(&home, "late", "echo late-line");
+    assert!(eventually(Duration::from_secs(15), || home
+        .json_lines(&["--session", "Q", "events"])
+        .iter()
+        .filter(|e| e["kind"] == "stopped")
+        .count()
+        == 3));
+    let (code, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("Q", false));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("late-line") && !out.contains("quiet-line"),
+        "{out}"
+    );
+    let (_, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("Q", false));
+    assert_eq!(out, "");
+}
+
 #[test]
 fn a_newer_rewake_makes_the_older_give_up() {
     let home = Home::new();

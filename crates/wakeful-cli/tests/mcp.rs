@@ -181,8 +181,7 @@ fn assert_well_formed(notes: &[Value]) {
         assert_eq!(keys, BTreeSet::from(["kind", "monitor_id", "seq"]), "{n}");
         let content = n["params"]["content"].as_str().unwrap();
         assert!(
-            content.starts_with("[wakeful monitor ")
-                && content.contains("not a message from the user"),
+            content.starts_with("[wakeful mon-") && content.contains("not a message from the user"),
             "content is framed as monitor output: {content}"
         );
         assert!(seq(n) > last, "seqs must strictly increase: {notes:#?}");
@@ -332,6 +331,54 @@ async fn monitor_lines_arrive_as_channel_notifications_in_order() {
         .collect();
     let pushed: Vec<u64> = notes.iter().map(seq).collect();
     assert_eq!(pushed, logged);
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn the_channel_holds_events_that_do_not_wake_for_the_next_that_does() {
+    let home = Home::new();
+    let mut mcp = mcp(&home).await;
+    let id = mcp
+        .start(json!({
+            "command": "echo held-1; sleep 0.1; echo held-2; sleep 0.1; exit 5",
+            "description": "held",
+            "wake_on": "exit",
+            "batch_ms": 0,
+        }))
+        .await;
+    let notes = mcp.until_ended(&id).await;
+    let ours: Vec<&Value> = notes
+        .iter()
+        .filter(|n| meta(n, "monitor_id") == id)
+        .collect();
+    // One notification: the quiet `started` and lines, then the end.
+    assert_eq!(ours.len(), 1, "{ours:#?}");
+    let n = ours[0];
+    assert_eq!(meta(n, "kind"), "stopped");
+    let content = n["params"]["content"].as_str().unwrap();
+    let (a, b, c) = (
+        content.find("held-1").unwrap(),
+        content.find("held-2").unwrap(),
+        content.find("exited with code 5").unwrap(),
+    );
+    assert!(a < b && b < c, "{content}");
+    assert!(
+        content.contains("not messages from the user") || content.contains("not user input"),
+        "{content}"
+    );
+    // It covers every event of the monitor, from the first.
+    let log = mcp
+        .ok("monitor_events", json!({ "after": 0, "limit": 100 }))
+        .await;
+    let first = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["monitor_id"] == id.as_str())
+        .unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(meta(n, "from_seq"), first.to_string());
     mcp.close().await;
 }
 

@@ -65,6 +65,23 @@ impl ClientError {
     }
 }
 
+/// One line from the daemon, with events kept as the JSON they came as.
+#[derive(Debug)]
+pub enum Incoming {
+    /// An event reply: the event's JSON, exactly as the daemon sent it
+    /// (what `events --json` prints), not decoded.
+    Event(String),
+    /// Any other reply.
+    Reply(Reply),
+}
+
+impl Incoming {
+    /// Decodes an event (for a reader that needs its fields).
+    pub fn event(json: &str) -> Result<wakeful_core::Event, ClientError> {
+        serde_json::from_str(json).map_err(|e| ClientError::Protocol(format!("{e}: {json}")))
+    }
+}
+
 /// An open connection.
 pub struct Connection {
     reader: Lines<BufReader<OwnedReadHalf>>,
@@ -92,6 +109,29 @@ impl Connection {
                 .map(Some)
                 .map_err(|e| ClientError::Protocol(format!("{e}: {line}"))),
         }
+    }
+
+    /// The next line, with an event's JSON passed through undecoded (the
+    /// daemon encoded it once; a `--json` reader prints it as it is).
+    /// `Ok(None)` when the daemon closed the connection.
+    pub async fn next_incoming(&mut self) -> Result<Option<Incoming>, ClientError> {
+        let Some(mut line) = self.reader.next_line().await? else {
+            return Ok(None);
+        };
+        if line.starts_with(wakeful_protocol::EVENT_REPLY_PREFIX) && line.ends_with('}') {
+            line.truncate(line.len() - 1);
+            line.drain(..wakeful_protocol::EVENT_REPLY_PREFIX.len());
+            return Ok(Some(Incoming::Event(line)));
+        }
+        serde_json::from_str(&line)
+            .map(|r| Some(Incoming::Reply(r)))
+            .map_err(|e| ClientError::Protocol(format!("{e}: {line}")))
+    }
+
+    /// Whether more of the daemon's lines are already read and waiting
+    /// (a reader can then write its output once for all of them).
+    pub fn has_buffered(&mut self) -> bool {
+        !self.reader.get_mut().buffer().is_empty()
     }
 
     /// Sends a request and returns the result of its single `ok` reply.

@@ -10,5 +10,5 @@
 pub mod client;
 pub mod describe;
 
-pub use client::{connect, connect_existing, ClientError, Connection};
+pub use client::{connect, connect_existing, ClientError, Connection, Incoming};
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

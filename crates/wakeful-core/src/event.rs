@@ -126,6 +126,10 @@ pub enum EventKind {
     Failed,
     /// A persistent monitor was restarted after a daemon restart.
     Rearmed,
+    /// A monitor with `expect_within_ms` printed nothing for that long.
+    Silent,
+    /// A silent monitor printed again.
+    Resumed,
 }
 
 impl EventKind {
@@ -138,6 +142,8 @@ impl EventKind {
             EventKind::Stopped => "stopped",
             EventKind::Failed => "failed",
             EventKind::Rearmed => "rearmed",
+            EventKind::Silent => "silent",
+            EventKind::Resumed => "resumed",
         }
     }
 
@@ -200,6 +206,17 @@ pub enum EventBody {
     },
     /// `rearmed`: a persistent monitor was restarted after a daemon restart.
     MonitorRearmed,
+    /// `silent`: no output for `quiet_ms` (`expect_within_ms`); the monitor
+    /// keeps running. Once per quiet period.
+    MonitorSilent {
+        /// How long it has been quiet.
+        quiet_ms: u64,
+    },
+    /// `resumed`: output came again after a `silent` event.
+    MonitorResumed {
+        /// How long it was quiet.
+        quiet_ms: u64,
+    },
 }
 
 impl EventBody {
@@ -232,6 +249,8 @@ impl EventBody {
             EventBody::MonitorStopped { .. } => EventKind::Stopped,
             EventBody::MonitorFailed { .. } => EventKind::Failed,
             EventBody::MonitorRearmed => EventKind::Rearmed,
+            EventBody::MonitorSilent { .. } => EventKind::Silent,
+            EventBody::MonitorResumed { .. } => EventKind::Resumed,
         }
     }
 }
@@ -249,6 +268,9 @@ pub struct PendingEvent {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Whether it wakes the agent (the monitor's `wake_on`); events that do
+    /// not are delivered with the next one that does.
+    pub wakes: bool,
     /// Re-emitted from a recording by a replay monitor.
     pub replayed: bool,
 }
@@ -263,6 +285,7 @@ impl PendingEvent {
             ts: self.ts,
             text: self.text,
             body: self.body,
+            wakes: self.wakes,
             replayed: self.replayed,
         }
     }
@@ -284,6 +307,9 @@ pub struct Event {
     pub text: String,
     /// Typed content.
     pub body: EventBody,
+    /// Whether it wakes the agent (`"wake": false` on the wire when not;
+    /// see [`crate::params::WakeOn`]).
+    pub wakes: bool,
     /// Re-emitted from a recording by a replay monitor (`replayed: true`
     /// on the wire; left out when false).
     pub replayed: bool,
@@ -328,8 +354,20 @@ struct WireEvent {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     survivors: Vec<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    quiet_ms: Option<u64>,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    wake: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     replayed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl From<Event> for WireEvent {
@@ -349,10 +387,15 @@ impl From<Event> for WireEvent {
             stop_reason: None,
             error: None,
             survivors: Vec::new(),
+            quiet_ms: None,
+            wake: e.wakes,
             replayed: e.replayed,
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
+            EventBody::MonitorSilent { quiet_ms } | EventBody::MonitorResumed { quiet_ms } => {
+                w.quiet_ms = Some(quiet_ms);
+            }
             EventBody::MonitorEvent {
                 lines,
                 from_line,
@@ -431,6 +474,12 @@ impl TryFrom<WireEvent> for Event {
         let body = match w.kind {
             EventKind::Started => EventBody::MonitorStarted,
             EventKind::Rearmed => EventBody::MonitorRearmed,
+            EventKind::Silent => EventBody::MonitorSilent {
+                quiet_ms: w.quiet_ms.ok_or_else(|| need("quiet_ms"))?,
+            },
+            EventKind::Resumed => EventBody::MonitorResumed {
+                quiet_ms: w.quiet_ms.ok_or_else(|| need("quiet_ms"))?,
+            },
             EventKind::Lines => EventBody::MonitorEvent {
                 lines: w.lines.clone().ok_or_else(|| need("lines"))?,
                 from_line: w.from_line.unwrap_or(0),
@@ -466,6 +515,7 @@ impl TryFrom<WireEvent> for Event {
             ts,
             text: w.text,
             body,
+            wakes: w.wake,
             replayed: w.replayed,
         })
     }
@@ -484,6 +534,7 @@ mod tests {
             ts: Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap(),
             text: text.into(),
             body,
+            wakes: true,
             replayed: false,
         }
     }
@@ -551,6 +602,29 @@ mod tests {
                         to_line: 9,
                     },
                     "error: disk full",
+                )
+            },
+            ev(
+                EventBody::MonitorSilent { quiet_ms: 60_000 },
+                "tests: no output for 60000 ms",
+            ),
+            Event {
+                wakes: false,
+                ..ev(
+                    EventBody::MonitorResumed { quiet_ms: 61_500 },
+                    "tests: output resumed",
+                )
+            },
+            Event {
+                wakes: false,
+                replayed: true,
+                ..ev(
+                    EventBody::MonitorEvent {
+                        lines: vec!["ok 12".into()],
+                        from_line: 10,
+                        to_line: 10,
+                    },
+                    "ok 12",
                 )
             },
         ];

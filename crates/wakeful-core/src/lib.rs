@@ -19,7 +19,8 @@
 //! - [`machine`]: everything above combined with filters, `until`, limits and
 //!   timeouts into one per-monitor state machine ([`MonitorMachine`]).
 //! - [`terminal`]: managed commands monitors attach to ([`terminal::TerminalInfo`]).
-//! - [`text`]: making event text safe to show to a model.
+//! - [`present`]: every text shown to a model or a person (sanitizing,
+//!   cutting, labels, framing).
 //! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
@@ -32,17 +33,20 @@ pub mod journal;
 pub mod lines;
 pub mod machine;
 pub mod params;
+pub mod present;
 pub mod rate;
 pub mod session;
 pub mod stop;
 pub mod terminal;
-pub mod text;
 pub mod wake;
+
+/// The presenter under its former name.
+pub use present as text;
 
 pub use batch::Batcher;
 pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};
 pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};
-pub use params::{MonitorSpec, ParamError, ReplaySpeed, Source, StderrMode, Until};
+pub use params::{MonitorSpec, ParamError, ReplaySpeed, Source, StderrMode, Until, WakeOn};
 pub use rate::RateGate;

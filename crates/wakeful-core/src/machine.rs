@@ -16,7 +16,7 @@ use regex::Regex;
 use crate::batch::Batcher;
 use crate::event::{EventBody, MonitorStopReason};
 use crate::lines::{Line, Stream};
-use crate::params::{MonitorSpec, ParamError, StderrMode, Until};
+use crate::params::{MonitorSpec, ParamError, StderrMode, Until, WakeOn};
 use crate::rate::{Admit, RateGate, Suppressed};
 
 /// How many lines the tail keeps for endings that report them.
@@ -33,6 +33,8 @@ pub struct Emit {
     pub body: EventBody,
     /// What an agent reads.
     pub text: String,
+    /// Whether it wakes the agent (the monitor's `wake_on`).
+    pub wakes: bool,
 }
 
 /// What a call into the machine produced.
@@ -83,6 +85,33 @@ pub fn survivors_text(pids: &[i32]) -> String {
     )
 }
 
+/// Whether a monitor ending for `reason` is a failure for `wake_on: fail`.
+fn is_failure(reason: &MonitorStopReason) -> bool {
+    match reason {
+        MonitorStopReason::WsClosed { code } => !matches!(code, 1000 | 1001),
+        MonitorStopReason::Timeout
+        | MonitorStopReason::IdleTimeout
+        | MonitorStopReason::WsFrameTooLarge => true,
+        r => r.is_abnormal(),
+    }
+}
+
+/// `1500 ms` as `1.5 s`, `120000 ms` as `2 min`.
+fn human_ms(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < 120_000 {
+        let s = ms as f64 / 1000.0;
+        if ms.is_multiple_of(1000) {
+            format!("{} s", ms / 1000)
+        } else {
+            format!("{s:.1} s")
+        }
+    } else {
+        format!("{} min", ms / 60_000)
+    }
+}
+
 /// The per-monitor state machine; see the module docs.
 #[derive(Debug)]
 pub struct MonitorMachine {
@@ -102,6 +131,11 @@ pub struct MonitorMachine {
     after_at: Option<Instant>,
     stop: Option<MonitorStopReason>,
     counters: Counters,
+    wake_on: WakeOn,
+    wake_match: Option<Regex>,
+    expect_within: Option<Duration>,
+    /// A `silent` event was emitted and no output came since.
+    silent: bool,
 }
 
 impl MonitorMachine {
@@ -133,6 +167,10 @@ impl MonitorMachine {
             after_at,
             stop: None,
             counters: Counters::default(),
+            wake_on: spec.wake_on.clone(),
+            wake_match: compiled.wake_match,
+            expect_within: spec.expect_within_ms.map(Duration::from_millis),
+            silent: false,
         })
     }
 
@@ -156,10 +194,67 @@ impl MonitorMachine {
         } else {
             format!("started: {} ({source_summary})", self.description)
         };
+        let body = EventBody::MonitorStarted;
         Emit {
-            body: EventBody::MonitorStarted,
+            wakes: self.wakes(&body),
+            body,
             text,
         }
+    }
+
+    /// Whether an event with `body` wakes the agent under this monitor's
+    /// `wake_on` (see [`WakeOn`]).
+    pub fn wakes(&self, body: &EventBody) -> bool {
+        let failure = match body {
+            EventBody::MonitorFailed { .. } | EventBody::MonitorSilent { .. } => true,
+            EventBody::MonitorStopped { reason, .. } => is_failure(reason),
+            _ => false,
+        };
+        match &self.wake_on {
+            WakeOn::Any => true,
+            WakeOn::Exit => matches!(
+                body,
+                EventBody::MonitorStopped { .. } | EventBody::MonitorFailed { .. }
+            ),
+            WakeOn::Fail => failure,
+            WakeOn::Match(_) => {
+                failure
+                    || match body {
+                        EventBody::MonitorEvent { lines, .. } => self
+                            .wake_match
+                            .as_ref()
+                            .is_some_and(|re| lines.iter().any(|l| re.is_match(l))),
+                        _ => false,
+                    }
+            }
+        }
+    }
+
+    /// Sets `wakes` of each emit.
+    fn mark(&self, mut step: Step) -> Step {
+        for e in &mut step.emits {
+            e.wakes = self.wakes(&e.body);
+        }
+        step
+    }
+
+    /// Output came: after a `silent` event, a `resumed` one.
+    fn output(&mut self, now: Instant, step: &mut Step) {
+        if self.silent && self.stop.is_none() {
+            self.silent = false;
+            let quiet = now.saturating_duration_since(self.last_activity);
+            let quiet_ms = quiet.as_millis() as u64;
+            step.emits.push(Emit {
+                wakes: true,
+                text: format!(
+                    "{}: output again after {} of silence",
+                    self.description,
+                    human_ms(quiet_ms)
+                ),
+                body: EventBody::MonitorResumed { quiet_ms },
+            });
+        }
+        self.last_activity = now;
     }
 
     /// Asks the monitor to stop for `reason` (user stop, session end, daemon
@@ -172,10 +267,15 @@ impl MonitorMachine {
 
     /// One complete line from the source.
     pub fn on_line(&mut self, now: Instant, line: Line) -> Step {
+        let step = self.line(now, line);
+        self.mark(step)
+    }
+
+    fn line(&mut self, now: Instant, line: Line) -> Step {
         self.counters.lines += 1;
-        self.last_activity = now;
-        self.push_tail(&line);
         let mut step = Step::default();
+        self.output(now, &mut step);
+        self.push_tail(&line);
         if self.stop.is_some() {
             return step;
         }
@@ -194,6 +294,7 @@ impl MonitorMachine {
                     self.counters.events += 1;
                     self.counters.delivered_lines += 1;
                     step.emits.push(Emit {
+                        wakes: true,
                         text: line.text.clone(),
                         body: EventBody::MonitorEvent {
                             lines: vec![line.text],
@@ -240,8 +341,21 @@ impl MonitorMachine {
         to_line: u64,
         last: Vec<String>,
     ) -> Step {
+        let step = self.absorb_inner(now, count, from_line, to_line, last);
+        self.mark(step)
+    }
+
+    fn absorb_inner(
+        &mut self,
+        now: Instant,
+        count: u64,
+        from_line: u64,
+        to_line: u64,
+        last: Vec<String>,
+    ) -> Step {
         self.counters.lines += count;
-        self.last_activity = now;
+        let mut step = Step::default();
+        self.output(now, &mut step);
         for text in last {
             self.push_tail(&Line {
                 stream: Stream::Stdout,
@@ -249,7 +363,6 @@ impl MonitorMachine {
                 file_line: 0,
             });
         }
-        let mut step = Step::default();
         let mut held = Vec::new();
         self.batcher.take_pending(&mut held);
         self.deliver(now, held, &mut step);
@@ -280,7 +393,7 @@ impl MonitorMachine {
         let mut out = Vec::new();
         self.batcher.drained(now, &mut out);
         self.deliver(now, out, &mut step);
-        step
+        self.mark(step)
     }
 
     /// The earliest instant at which [`MonitorMachine::on_tick`] has work.
@@ -294,6 +407,9 @@ impl MonitorMachine {
             self.timeout_at,
             self.idle.map(|d| self.last_activity + d),
             self.after_at,
+            self.expect_within
+                .filter(|_| !self.silent)
+                .map(|d| self.last_activity + d),
         ]
         .into_iter()
         .flatten()
@@ -322,7 +438,25 @@ impl MonitorMachine {
         } else if self.idle.is_some_and(|d| now >= self.last_activity + d) {
             self.decide(&mut step, MonitorStopReason::IdleTimeout);
         }
-        step
+        if let Some(expect) = self.expect_within {
+            if self.stop.is_none() && !self.silent && now >= self.last_activity + expect {
+                self.silent = true;
+                let quiet_ms = now
+                    .saturating_duration_since(self.last_activity)
+                    .as_millis() as u64;
+                step.emits.push(Emit {
+                    wakes: true,
+                    text: format!(
+                        "{}: no output for {} (expected within {}); it keeps running",
+                        self.description,
+                        human_ms(quiet_ms),
+                        human_ms(expect.as_millis() as u64)
+                    ),
+                    body: EventBody::MonitorSilent { quiet_ms },
+                });
+            }
+        }
+        self.mark(step)
     }
 
     /// The source ended (after any stop decision was carried out): flush what
@@ -348,6 +482,7 @@ impl MonitorMachine {
         let decided = self.stop.clone();
         let mut final_emit = match (decided, end) {
             (None, SourceEnd::Failed(error)) | (Some(_), SourceEnd::Failed(error)) => Emit {
+                wakes: true,
                 text: with_lines(format!("{}: failed: {error}", self.description), &last),
                 body: EventBody::MonitorFailed {
                     error,
@@ -373,7 +508,7 @@ impl MonitorMachine {
             }
         }
         step.emits.push(final_emit);
-        step.emits
+        self.mark(step).emits
     }
 
     fn stopped(&self, reason: MonitorStopReason, last: Vec<String>) -> Emit {
@@ -397,6 +532,7 @@ impl MonitorMachine {
             _ => format!("{}: {reason}", self.description),
         };
         Emit {
+            wakes: true,
             text: with_lines(head, &last_lines),
             body: EventBody::MonitorStopped {
                 reason,
@@ -409,6 +545,7 @@ impl MonitorMachine {
     fn suppressed(&mut self, r: Suppressed) -> Emit {
         self.counters.suppressed_lines += r.count;
         Emit {
+            wakes: true,
             text: format!(
                 "[{} lines suppressed by the rate limit (output lines {}–{}); read them with: wakeful output {} --from-line {} --to-line {}]",
                 r.count, r.from_line, r.to_line, self.monitor_id, r.from_line, r.to_line
@@ -440,6 +577,7 @@ impl MonitorMachine {
                     self.counters.delivered_lines += n;
                     let lines: Vec<String> = batch.into_iter().map(|l| l.text).collect();
                     step.emits.push(Emit {
+                        wakes: true,
                         text: lines.join("\n"),
                         body: EventBody::MonitorEvent {
                             lines,
@@ -530,6 +668,131 @@ mod tests {
         let end = m.finish(t0, SourceEnd::Exited(0));
         assert_eq!(kinds(&end), [EventKind::Stopped]);
         assert_eq!(end[0].text, "d: exited with code 0");
+    }
+
+    #[test]
+    fn silence_is_an_event_once_per_quiet_period() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "tests");
+        spec.expect_within_ms = Some(2_000);
+        spec.batch_ms = Some(0);
+        let mut m = machine(&spec, t0);
+        assert_eq!(m.next_deadline(), Some(t0 + Duration::from_secs(2)));
+        assert!(m
+            .on_tick(t0 + Duration::from_millis(1_999))
+            .emits
+            .is_empty());
+        let quiet = m.on_tick(t0 + Duration::from_secs(2));
+        assert_eq!(kinds(&quiet.emits), [EventKind::Silent]);
+        assert_eq!(quiet.stop, None, "the monitor keeps running");
+        assert_eq!(
+            quiet.emits[0].text,
+            "tests: no output for 2 s (expected within 2 s); it keeps running"
+        );
+        // Once per quiet period: no second `silent`, no busy deadline.
+        assert!(m.on_tick(t0 + Duration::from_secs(9)).emits.is_empty());
+        assert!(m
+            .next_deadline()
+            .is_none_or(|d| d > t0 + Duration::from_secs(60)));
+        // Output again: `resumed`, then the line.
+        let t10 = t0 + Duration::from_secs(10);
+        let mut back = m.on_line(t10, line(1, "up"));
+        back.emits.extend(m.drained(t10).emits);
+        assert_eq!(kinds(&back.emits), [EventKind::Resumed, EventKind::Lines]);
+        assert_eq!(
+            back.emits[0].body,
+            EventBody::MonitorResumed { quiet_ms: 10_000 }
+        );
+        // And the watch starts over from that line.
+        assert_eq!(m.next_deadline(), Some(t0 + Duration::from_secs(12)));
+        let again = m.on_tick(t0 + Duration::from_secs(12));
+        assert_eq!(kinds(&again.emits), [EventKind::Silent]);
+    }
+
+    #[test]
+    fn wake_on_decides_which_events_wake() {
+        let t0 = Instant::now();
+        let run = |wake_on: &str, end: SourceEnd| {
+            let mut spec = MonitorSpec::command("x", "d");
+            spec.wake_on = wake_on.parse().unwrap();
+            spec.batch_ms = Some(0);
+            let mut m = machine(&spec, t0);
+            let mut emits = vec![m.started("command: x")];
+            emits.extend(m.on_line(t0, line(1, "compiling")).emits);
+            emits.extend(m.drained(t0).emits);
+            let t1 = t0 + Duration::from_secs(1);
+            emits.extend(m.on_line(t1, line(2, "error: boom")).emits);
+            emits.extend(m.drained(t1).emits);
+            emits.extend(m.finish(t0 + Duration::from_secs(2), end));
+            emits
+                .iter()
+                .map(|e| (e.body.kind(), e.wakes))
+                .collect::<Vec<_>>()
+        };
+        use EventKind::*;
+        assert_eq!(
+            run("any", SourceEnd::Exited(0)),
+            [
+                (Started, true),
+                (Lines, true),
+                (Lines, true),
+                (Stopped, true)
+            ]
+        );
+        assert_eq!(
+            run("exit", SourceEnd::Exited(0)),
+            [
+                (Started, false),
+                (Lines, false),
+                (Lines, false),
+                (Stopped, true)
+            ]
+        );
+        assert_eq!(
+            run("fail", SourceEnd::Exited(0)),
+            [
+                (Started, false),
+                (Lines, false),
+                (Lines, false),
+                (Stopped, false)
+            ]
+        );
+        assert_eq!(
+            run("fail", SourceEnd::Exited(2)),
+            [
+                (Started, false),
+                (Lines, false),
+                (Lines, false),
+                (Stopped, true)
+            ]
+        );
+        assert_eq!(
+            run("match:error", SourceEnd::Exited(0)),
+            [
+                (Started, false),
+                (Lines, false),
+                (Lines, true),
+                (Stopped, false)
+            ]
+        );
+        assert_eq!(
+            run("match:error", SourceEnd::Failed("gone".into())),
+            [
+                (Started, false),
+                (Lines, false),
+                (Lines, true),
+                (Failed, true)
+            ]
+        );
+        // Silence is a failure for `fail`; its end is not.
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.wake_on = WakeOn::Fail;
+        spec.expect_within_ms = Some(1_000);
+        let mut m = machine(&spec, t0);
+        let quiet = m.on_tick(t0 + Duration::from_secs(1));
+        assert!(quiet.emits[0].wakes);
+        let back = m.on_line(t0 + Duration::from_secs(2), line(1, "x"));
+        assert!(!back.emits[0].wakes);
     }
 
     #[test]

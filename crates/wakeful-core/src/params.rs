@@ -342,6 +342,73 @@ impl<'de> Deserialize<'de> for Until {
     }
 }
 
+/// Which of a monitor's events wake the agent (all are recorded and
+/// readable either way). Written as `any`, `exit`, `fail` or
+/// `match:<regex>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WakeOn {
+    /// Every event (the default).
+    #[default]
+    Any,
+    /// The monitor's final event (`stopped` or `failed`).
+    Exit,
+    /// Failures: `failed`, a `stopped` that is not a success (non-zero
+    /// exit, signal, timeout, idle timeout, abnormal WebSocket close), and
+    /// `silent`.
+    Fail,
+    /// `lines` events with a line matching the regex, and failures.
+    Match(String),
+}
+
+impl WakeOn {
+    /// Whether this is the default (`any`).
+    pub fn is_any(&self) -> bool {
+        *self == WakeOn::Any
+    }
+}
+
+impl FromStr for WakeOn {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "any" => Ok(WakeOn::Any),
+            "exit" => Ok(WakeOn::Exit),
+            "fail" => Ok(WakeOn::Fail),
+            _ => match s.strip_prefix("match:") {
+                Some(re) if !re.is_empty() => Ok(WakeOn::Match(re.to_string())),
+                _ => Err(ParamError::WakeOn(s.to_string())),
+            },
+        }
+    }
+}
+
+impl fmt::Display for WakeOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WakeOn::Any => f.write_str("any"),
+            WakeOn::Exit => f.write_str("exit"),
+            WakeOn::Fail => f.write_str("fail"),
+            WakeOn::Match(re) => write!(f, "match:{re}"),
+        }
+    }
+}
+
+impl Serialize for WakeOn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for WakeOn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Smallest accepted `expect_within_ms`.
+pub const MIN_EXPECT_WITHIN_MS: u64 = 1_000;
+
 /// Everything a monitor is asked to do (SPEC §3). Plain data; see
 /// [`MonitorSpec::validate`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -385,6 +452,13 @@ pub struct MonitorSpec {
     /// Extra environment for the command, on top of the caller's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Which events wake the agent (default `any`).
+    #[serde(default, skip_serializing_if = "WakeOn::is_any")]
+    pub wake_on: WakeOn,
+    /// After this long without output, one `silent` event (the monitor
+    /// keeps running); `resumed` when output comes again (≥ 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_within_ms: Option<u64>,
 }
 
 impl MonitorSpec {
@@ -406,6 +480,8 @@ impl MonitorSpec {
             batch_ms: None,
             cwd: None,
             env: BTreeMap::new(),
+            wake_on: WakeOn::Any,
+            expect_within_ms: None,
         }
     }
 
@@ -462,6 +538,11 @@ impl MonitorSpec {
                 return Err(ParamError::Key);
             }
         }
+        if let Some(t) = self.expect_within_ms {
+            if t < MIN_EXPECT_WITHIN_MS {
+                return Err(ParamError::ExpectWithin(t));
+            }
+        }
         for name in self.env.keys() {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
                 return Err(ParamError::EnvName(name.clone()));
@@ -476,9 +557,14 @@ impl MonitorSpec {
             Some(Until::Match(re)) => Some(compile("until", re)?),
             _ => None,
         };
+        let wake_match = match &self.wake_on {
+            WakeOn::Match(re) => Some(compile("wake_on (--wake-on)", re)?),
+            _ => None,
+        };
         Ok(CompiledSpec {
             filter,
             until_match,
+            wake_match,
         })
     }
 }
@@ -506,12 +592,20 @@ pub struct CompiledSpec {
     pub filter: Option<Regex>,
     /// Compiled `until match:` expression.
     pub until_match: Option<Regex>,
+    /// Compiled `wake_on match:` expression.
+    pub wake_match: Option<Regex>,
 }
 
 /// A parameter that breaks the contract. Each message names the parameter,
 /// what was wrong and what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
+    /// `wake_on` is not one of its forms.
+    #[error("wake_on (--wake-on) must be `any`, `exit`, `fail` or `match:<regex>` (got `{0}`)")]
+    WakeOn(String),
+    /// `expect_within_ms` too small.
+    #[error("expect_within_ms (--expect-within) must be at least {MIN_EXPECT_WITHIN_MS} ms (got {0}); it is the longest quiet time before a `silent` event")]
+    ExpectWithin(u64),
     /// `description` empty or too long.
     #[error("description must be 1–{MAX_DESCRIPTION_CHARS} characters and not blank (got {0}); say what the monitor watches, e.g. \"cargo build errors\"")]
     Description(usize),

@@ -100,6 +100,7 @@ pub async fn import(
                 ts: event.ts,
                 text: event.text,
                 body: event.body,
+                wakes: event.wakes,
                 replayed: event.replayed,
             },
         });

@@ -404,6 +404,7 @@ fn recover(
                 last_lines: vec![],
                 survivors: vec![],
             },
+            wakes: true,
             replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),
         }));
     }

@@ -575,7 +575,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 base_cwd: Some(cwd),
                 ..StartOptions::default()
             };
-            match state.registry.start_with(spec, opts).await {
+            match state.registry.start_with(*spec, opts).await {
                 Ok(s) => {
                     let result = StartResult {
                         id: s.info.id,
@@ -622,6 +622,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             timeout_ms,
             follow,
             exclusive,
+            all,
         } => {
             let opts = WaitOpts {
                 session: &session,
@@ -629,6 +630,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 timeout_ms,
                 follow,
                 exclusive,
+                all,
             };
             wait(conn, state, opts).await
         }
@@ -644,14 +646,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             let stopped = state.registry.end_session(&session).await;
             conn.ok(&SessionEndResult { session, stopped }).await
         }
-        Request::Run {
-            session,
-            command,
-            env,
-            cwd,
-            until,
-            description,
-        } => run_terminal(conn, state, session, command, env, cwd, until, description).await,
+        Request::Run(run) => run_terminal(conn, state, run).await,
         Request::TerminalList { session } => {
             let list = terminals(state)
                 .into_iter()
@@ -733,17 +728,19 @@ async fn terminal_not_found(conn: &mut Conn, id: &str) -> std::io::Result<()> {
     .await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_terminal(
     conn: &mut Conn,
     state: &State,
-    session: String,
-    command: String,
-    env: std::collections::BTreeMap<String, String>,
-    cwd: std::path::PathBuf,
-    until: Option<wakeful_core::Until>,
-    description: Option<String>,
+    run: wakeful_protocol::RunRequest,
 ) -> std::io::Result<()> {
+    let wakeful_protocol::RunRequest {
+        session,
+        command,
+        env,
+        cwd,
+        until,
+        description,
+    } = run;
     // Check the monitor's parameters before starting anything.
     let monitor_spec = until.map(|until| {
         let mut spec =
@@ -931,6 +928,51 @@ struct WaitOpts<'a> {
     timeout_ms: Option<u64>,
     follow: bool,
     exclusive: bool,
+    /// Hand out events that do not wake without waiting for one that does.
+    all: bool,
+}
+
+/// What a wait read from the hub and has not handed out yet.
+///
+/// At most [`PAGE`] events are kept. Past that, events that do not wake are
+/// only counted as skipped; once one that wakes turns up, the wait reads
+/// again from the cursor (the hub catches up from the store), so a long run
+/// of quiet events costs no memory and none is lost.
+#[derive(Default)]
+struct Unhanded {
+    events: std::collections::VecDeque<Arc<Committed>>,
+    /// The last event that wakes, read but not yet acknowledged.
+    wake_at: Option<u64>,
+    /// Events were read past the page and not kept.
+    skipped: bool,
+}
+
+impl Unhanded {
+    fn take(&mut self, e: Arc<Committed>) {
+        if e.event.wakes {
+            self.wake_at = Some(e.seq());
+        }
+        if self.events.len() < PAGE && !self.skipped {
+            self.events.push_back(e);
+        } else {
+            self.skipped = true;
+        }
+    }
+
+    /// Forgets what was acknowledged (up to `seq`).
+    fn acked(&mut self, seq: u64) {
+        while self.events.front().is_some_and(|e| e.seq() <= seq) {
+            self.events.pop_front();
+        }
+        if self.wake_at.is_some_and(|w| w <= seq) {
+            self.wake_at = None;
+        }
+    }
+
+    /// Something to hand out now.
+    fn ready(&self, all: bool) -> bool {
+        !self.events.is_empty() && (all || self.wake_at.is_some())
+    }
 }
 
 async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Result<()> {
@@ -940,6 +982,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         timeout_ms,
         follow,
         exclusive,
+        all,
     } = opts;
     let _following = Following::stream(state);
     let slot = state.consumer(session, consumer);
@@ -952,27 +995,42 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         None
     };
     let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let follow_from = |after: u64| state.registry.hub().follow(Filter::session(session), after);
     let cursor = state
         .reader
         .cursor(session, consumer)
         .map_err(store_error)?;
-    let mut events = state
-        .registry
-        .hub()
-        .follow(Filter::session(session), cursor);
-    // Read from the hub but not yet acknowledged, in seq order.
-    let mut pending: std::collections::VecDeque<Arc<Committed>> = Default::default();
+    let mut events = follow_from(cursor);
+    let mut pending = Unhanded::default();
     loop {
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
         }
-        while pending.len() < PAGE {
-            match events.try_next().map_err(follow_error)? {
-                Some(e) => pending.push_back(e),
-                None => break,
+        while let Some(e) = events.try_next().map_err(follow_error)? {
+            pending.take(e);
+            if pending.skipped && pending.wake_at.is_some() {
+                break;
             }
         }
-        if pending.is_empty() {
+        if pending.skipped && (pending.wake_at.is_some() || pending.events.is_empty()) {
+            // Read again from the cursor: the events not kept come back
+            // from the store, page by page.
+            let acked = state
+                .reader
+                .cursor(session, consumer)
+                .map_err(store_error)?;
+            let wake_at = pending.wake_at;
+            events = follow_from(acked);
+            pending = Unhanded::default();
+            while pending.events.len() < PAGE {
+                match events.try_next().map_err(follow_error)? {
+                    Some(e) => pending.take(e),
+                    None => break,
+                }
+            }
+            pending.wake_at = pending.wake_at.max(wake_at);
+        }
+        if !pending.ready(all) {
             let sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d).await,
@@ -981,15 +1039,16 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
             };
             tokio::select! {
                 next = events.next() => match next {
-                    Ok(e) => pending.push_back(e),
+                    Ok(e) => pending.take(e),
                     Err(FollowError::Closed) => return Ok(()),
                     Err(e) => return Err(follow_error(e)),
                 },
                 _ = sleep => {
+                    let quiet = if pending.events.is_empty() { "" } else { " that wake (events that do not wake wait for one that does, or for `wait --all`)" };
                     return conn
                         .error(
                             ErrorKind::Timeout,
-                            format!("no new events for session `{session}` within {} ms", timeout_ms.unwrap_or(0)),
+                            format!("no new events{quiet} for session `{session}` within {} ms", timeout_ms.unwrap_or(0)),
                         )
                         .await;
                 }
@@ -1012,17 +1071,21 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
             .reader
             .cursor(session, consumer)
             .map_err(store_error)?;
-        while pending.front().is_some_and(|e| e.seq() <= acked) {
-            pending.pop_front();
+        pending.acked(acked);
+        if !pending.ready(all) {
+            continue;
         }
-        let Some(last) = pending
-            .get(pending.len().min(PAGE).saturating_sub(1))
-            .map(|e| e.seq())
-        else {
+        // Up to the last event that wakes; the quiet ones after it wait.
+        let n = match (all, pending.wake_at) {
+            (false, Some(w)) => pending.events.iter().take_while(|e| e.seq() <= w).count(),
+            _ => pending.events.len(),
+        };
+        let Some(last) = pending.events.get(n.wrapping_sub(1)).map(|e| e.seq()) else {
             continue;
         };
+        let wakes = pending.events.iter().take(n).any(|e| e.event.wakes);
         let mut buf = Vec::new();
-        for e in pending.iter().take(PAGE) {
+        for e in pending.events.iter().take(n) {
             buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
         }
         conn.out.write_all(&buf).await?;
@@ -1039,9 +1102,7 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
                         .error(ErrorKind::Internal, "the daemon is stopping")
                         .await;
                 }
-                while pending.front().is_some_and(|e| e.seq() <= seq) {
-                    pending.pop_front();
-                }
+                pending.acked(seq);
             }
             Some(Ok(_)) | Some(Err(_)) => {
                 return conn
@@ -1050,7 +1111,9 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
             }
             None => return Ok(()),
         }
-        if !follow {
+        // Without follow, one batch ends the wait, unless the event that
+        // wakes is still ahead (more than a page of quiet events before it).
+        if !follow && (all || wakes) {
             return conn.ok(&Acked { acked: last }).await;
         }
     }

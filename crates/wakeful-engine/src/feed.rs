@@ -265,6 +265,7 @@ pub(crate) fn stamp(
                 ts,
                 text: e.text,
                 body: e.body,
+                wakes: e.wakes,
                 replayed,
             })
         })

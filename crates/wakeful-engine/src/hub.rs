@@ -540,6 +540,7 @@ mod tests {
 
     fn entry(session: &str, n: usize) -> JournalEntry {
         JournalEntry::Event(PendingEvent {
+            wakes: true,
             session: session.into(),
             monitor_id: format!("mon-{session}"),
             ts: Utc::now(),

@@ -80,6 +80,7 @@ pub(crate) async fn run(task: MonitorTask) {
                 output_path.display()
             );
             let failed = Emit {
+                wakes: true,
                 body: EventBody::MonitorFailed {
                     error: text.clone(),
                     last_lines: vec![],
@@ -114,6 +115,7 @@ pub(crate) async fn run(task: MonitorTask) {
     }
     let first = if rearm {
         Emit {
+            wakes: feed.machine.wakes(&EventBody::MonitorRearmed),
             body: EventBody::MonitorRearmed,
             text: format!(
                 "rearmed: {} ({}) restarted after a daemon restart",

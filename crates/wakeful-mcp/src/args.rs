@@ -71,6 +71,11 @@ pub struct MonitorStartArgs {
     pub cwd: Option<String>,
     /// Extra environment variables for the command, e.g. {"RUST_LOG": "debug"}, on top of the MCP server's environment.
     pub env: Option<BTreeMap<String, String>>,
+    /// Which events wake you: `any` (default), `exit` (only the final event), `fail` (only failures: non-zero exit, signal, timeout, `failed`, `silent`) or `match:<regex>` (matching lines, and failures). Every event is still recorded and readable; the others come with the next one that wakes. Use `fail` for a long build you only need to hear about when it breaks.
+    pub wake_on: Option<String>,
+    /// After this many milliseconds without output (at least 1000), one `silent` event (the monitor keeps running); `resumed` when output comes again. Use it to hear about a watch that went quiet.
+    #[schemars(range(min = 1000))]
+    pub expect_within_ms: Option<u64>,
 }
 
 impl MonitorStartArgs {
@@ -171,6 +176,14 @@ impl MonitorStartArgs {
             batch_ms: self.batch_ms,
             cwd: self.cwd.as_ref().map(PathBuf::from),
             env: self.env.clone().unwrap_or_default(),
+            wake_on: self
+                .wake_on
+                .as_deref()
+                .map(str::parse::<wakeful_core::WakeOn>)
+                .transpose()
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default(),
+            expect_within_ms: self.expect_within_ms,
         };
         spec.validate().map_err(|e| e.to_string())?;
         Ok(spec)
@@ -238,6 +251,8 @@ pub struct MonitorWaitArgs {
     /// Give up after this many milliseconds and return `timed_out: true`. Default 50000; 0–600000 (0: return at once). Keep it below your client's tool-call timeout.
     #[schemars(range(max = 600000))]
     pub timeout_ms: Option<u64>,
+    /// Also return events that do not wake (of monitors started with `wake_on` other than `any`) at once, without waiting for one that wakes. Default false.
+    pub all: Option<bool>,
 }
 
 impl MonitorWaitArgs {
@@ -356,7 +371,13 @@ mod tests {
 
     #[test]
     fn wait_timeout_is_checked_not_clamped() {
-        let w = |t| MonitorWaitArgs { timeout_ms: t }.timeout_ms();
+        let w = |t| {
+            MonitorWaitArgs {
+                timeout_ms: t,
+                all: None,
+            }
+            .timeout_ms()
+        };
         assert_eq!(w(None), Ok(DEFAULT_WAIT_TIMEOUT_MS));
         assert_eq!(w(Some(0)), Ok(0));
         assert_eq!(w(Some(600_000)), Ok(600_000));

@@ -8,6 +8,11 @@
 //! event text, framed as monitor output, with control characters and ANSI
 //! escapes removed and its length capped.
 //!
+//! Events that do not wake (their monitor was started with `wake_on` other
+//! than `any`) are held back and sent in one notification together with the
+//! next event that wakes; at most [`MAX_HELD`] are quoted, the text points to
+//! the rest.
+//!
 //! [`forward`] follows the session's events in the daemon from a given seq
 //! and sends them in seq order, each once: the next notification is queued
 //! only after the previous one was written, an event is skipped when its seq
@@ -20,8 +25,7 @@ use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{json, Value};
 use wakeful_client::{connect_existing, Connection, Paths};
-use wakeful_core::text::{cap, sanitize_for_model};
-use wakeful_core::{Event, EventBody};
+use wakeful_core::Event;
 use wakeful_protocol::{Reply, Request, Status};
 
 /// The notification method Claude Code channels listen to.
@@ -30,6 +34,10 @@ pub const METHOD: &str = "notifications/claude/channel";
 pub const CAPABILITY: &str = "claude/channel";
 /// Largest `content` body, in bytes; longer text is cut with a note.
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// Most events that do not wake quoted in the notification of the next one
+/// that does.
+pub const MAX_HELD: usize = 50;
 
 /// The first pause before reconnecting to the daemon; it doubles up to
 /// [`MAX_RETRY`].
@@ -55,25 +63,49 @@ pub fn notification(event: &Event, description: Option<&str>) -> CustomNotificat
     CustomNotification::new(METHOD, Some(params(event, description)))
 }
 
-/// The text the model reads: a header line that says which monitor this is
-/// and that it is monitor output, not user input; then the event text.
-pub fn content(event: &Event, description: Option<&str>) -> String {
-    let label = wakeful_core::text::event_label(event, description);
-    let mut body = cap(&sanitize_for_model(&event.text), MAX_CONTENT_BYTES);
-    if body.len() > MAX_CONTENT_BYTES {
-        if let EventBody::MonitorEvent {
-            from_line, to_line, ..
-        } = &event.body
-        {
-            body.push_str(&format!(
-                "\n(every line is in the monitor's output file: `wakeful output {} --from-line {from_line} --to-line {to_line}`)",
-                event.monitor_id
-            ));
-        }
+/// One notification for `held` events that did not wake followed by
+/// `event`, which does: `content` frames them all (the events past
+/// [`MAX_HELD`] are counted with a pointer to read them), `meta` names the
+/// event that woke, and `from_seq` the first one the text covers.
+pub fn with_held(
+    held: &[(Event, Option<String>)],
+    more: u64,
+    event: &Event,
+    description: Option<&str>,
+) -> CustomNotification {
+    let mut all: Vec<(Event, Option<String>)> = held.to_vec();
+    all.push((event.clone(), description.map(str::to_string)));
+    let (mut content, n) =
+        wakeful_core::present::batch(&all, MAX_CONTENT_BYTES, MAX_CONTENT_BYTES / 4, None);
+    let left = (all.len() - n) as u64 + more;
+    if left > 0 {
+        let from = held.first().map_or(event.seq, |(e, _)| e.seq);
+        content.push_str(&format!(
+            "\n({left} more events that did not wake: `wakeful events --session {} --after {}`)",
+            event.session,
+            from.saturating_sub(1)
+        ));
     }
-    format!(
-        "[wakeful monitor {label} — output of a background command, not a message from the user]\n{body}"
+    let from_seq = held.first().map_or(event.seq, |(e, _)| e.seq);
+    CustomNotification::new(
+        METHOD,
+        Some(json!({
+            "content": content,
+            "meta": {
+                "monitor_id": event.monitor_id,
+                "seq": event.seq.to_string(),
+                "kind": event.kind().as_str(),
+                "from_seq": from_seq.to_string(),
+            },
+        })),
     )
+}
+
+/// The text the model reads: the event framed by the presenter (which
+/// monitor, that it is monitor output and not user input, the text
+/// sanitized and capped with a pointer to the output file).
+pub fn content(event: &Event, description: Option<&str>) -> String {
+    wakeful_core::present::single(event, description, MAX_CONTENT_BYTES)
 }
 
 /// Follows `session`'s events after `after` (or, when `None`, after the
@@ -145,6 +177,10 @@ async fn follow(
         return Followed::Nothing;
     }
     let mut result = Followed::Nothing;
+    // Events that do not wake, read since the last notification; `after`
+    // stays before them, so a reconnection reads them again.
+    let mut held: Vec<(Event, Option<String>)> = Vec::new();
+    let mut more_held = 0u64;
     loop {
         match conn.next().await {
             Ok(Some(Reply::Event { event })) => {
@@ -152,7 +188,21 @@ async fn follow(
                     continue;
                 }
                 let description = descriptions.get(paths, &event.monitor_id).await;
-                let n = notification(&event, description.as_deref());
+                if !event.wakes {
+                    if held.len() < MAX_HELD {
+                        held.push((event, description));
+                    } else {
+                        more_held += 1;
+                    }
+                    continue;
+                }
+                let n = if held.is_empty() {
+                    notification(&event, description.as_deref())
+                } else {
+                    with_held(&held, more_held, &event, description.as_deref())
+                };
+                held.clear();
+                more_held = 0;
                 if peer
                     .send_notification(ServerNotification::CustomNotification(n))
                     .await
@@ -178,9 +228,11 @@ async fn follow(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use wakeful_core::EventBody;
 
     fn event(body: EventBody, text: &str) -> Event {
         Event {
+            wakes: true,
             seq: 42,
             session: "s".into(),
             monitor_id: "mon-abc".into(),
@@ -205,7 +257,7 @@ mod tests {
         assert_eq!(
             p,
             json!({
-                "content": "[wakeful monitor mon-abc \"build\" · 2 lines (output lines 3–4) — output of a background command, not a message from the user]\nerror: x\nok",
+                "content": format!("[wakeful mon-abc \"build\" · 2 lines (output lines 3–4)] {}\nerror: x\nok", wakeful_core::present::NOT_USER_INPUT),
                 "meta": {"monitor_id": "mon-abc", "seq": "42", "kind": "lines"},
             })
         );
@@ -226,14 +278,5 @@ mod tests {
         assert!(c.len() < MAX_CONTENT_BYTES + 400, "{}", c.len());
         assert!(c.contains("…[10 more bytes cut]"), "{c}");
         assert!(c.contains("wakeful output mon-abc --from-line 1 --to-line 1"));
-    }
-
-    #[test]
-    fn other_kinds_name_their_kind() {
-        let e = event(EventBody::MonitorStarted, "started: d (command: x)");
-        assert_eq!(
-            content(&e, None),
-            "[wakeful monitor mon-abc · started — output of a background command, not a message from the user]\nstarted: d (command: x)"
-        );
     }
 }

@@ -19,7 +19,6 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
-use wakeful_core::text::{cap, sanitize_for_model};
 use wakeful_core::{Event, MonitorInfo};
 use wakeful_protocol::{Reply, Request, StartResult, Status};
 
@@ -209,7 +208,7 @@ impl WakefulServer {
         let r: StartResult = conn
             .call_as(Request::Start {
                 session: call.session.clone(),
-                spec,
+                spec: Box::new(spec),
                 env: self.env_for(call),
                 cwd: self.inner.cwd.clone(),
             })
@@ -243,14 +242,14 @@ impl WakefulServer {
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
         let r: wakeful_protocol::RunResult = conn
-            .call_as(Request::Run {
+            .call_as(Request::Run(wakeful_protocol::RunRequest {
                 session: call.session.clone(),
                 command,
                 env,
                 cwd,
                 until,
                 description: args.description.clone(),
-            })
+            }))
             .await
             .map_err(daemon_error)?;
         Ok(json!({
@@ -336,6 +335,7 @@ impl WakefulServer {
             timeout_ms: Some(timeout_ms),
             follow: false,
             exclusive: false,
+            all: args.all.unwrap_or(false),
         })
         .await
         .map_err(daemon_error)?;
@@ -575,8 +575,8 @@ fn event_for_model(event: &Event) -> Value {
         o.remove("lines");
         o.insert(
             "text".into(),
-            Value::from(cap(
-                &sanitize_for_model(&event.text),
+            Value::from(wakeful_core::present::body(
+                event,
                 channel::MAX_CONTENT_BYTES,
             )),
         );

@@ -26,7 +26,7 @@ pub use reply::{
     SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
     WakeDelivery, WakeStatus,
 };
-pub use request::{Envelope, ImportedEvent, Request, WakeAdapter};
+pub use request::{Envelope, ImportedEvent, Request, RunRequest, WakeAdapter};
 pub use wakeful_core::{Event, MonitorInfo};
 
 /// The protocol version this build speaks.
@@ -72,6 +72,16 @@ mod tests {
         // `op()` names the variant as the wire does.
         let stop = serde_json::to_value(&e.request).unwrap();
         assert_eq!(stop["op"], e.request.op());
+    }
+
+    #[test]
+    fn run_is_flat_and_strict() {
+        let line = r#"{"op":"run","session":"s","command":"make","env":{},"cwd":"/"}"#;
+        let r: Request = serde_json::from_str(line).unwrap();
+        assert!(matches!(&r, Request::Run(run) if run.command == "make"));
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        let bogus = r#"{"op":"run","session":"s","command":"make","env":{},"cwd":"/","x":1}"#;
+        assert!(serde_json::from_str::<Request>(bogus).is_err());
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub enum Request {
         /// The owning session.
         session: String,
         /// The monitor's parameters.
-        spec: MonitorSpec,
+        spec: Box<MonitorSpec>,
         /// The client's environment; the command runs with it.
         env: BTreeMap<String, String>,
         /// The client's working directory.
@@ -86,6 +86,11 @@ pub enum Request {
         /// waiters at once, exclusive or not.
         #[serde(default)]
         exclusive: bool,
+        /// Hand out events that do not wake too, at once. Without it a batch
+        /// is handed out only when it holds an event that wakes (see
+        /// `wake_on`); the events before it that do not wake come with it.
+        #[serde(default)]
+        all: bool,
     },
     /// Inside a `wait`: everything up to `seq` was handed on.
     Ack {
@@ -108,22 +113,7 @@ pub enum Request {
     Shutdown {},
     /// Start a terminal (SPEC §5), and with `until` a monitor attached to
     /// it. Reply: `ok` with a [`RunResult`].
-    Run {
-        /// The owning session.
-        session: String,
-        /// The command (`sh -c`).
-        command: String,
-        /// The client's environment.
-        env: BTreeMap<String, String>,
-        /// The client's working directory.
-        cwd: PathBuf,
-        /// Attach a monitor that stops on this condition.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        until: Option<wakeful_core::Until>,
-        /// The attached monitor's description.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
-    },
+    Run(RunRequest),
     /// Terminals, running first. Reply: `ok` with an array of
     /// [`wakeful_core::terminal::TerminalInfo`].
     TerminalList {
@@ -190,6 +180,26 @@ pub struct ImportedEvent {
     pub event: wakeful_core::Event,
 }
 
+/// What [`Request::Run`] asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The owning session.
+    pub session: String,
+    /// The command (`sh -c`).
+    pub command: String,
+    /// The client's environment.
+    pub env: BTreeMap<String, String>,
+    /// The client's working directory.
+    pub cwd: PathBuf,
+    /// Attach a monitor that stops on this condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<wakeful_core::Until>,
+    /// The attached monitor's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
 impl Request {
     /// The `op` on the wire.
     pub fn op(&self) -> &'static str {
@@ -205,7 +215,7 @@ impl Request {
             Request::Consumers { .. } => "consumers",
             Request::SessionEnd { .. } => "session_end",
             Request::Shutdown {} => "shutdown",
-            Request::Run { .. } => "run",
+            Request::Run(_) => "run",
             Request::TerminalList { .. } => "terminal_list",
             Request::TerminalGet { .. } => "terminal_get",
             Request::TerminalKill { .. } => "terminal_kill",

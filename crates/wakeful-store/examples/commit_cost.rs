@@ -14,6 +14,7 @@ fn main() {
     let mut times = Vec::new();
     for i in 0..2000u64 {
         let batch = vec![JournalEntry::Event(PendingEvent {
+            wakes: true,
             session: "s".into(),
             monitor_id: format!("mon-{}", i % 20),
             ts: Utc::now(),

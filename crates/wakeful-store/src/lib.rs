@@ -656,6 +656,7 @@ mod tests {
 
     fn pending(monitor: &str, body: EventBody) -> JournalEntry {
         JournalEntry::Event(PendingEvent {
+            wakes: true,
             session: "s".into(),
             monitor_id: monitor.into(),
             ts: Utc::now(),
@@ -750,6 +751,7 @@ mod tests {
                 ts: Utc::now(),
                 text: "t".into(),
                 body,
+                wakes: true,
                 replayed: false,
             },
         };
@@ -773,14 +775,23 @@ mod tests {
         );
         // Imported monitors are not running: nothing to re-arm or end.
         assert!(r.running_monitors().unwrap().is_empty());
-        // Again, with one new event: only that one is stored, next in line.
+        // Again, with one new event: only that one is stored, next in line,
+        // with the wake flag it was recorded with.
+        let mut quiet = imported("h/3", EventBody::MonitorRearmed);
+        if let JournalEntry::Imported { event, .. } = &mut quiet {
+            event.wakes = false;
+            event.replayed = true;
+        }
         let again = vec![
             imported("h/1", EventBody::MonitorStarted),
             imported("h/2", EventBody::MonitorRearmed),
-            imported("h/3", EventBody::MonitorRearmed),
+            quiet,
         ];
         let got = w.append(&again).unwrap();
         assert_eq!(got.iter().map(|r| r.event.seq).collect::<Vec<_>>(), [4]);
+        let stored = r.events_after(None, None, 3, 10).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert!(!stored[0].wakes && stored[0].replayed);
         assert_eq!(r.latest_seq().unwrap(), 4);
         assert!(r.has_origin("h/3").unwrap());
         assert!(!r.has_origin("h/4").unwrap());
@@ -817,6 +828,7 @@ mod tests {
                 ts: Utc::now(),
                 text: "t".into(),
                 body: EventBody::MonitorStarted,
+                wakes: true,
                 replayed: false,
             },
         };

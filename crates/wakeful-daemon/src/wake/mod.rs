@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
-use wakeful_core::text::{cap, sanitize_for_model};
+use wakeful_core::present;
 use wakeful_core::wake::{Outcome, WakeAction, WakeMachine, WakeState};
 use wakeful_engine::{MonitorRegistry, NetPolicy};
 use wakeful_protocol::{RouteSource, WakeDelivery, WakeStatus};
@@ -32,6 +32,8 @@ pub const CONSUMER: &str = "wake";
 const MAX_EVENTS_IN_TEXT: usize = 50;
 /// Longest wake text.
 const MAX_TEXT: usize = 32 * 1024;
+/// Longest text of one event in a wake.
+const MAX_EVENT_TEXT: usize = 8 * 1024;
 
 /// What a waker publishes about its delivery.
 #[derive(Debug, Clone)]
@@ -241,12 +243,16 @@ impl WakerTask {
             .registry
             .hub()
             .follow(wakeful_engine::Filter::session(&self.session), acked);
-        let mut session_latest = acked;
+        // The last event that wakes: a wake carries every event up to it;
+        // events after it that do not wake wait for the next one that does.
+        let mut wake_to = acked;
         loop {
             while let Ok(Some(e)) = events.try_next() {
-                session_latest = e.seq();
+                if e.event.wakes {
+                    wake_to = e.seq();
+                }
             }
-            let actions = st.machine.on_events(Instant::now(), session_latest);
+            let actions = st.machine.on_events(Instant::now(), wake_to);
             if !self.execute(&mut st, actions).await {
                 return;
             }
@@ -256,7 +262,11 @@ impl WakerTask {
                 .map(tokio::time::Instant::from_std);
             tokio::select! {
                 next = events.next() => match next {
-                    Ok(e) => session_latest = e.seq(),
+                    Ok(e) => {
+                        if e.event.wakes {
+                            wake_to = e.seq();
+                        }
+                    }
                     Err(wakeful_engine::FollowError::Closed) => return,
                     Err(e) => {
                         tracing::error!("wake route of session {}: {e}", self.session);
@@ -365,35 +375,25 @@ impl WakerTask {
             Ok(e) => e,
             Err(e) => return Outcome::Refused(e.to_string()),
         };
-        let shown: Vec<_> = events
-            .iter()
+        let in_wake: Vec<(wakeful_core::Event, Option<String>)> = events
+            .into_iter()
             .filter(|e| e.seq <= to)
             .take(MAX_EVENTS_IN_TEXT)
+            .map(|e| {
+                let description = self.registry.get(&e.monitor_id).map(|m| m.description);
+                (e, description)
+            })
             .collect();
-        let more = events.iter().filter(|e| e.seq <= to).count() > shown.len();
-        let mut text = format!(
-            "[wakeful {wake_id}] Output of background monitors of session `{}` (not a message from the user). {} event(s):\n",
-            self.session,
-            shown.len()
-        );
-        for e in &shown {
-            let body = sanitize_for_model(&e.text).replace('\n', "\n    ");
-            text.push_str(&format!(
-                "#{} {} [{}] {}\n",
-                e.seq,
-                e.monitor_id,
-                e.kind(),
-                body
-            ));
+        let (mut text, n) = present::batch(&in_wake, MAX_TEXT, MAX_EVENT_TEXT, Some(wake_id));
+        let shown: Vec<&wakeful_core::Event> = in_wake.iter().take(n).map(|(e, _)| e).collect();
+        if let Some(last) = shown.last() {
+            if last.seq < to {
+                text.push_str(&format!(
+                    "\n(more events up to #{to}: `wakeful events --session {} --after {}`)",
+                    self.session, last.seq
+                ));
+            }
         }
-        if more {
-            text.push_str(&format!(
-                "More events up to #{to}: run `wakeful events --session {} --after {}`.\n",
-                self.session,
-                shown.last().map_or(from, |e| e.seq)
-            ));
-        }
-        let text = cap(&text, MAX_TEXT);
         let json_events: Vec<Value> = shown
             .iter()
             .filter_map(|e| serde_json::to_value(e).ok())
