@@ -8,7 +8,7 @@ use crate::monitor_args::{busy_exit_code, non_negative, MonitorArgs, SourceArgs}
 #[derive(Debug, Parser)]
 #[command(
     name = "wakeful",
-    version,
+    version = crate::VERSION,
     about = "Monitors for AI coding agents: background watchers whose output lines become events that wake the agent.",
     long_about = "Monitors for AI coding agents.\n\nA daemon (started on demand) owns background watchers; every line they print goes to an output file, and lines that pass a monitor's filter become events in a durable, ordered log. Agents read the log with `wait` (block until something happens), `events`, `watch`, or the MCP server.\n\nState lives in $WAKEFUL_HOME when set, else in the XDG directories (~/.local/state/wakeful, $XDG_RUNTIME_DIR/wakeful, ~/.config/wakeful/config.toml).",
     after_help = "Examples:\n  wakeful watch --until exit -- cargo test          # run, print, exit with its code\n  wakeful start -d 'api errors' --filter 'ERROR|panic' -- tail -F api.log\n  wakeful wait --timeout-ms 600000                  # block until the session has new events\n  wakeful list\n  wakeful stop mon-abc123\n\nExit codes: 0 ok · 1 failure · 2 invalid input · 3 not found · 4 limit exceeded · 124 wait timed out · 141 stdout closed by its reader (`| head`), said nothing"
@@ -191,6 +191,95 @@ pub enum Command {
     /// Set wakeful up for an agent.
     #[command(subcommand, after_help = "Example:\n  wakeful integrate claude-code")]
     Integrate(IntegrateCommand),
+    /// Export the session's events (or one monitor's): JSON Lines to keep,
+    /// share, import and replay; OpenTelemetry (OTLP/JSON) traces and logs;
+    /// or an asciicast recording of a monitor's output.
+    #[command(
+        after_help = "Formats:\n  jsonl      a header line, the events exactly as `events --json` prints them, then one {\"monitor\": …} line per monitor (docs/EXPORT.md); `wakeful import` and `wakeful replay` read it\n  otlp       two lines: an OTLP/JSON ExportTraceServiceRequest (one span per monitor) and an ExportLogsServiceRequest (one log record per event, in its monitor's span); the session is gen_ai.conversation.id\n  asciicast  one monitor's output lines as an asciicast v2 recording with the recorded timing (`asciinema play FILE`)\n\nExamples:\n  wakeful export -o session.jsonl\n  wakeful export --monitor mon-4k2x9q0abc --since 2h -o incident.jsonl\n  wakeful export --format otlp --otlp-endpoint http://127.0.0.1:4318\n  wakeful export --format asciicast --monitor mon-4k2x9q0abc -o build.cast && asciinema play build.cast"
+    )]
+    Export {
+        /// Only this monitor's events (its session, whatever --session says).
+        #[arg(long, value_name = "ID")]
+        monitor: Option<String>,
+        /// Only events at or after TIME: RFC 3339 (2026-11-30T12:00:00Z) or
+        /// a duration ago (90s, 30m, 2h, 7d).
+        #[arg(long, value_name = "TIME", value_parser = crate::export::parse_since)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// What to write.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: ExportFormat,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+        /// With --format otlp: post to an OpenTelemetry collector at URL over
+        /// OTLP/HTTP (JSON to URL/v1/traces and URL/v1/logs) instead of
+        /// printing (unless -o is given too). Private and loopback addresses
+        /// only as `[network] allow` in config.toml permits.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+    },
+    /// Load a `wakeful export --format jsonl` file into this state directory
+    /// (through the daemon; importing twice stores nothing twice).
+    #[command(
+        after_help = "Each event gets this log's next seq and keeps everything else; its origin (exporting host and seq) is stored, so an event is imported once. Its monitors are listed as ended. Events of this directory's own monitors are passed over.\n\nExamples:\n  wakeful import session.jsonl\n  WAKEFUL_HOME=/tmp/review wakeful import incident.jsonl && WAKEFUL_HOME=/tmp/review wakeful events --session s1"
+    )]
+    Import {
+        /// The file (`-` for stdin).
+        file: std::path::PathBuf,
+    },
+    /// Re-emit an exported monitor's lines into the session as a new
+    /// monitor (source kind `replay`), with the recorded timing divided by
+    /// --speed: rehearse an agent's reaction to a real incident offline.
+    #[command(
+        after_help = "The replay is a monitor like any other: its filter, --until, batching and rate limit apply, its lines go to its output file, it wakes the session's agent. Every event it emits carries \"replayed\": true, and its started event names the recorded monitor and when it ran. It ends the way the recording ended (e.g. exit code 1), at the recorded time.\n\nExamples:\n  wakeful replay incident.jsonl\n  wakeful replay session.jsonl --monitor mon-4k2x9q0abc --speed 10 --session rehearsal\n  wakeful replay incident.jsonl --filter 'ERROR|panic' --json"
+    )]
+    Replay {
+        /// A `wakeful export --format jsonl` file.
+        file: std::path::PathBuf,
+        /// The monitor to replay (needed when the file holds several).
+        #[arg(long, value_name = "ID")]
+        monitor: Option<String>,
+        /// How much faster than recorded (1: as recorded; 0.01–1000).
+        #[arg(long, value_name = "X", default_value_t = 1.0)]
+        speed: f64,
+        /// The replay monitor's description [default: "replay of <recorded description>"].
+        #[arg(long, short = 'd')]
+        description: Option<String>,
+        /// Only lines matching this regex become events.
+        #[arg(long, value_name = "REGEX")]
+        filter: Option<String>,
+        /// Stop after this many milliseconds [default: long enough for the recording at this speed, up to 3600000].
+        #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
+        timeout_ms: Option<u64>,
+    },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Setup:\n  bash:  wakeful completions bash > ~/.local/share/bash-completion/completions/wakeful\n  zsh:   wakeful completions zsh > ~/.zfunc/_wakeful   # with fpath+=~/.zfunc before compinit\n  fish:  wakeful completions fish > ~/.config/fish/completions/wakeful.fish"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, or write one page per command to a directory.
+    #[command(
+        after_help = "Examples:\n  wakeful man | man -l -\n  wakeful man --dir ~/.local/share/man/man1 && man wakeful-watch"
+    )]
+    Man {
+        /// Write wakeful.1 and a page per subcommand (wakeful-start.1, …) here.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// What `wakeful export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// JSON Lines: header, events, monitor records.
+    Jsonl,
+    /// OTLP/JSON traces and logs.
+    Otlp,
+    /// An asciicast v2 recording of one monitor's output.
+    Asciicast,
 }
 
 #[derive(Debug, Subcommand)]
@@ -367,6 +456,16 @@ pub enum DaemonAction {
     /// starts again; the others end with `daemon_stopped`.
     #[command(after_help = "Example:\n  wakeful daemon stop")]
     Stop,
+    /// Write a systemd user unit (wakeful.service) that keeps the daemon
+    /// up. Not needed: any command starts the daemon on demand.
+    #[command(
+        after_help = "The unit runs this executable as `daemon --foreground` (with WAKEFUL_HOME when it is set), restarts it on failure, and lets it stop its monitors itself (KillMode=mixed).\n\nExample:\n  wakeful daemon install && systemctl --user daemon-reload && systemctl --user enable --now wakeful.service"
+    )]
+    Install {
+        /// Where to write wakeful.service [default: $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

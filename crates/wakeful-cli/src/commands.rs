@@ -97,6 +97,41 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
         }
+        Command::Export {
+            monitor,
+            since,
+            format,
+            output,
+            otlp_endpoint,
+        } => {
+            let sel = crate::export::Selection {
+                session,
+                monitor,
+                since,
+            };
+            crate::export::export(&paths, sel, format, output, otlp_endpoint).await
+        }
+        Command::Import { file } => crate::export::import(&paths, &file, json).await,
+        Command::Replay {
+            file,
+            monitor,
+            speed,
+            description,
+            filter,
+            timeout_ms,
+        } => {
+            let args = crate::export::ReplayArgs {
+                file,
+                monitor,
+                speed,
+                description,
+                filter,
+                timeout_ms,
+            };
+            crate::export::replay(&paths, session, args, json).await
+        }
+        Command::Completions { shell } => crate::package::completions(shell),
+        Command::Man { dir } => crate::package::man(dir.as_deref(), json),
     }
 }
 
@@ -124,7 +159,7 @@ fn client_env() -> BTreeMap<String, String> {
     std::env::vars().collect()
 }
 
-fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
+pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     Ok(outln!("{s}")?)
 }
@@ -592,6 +627,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             }
             Ok(0)
         }
+        Some(DaemonAction::Install { dir }) => crate::package::daemon_install(dir, json),
         None if args.foreground => {
             // Started by a client: the log file only (stdio is /dev/null).
             // Run by a person: the log file and this terminal.

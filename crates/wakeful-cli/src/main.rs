@@ -17,16 +17,24 @@ macro_rules! outln {
     };
 }
 
+mod asciicast;
 mod claude_mode;
 mod cli;
 mod commands;
 mod doctor;
+mod export;
 mod hook;
 mod integrate;
 mod monitor_args;
+mod otlp;
 mod output;
+mod package;
 mod plugin_cmd;
 mod render;
+
+/// `wakeful --version`: the package version, with the git revision when
+/// built from a checkout (`0.1.0 (abc1234)`; see build.rs).
+pub const VERSION: &str = env!("WAKEFUL_VERSION");
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -2,7 +2,11 @@
 //!
 //! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
 //! JSON object:
-//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?}`.
+//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"replayed"?}`.
+//!
+//! `replayed: true` marks an event of a replay monitor (`wakeful replay`):
+//! re-emitted from a recording, not something that happened now. The field
+//! is left out when false, so live events look as they always did.
 
 use std::fmt;
 
@@ -267,6 +271,8 @@ pub struct PendingEvent {
     /// Whether it wakes the agent (the monitor's `wake_on`); events that do
     /// not are delivered with the next one that does.
     pub wakes: bool,
+    /// Re-emitted from a recording by a replay monitor.
+    pub replayed: bool,
 }
 
 impl PendingEvent {
@@ -280,6 +286,7 @@ impl PendingEvent {
             text: self.text,
             body: self.body,
             wakes: self.wakes,
+            replayed: self.replayed,
         }
     }
 }
@@ -303,6 +310,9 @@ pub struct Event {
     /// Whether it wakes the agent (`"wake": false` on the wire when not;
     /// see [`crate::params::WakeOn`]).
     pub wakes: bool,
+    /// Re-emitted from a recording by a replay monitor (`replayed: true`
+    /// on the wire; left out when false).
+    pub replayed: bool,
 }
 
 impl Event {
@@ -348,6 +358,8 @@ struct WireEvent {
     quiet_ms: Option<u64>,
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     wake: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    replayed: bool,
 }
 
 fn yes() -> bool {
@@ -377,6 +389,7 @@ impl From<Event> for WireEvent {
             survivors: Vec::new(),
             quiet_ms: None,
             wake: e.wakes,
+            replayed: e.replayed,
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
@@ -503,6 +516,7 @@ impl TryFrom<WireEvent> for Event {
             text: w.text,
             body,
             wakes: w.wake,
+            replayed: w.replayed,
         })
     }
 }
@@ -521,6 +535,7 @@ mod tests {
             text: text.into(),
             body,
             wakes: true,
+            replayed: false,
         }
     }
 
@@ -578,6 +593,17 @@ mod tests {
                 "stopped; 1 process survived (pid 4242)",
             ),
             ev(EventBody::MonitorRearmed, "rearmed"),
+            Event {
+                replayed: true,
+                ..ev(
+                    EventBody::MonitorEvent {
+                        lines: vec!["error: disk full".into()],
+                        from_line: 9,
+                        to_line: 9,
+                    },
+                    "error: disk full",
+                )
+            },
             ev(
                 EventBody::MonitorSilent { quiet_ms: 60_000 },
                 "tests: no output for 60000 ms",
@@ -587,6 +613,18 @@ mod tests {
                 ..ev(
                     EventBody::MonitorResumed { quiet_ms: 61_500 },
                     "tests: output resumed",
+                )
+            },
+            Event {
+                wakes: false,
+                replayed: true,
+                ..ev(
+                    EventBody::MonitorEvent {
+                        lines: vec!["ok 12".into()],
+                        from_line: 10,
+                        to_line: 10,
+                    },
+                    "ok 12",
                 )
             },
         ];

@@ -30,6 +30,17 @@ pub enum JournalEntry {
     },
     /// An event to number and keep.
     Event(PendingEvent),
+    /// An event recorded elsewhere (another state directory, another
+    /// host), to number and keep once: a store keeps at most one event per
+    /// `origin` and passes over the others (they get no seq and are not
+    /// returned).
+    Imported {
+        /// Where it was first recorded: `<host>/<seq there>`
+        /// ([`crate::export::origin`]).
+        origin: String,
+        /// The event as it was recorded (its seq is given here).
+        event: PendingEvent,
+    },
     /// Counters changed (sent with the events that changed them).
     Counters {
         /// The monitor.
@@ -71,6 +82,14 @@ impl fmt::Debug for JournalEntry {
                 write!(f, "Spawned({monitor_id}, pid {pid})")
             }
             JournalEntry::Event(e) => write!(f, "Event({}, {})", e.monitor_id, e.body.kind()),
+            JournalEntry::Imported { origin, event } => {
+                write!(
+                    f,
+                    "Imported({origin}, {}, {})",
+                    event.monitor_id,
+                    event.body.kind()
+                )
+            }
             JournalEntry::Counters { monitor_id, .. } => write!(f, "Counters({monitor_id})"),
             JournalEntry::Ack {
                 session,
@@ -133,7 +152,8 @@ pub trait Journal: Send + 'static {
 }
 
 /// The in-memory journal of an embedded registry: numbers events from 1 and
-/// keeps nothing.
+/// keeps nothing (so it cannot tell an imported event it saw before: it
+/// numbers every one).
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     next: u64,
@@ -150,7 +170,7 @@ impl Journal for MemoryJournal {
     fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
         let mut out = Vec::new();
         for e in batch {
-            if let JournalEntry::Event(p) = e {
+            if let JournalEntry::Event(p) | JournalEntry::Imported { event: p, .. } = e {
                 self.next += 1;
                 out.push(Recorded {
                     event: p.clone().with_seq(self.next),

@@ -9,6 +9,8 @@
 //! - [`params`]: what a monitor is asked to do ([`MonitorSpec`]) and its validation.
 //! - [`event`]: the events a monitor produces ([`Event`], [`EventBody`],
 //!   [`MonitorStopReason`]) and their JSON wire shape.
+//! - [`export`]: the `wakeful export --format jsonl` file (read by import
+//!   and replay).
 //! - [`info`]: what a listing shows about a monitor ([`MonitorInfo`]).
 //! - [`journal`]: the interface between the engine and a store ([`journal::Journal`]).
 //! - [`lines`]: splitting a byte stream into lines ([`LineSplitter`]).
@@ -28,6 +30,7 @@
 pub mod batch;
 pub mod digest;
 pub mod event;
+pub mod export;
 pub mod info;
 pub mod journal;
 pub mod lines;
@@ -48,5 +51,5 @@ pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent};
 pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};
-pub use params::{MonitorSpec, ParamError, Source, StderrMode, Until, WakeOn};
+pub use params::{MonitorSpec, ParamError, ReplaySpeed, Source, StderrMode, Until, WakeOn};
 pub use rate::RateGate;

@@ -75,7 +75,46 @@ pub enum Source {
         /// `term-…`.
         terminal_id: String,
     },
+    /// A monitor's recorded lines re-emitted from a `wakeful export`
+    /// (jsonl) file, with their recorded timing divided by `speed`. Every
+    /// event of such a monitor is marked `replayed`.
+    Replay {
+        /// The export file (absolute, or relative to the monitor's working
+        /// directory).
+        file: PathBuf,
+        /// The id of the recorded monitor in that file.
+        monitor: String,
+        /// How much faster than recorded (1 = the original timing).
+        speed: ReplaySpeed,
+    },
 }
+
+/// How fast a replay runs: the recorded time between two lines is divided
+/// by it (1 keeps the original timing, 10 is ten times as fast). A finite
+/// number from [`MIN_REPLAY_SPEED`] to [`MAX_REPLAY_SPEED`].
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReplaySpeed(pub f64);
+
+// Validation admits only finite numbers, for which `==` is an equivalence.
+impl Eq for ReplaySpeed {}
+
+impl Default for ReplaySpeed {
+    fn default() -> Self {
+        ReplaySpeed(1.0)
+    }
+}
+
+impl fmt::Display for ReplaySpeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Slowest accepted replay speed.
+pub const MIN_REPLAY_SPEED: f64 = 0.01;
+/// Fastest accepted replay speed.
+pub const MAX_REPLAY_SPEED: f64 = 1000.0;
 
 impl Source {
     /// A one-line human summary, used in `started` events and listings.
@@ -86,6 +125,11 @@ impl Source {
             Source::File { path } => format!("file: {}", path.display()),
             Source::Poll { command, every_ms } => format!("poll every {every_ms} ms: {command}"),
             Source::Terminal { terminal_id } => format!("terminal: {terminal_id}"),
+            Source::Replay {
+                file,
+                monitor,
+                speed,
+            } => format!("replay of {monitor} from {} at {speed}x", file.display()),
         }
     }
 
@@ -97,6 +141,7 @@ impl Source {
             Source::File { .. } => "file",
             Source::Poll { .. } => "poll",
             Source::Terminal { .. } => "terminal",
+            Source::Replay { .. } => "replay",
         }
     }
 
@@ -107,6 +152,7 @@ impl Source {
             Source::Ws { url, .. } => url.clone(),
             Source::File { path } => path.display().to_string(),
             Source::Terminal { terminal_id } => terminal_id.clone(),
+            Source::Replay { monitor, .. } => format!("replay of {monitor}"),
         };
         text.chars().take(MAX_DESCRIPTION_CHARS).collect()
     }
@@ -150,6 +196,23 @@ impl Source {
             Source::Terminal { terminal_id } => {
                 if !terminal_id.starts_with("term-") {
                     return Err(ParamError::TerminalId(terminal_id.clone()));
+                }
+                Ok(())
+            }
+            Source::Replay {
+                file,
+                monitor,
+                speed,
+            } => {
+                if file.as_os_str().is_empty() {
+                    return Err(ParamError::ReplayFile);
+                }
+                if monitor.trim().is_empty() {
+                    return Err(ParamError::ReplayMonitor);
+                }
+                if !speed.0.is_finite() || !(MIN_REPLAY_SPEED..=MAX_REPLAY_SPEED).contains(&speed.0)
+                {
+                    return Err(ParamError::ReplaySpeed(speed.0.to_string()));
                 }
                 Ok(())
             }
@@ -601,6 +664,15 @@ pub enum ParamError {
         "`{0}` is not a terminal id (they look like term-…); `wakeful terminal list` shows them"
     )]
     TerminalId(String),
+    /// An empty replay file path.
+    #[error("the replay file path is empty; give the file `wakeful export --format jsonl` wrote")]
+    ReplayFile,
+    /// An empty replay monitor id.
+    #[error("the replay needs the id of a monitor recorded in the file (mon-…)")]
+    ReplayMonitor,
+    /// A replay speed out of range.
+    #[error("the replay speed must be a number from {MIN_REPLAY_SPEED} to {MAX_REPLAY_SPEED} (got {0}); 1 keeps the recorded timing, 10 is ten times as fast")]
+    ReplaySpeed(String),
     /// A malformed environment variable name.
     #[error(
         "environment variable name `{0}` is invalid; use --env NAME=VALUE with a name without `=`"
@@ -706,6 +778,23 @@ mod tests {
         .validate()
         .is_err());
         assert!(Source::File { path: "".into() }.validate().is_err());
+        let replay = |speed: f64| Source::Replay {
+            file: "x.jsonl".into(),
+            monitor: "mon-a".into(),
+            speed: ReplaySpeed(speed),
+        };
+        assert!(replay(1.0).validate().is_ok());
+        assert!(replay(1000.0).validate().is_ok());
+        for bad in [0.0, -1.0, 0.001, 1000.5, f64::NAN, f64::INFINITY] {
+            assert!(
+                matches!(replay(bad).validate(), Err(ParamError::ReplaySpeed(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(&replay(2.5)).unwrap(),
+            r#"{"kind":"replay","file":"x.jsonl","monitor":"mon-a","speed":2.5}"#
+        );
         let json = serde_json::to_string(&Source::Poll {
             command: "c".into(),
             every_ms: 1000,

@@ -429,6 +429,7 @@ mod framing_tests {
             text: text.into(),
             body,
             wakes: true,
+            replayed: false,
         }
     }
 

@@ -10,10 +10,12 @@
 //! - [`log`]: the daemon's log file.
 //! - [`config`]: the `config.toml` file.
 //! - [`server`]: one task per connection, answering requests.
+//! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 
 pub mod config;
 mod digest;
+pub mod import;
 mod liveness;
 pub mod log;
 pub mod recovery;
@@ -405,6 +407,7 @@ fn recover(
                 survivors: vec![],
             },
             wakes: true,
+            replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),
         }));
     }
     for mut t in reader.terminals()? {

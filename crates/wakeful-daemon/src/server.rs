@@ -764,6 +764,12 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             let cleared = state.wakes.clear(&session).await;
             conn.ok(&WakeClearResult { session, cleared }).await
         }
+        Request::Import { events, monitors } => {
+            match crate::import::import(&state.registry, &state.reader, events, monitors).await {
+                Ok(result) => conn.ok(&result).await,
+                Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+            }
+        }
         Request::Shutdown {} => {
             conn.ok(&ShutdownResult {
                 pid: std::process::id(),

@@ -29,6 +29,8 @@ pub(crate) struct Feed {
     pub(crate) hub: Hub,
     status: Arc<Mutex<MonitorInfo>>,
     counters_sent: Instant,
+    /// Its events are re-emitted from a recording (a replay monitor).
+    pub(crate) replayed: bool,
 }
 
 impl Feed {
@@ -50,6 +52,7 @@ impl Feed {
             hub,
             status,
             counters_sent: Instant::now(),
+            replayed: false,
         }
     }
 }
@@ -198,7 +201,7 @@ impl Feed {
             info.lines = c.lines;
             info.suppressed_lines = c.suppressed_lines;
         }
-        let mut entries = stamp(&self.session, &self.id, emits);
+        let mut entries = stamp(&self.session, &self.id, emits, self.replayed);
         if force_counters || (!entries.is_empty() && self.counters_sent.elapsed() >= COUNTERS_EVERY)
         {
             self.counters_sent = Instant::now();
@@ -244,8 +247,14 @@ pub(crate) fn merge(into: &mut Step, from: Step) {
     }
 }
 
-/// Journal entries for `emits`, stamped with session, monitor and time.
-pub(crate) fn stamp(session: &str, id: &str, emits: Vec<Emit>) -> Vec<JournalEntry> {
+/// Journal entries for `emits`, stamped with session, monitor and time
+/// (and marked `replayed` for a replay monitor).
+pub(crate) fn stamp(
+    session: &str,
+    id: &str,
+    emits: Vec<Emit>,
+    replayed: bool,
+) -> Vec<JournalEntry> {
     let ts = Utc::now();
     emits
         .into_iter()
@@ -257,6 +266,7 @@ pub(crate) fn stamp(session: &str, id: &str, emits: Vec<Emit>) -> Vec<JournalEnt
                 text: e.text,
                 body: e.body,
                 wakes: e.wakes,
+                replayed,
             })
         })
         .collect()

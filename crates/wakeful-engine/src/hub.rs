@@ -550,6 +550,7 @@ mod tests {
                 from_line: n as u64,
                 to_line: n as u64,
             },
+            replayed: false,
         })
     }
 

@@ -42,6 +42,7 @@ enum Prepared {
     Poll(Box<sources::poll::Poller>),
     Ws(Box<sources::ws::WsSource>),
     Terminal(crate::terminal::TerminalSource),
+    Replay(Box<sources::replay::Replayer>),
     Failed(String),
 }
 
@@ -65,8 +66,13 @@ pub(crate) async fn run(task: MonitorTask) {
     let Ok(machine) = MonitorMachine::new(id.clone(), &spec, Instant::now()) else {
         return; // validated before the task was spawned
     };
+    let replayed = matches!(spec.source, Source::Replay { .. });
     let mut feed = match OutputFile::open(&output_path) {
-        Ok(file) => Feed::new(id.clone(), session, machine, file, hub, status),
+        Ok(file) => {
+            let mut feed = Feed::new(id.clone(), session, machine, file, hub, status);
+            feed.replayed = replayed;
+            feed
+        }
         Err(e) => {
             let text = format!(
                 "{}: failed: cannot open output file {}: {e}",
@@ -89,7 +95,7 @@ pub(crate) async fn run(task: MonitorTask) {
                 info.ended_at = Some(Utc::now());
             }
             let _ = hub
-                .append(stamp(&session, &id, vec![started, failed]))
+                .append(stamp(&session, &id, vec![started, failed], replayed))
                 .await;
             return;
         }
@@ -117,6 +123,8 @@ pub(crate) async fn run(task: MonitorTask) {
                 spec.source.summary()
             ),
         }
+    } else if let Prepared::Replay(r) = &prepared {
+        feed.machine.started(r.summary())
     } else {
         feed.machine.started(&spec.source.summary())
     };
@@ -128,6 +136,7 @@ pub(crate) async fn run(task: MonitorTask) {
         Prepared::Poll(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Ws(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Terminal(src) => drive(&mut feed, &mut stop_rx, src).await,
+        Prepared::Replay(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Failed(e) => feed.finish(SourceEnd::Failed(e)).await,
     }
 }
@@ -173,6 +182,17 @@ async fn prepare(
             Ok(src) => Prepared::Terminal(src),
             Err(e) => Prepared::Failed(e),
         },
+        Source::Replay {
+            file,
+            monitor,
+            speed,
+        } => {
+            let file = resolve(spec, launch, file);
+            match sources::replay::Replayer::open(&file, monitor, speed.0).await {
+                Ok(src) => Prepared::Replay(Box::new(src)),
+                Err(e) => Prepared::Failed(e),
+            }
+        }
     }
 }
 

@@ -259,6 +259,7 @@ mod tests {
             ts: chrono::Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
             text: text.into(),
             body,
+            replayed: false,
         }
     }
 

@@ -24,10 +24,11 @@ pub mod request;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ConsumerInfo, DaemonInfo, ErrorKind, Reply, RouteSource, RunResult, SessionEndResult,
-    ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
+    Acked, ConsumerInfo, DaemonInfo, ErrorKind, ImportResult, Reply, RouteSource, RunResult,
+    SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
+    WakeDelivery, WakeStatus,
 };
-pub use request::{Envelope, Request, RunRequest, WakeAdapter};
+pub use request::{Envelope, ImportedEvent, Request, RunRequest, WakeAdapter};
 pub use wakeful_core::digest::Digest;
 pub use wakeful_core::{Event, MonitorInfo};
 
@@ -109,6 +110,20 @@ mod tests {
         assert!(matches!(reply, Reply::Event { event } if event.seq == 3));
         assert_eq!(event_json_of_line(text.trim_end()), Some(json));
         assert_eq!(event_json_of_line(r#"{"type":"ok","result":{}}"#), None);
+    }
+
+    #[test]
+    fn an_import_carries_events_in_their_wire_shape() {
+        let line = r#"{"v":1,"op":"import","events":[{"origin":"h/41","event":{"seq":41,"session":"s","monitor_id":"mon-a","kind":"lines","ts":"2026-11-30T12:00:00.000Z","text":"x","lines":["x"],"count":1,"from_line":1,"to_line":1,"replayed":true}}]}"#;
+        let e: Envelope = serde_json::from_str(line).unwrap();
+        let Request::Import { events, monitors } = &e.request else {
+            panic!("{e:?}")
+        };
+        assert!(monitors.is_empty());
+        assert_eq!(events[0].origin, "h/41");
+        assert!(events[0].event.replayed);
+        assert_eq!(serde_json::to_string(&e).unwrap(), line);
+        assert_eq!(e.request.op(), "import");
     }
 
     #[test]

@@ -194,6 +194,18 @@ pub struct Acked {
     pub acked: u64,
 }
 
+/// Result of [`Request::Import`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportResult {
+    /// Events stored (each with a new seq).
+    pub imported: u64,
+    /// Events passed over: their origin was already here, or they belong to
+    /// a monitor of this state directory.
+    pub skipped: u64,
+    /// Monitor records kept (listed as ended).
+    pub monitors: u64,
+}
+
 /// Result of [`Request::WakeClear`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeClearResult {

@@ -172,6 +172,29 @@ pub enum Request {
         /// The session.
         session: String,
     },
+    /// Keep events and monitors recorded elsewhere (`wakeful import`): each
+    /// event gets a seq here and reaches followers like a local one, once
+    /// per origin (importing twice stores nothing twice); the monitors are
+    /// listed as ended. Events of a monitor of this state directory are
+    /// passed over. Reply: `ok` with an [`crate::ImportResult`].
+    Import {
+        /// The events, in order, each with its origin.
+        events: Vec<ImportedEvent>,
+        /// The records of the monitors they belong to.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        monitors: Vec<MonitorInfo>,
+    },
+}
+
+/// An event recorded elsewhere, for [`Request::Import`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportedEvent {
+    /// Where it was first recorded: `<host>/<seq>`
+    /// ([`wakeful_core::export::origin`]).
+    pub origin: String,
+    /// The event as `events --json` printed it there (its seq is replaced).
+    pub event: wakeful_core::Event,
 }
 
 /// What [`Request::Run`] asks for.
@@ -219,6 +242,7 @@ impl Request {
             Request::WakeSet { .. } => "wake_set",
             Request::WakeShow { .. } => "wake_show",
             Request::WakeClear { .. } => "wake_clear",
+            Request::Import { .. } => "import",
         }
     }
 }

@@ -24,6 +24,7 @@ fn main() {
                 from_line: i,
                 to_line: i,
             },
+            replayed: false,
         })];
         let t = Instant::now();
         writer.append(&batch).expect("append");

@@ -12,6 +12,11 @@
 //! - [`StoreReader`] answers queries from any task; WAL lets it read while
 //!   the writer writes.
 //!
+//! Events recorded elsewhere (`wakeful import`) keep their *origin*
+//! (`<host>/<seq there>`) in the nullable `origin` column, under a UNIQUE
+//! index: the writer stores at most one event per origin (schema 2; a
+//! database of schema 1 gets the column when it is opened).
+//!
 //! Durability: `synchronous = NORMAL` in WAL mode. A committed transaction
 //! survives the daemon being killed (even `kill -9`): it is in the WAL file.
 //! Only an operating-system crash or power loss may lose the last
@@ -70,6 +75,26 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
 
+/// The schema this build writes: 2 added `events.origin`.
+const SCHEMA_VERSION: u32 = 2;
+
+/// Brings a database made by an older build up to [`SCHEMA_VERSION`]:
+/// adds what is missing, never drops anything.
+fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let has_origin = conn
+        .prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = 'origin'")?
+        .exists([])?;
+    if !has_origin {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN origin TEXT")?;
+    }
+    conn.execute_batch("CREATE UNIQUE INDEX IF NOT EXISTS events_by_origin ON events(origin)")?;
+    conn.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema' AND CAST(value AS INTEGER) < ?1",
+        [SCHEMA_VERSION],
+    )?;
+    Ok(())
+}
+
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -127,6 +152,7 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
 pub fn open(path: &Path) -> Result<(StoreWriter, StoreReader), StoreError> {
     let conn = open_conn(path)?;
     conn.execute_batch(SCHEMA)
+        .and_then(|()| migrate(&conn))
         .map_err(|source| StoreError::Sqlite {
             path: path.to_path_buf(),
             source,
@@ -191,6 +217,33 @@ impl StoreWriter {
                         });
                         seq += 1;
                     }
+                    JournalEntry::Imported { origin, event } => {
+                        let event = event.clone().with_seq(seq);
+                        let json = to_json(&event)?;
+                        // One event per origin: a second import passes over it.
+                        let stored = tx
+                            .prepare_cached(
+                                "INSERT INTO events(seq, session, monitor_id, kind, json, origin)
+                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(origin) DO NOTHING",
+                            )?
+                            .execute(params![
+                                seq as i64,
+                                event.session,
+                                event.monitor_id,
+                                event.kind().as_str(),
+                                json,
+                                origin
+                            ])?;
+                        if stored == 0 {
+                            continue;
+                        }
+                        monitor_follows_event(&tx, &event)?;
+                        out.push(Recorded {
+                            event,
+                            json: Some(json),
+                        });
+                        seq += 1;
+                    }
                     JournalEntry::Registered(r) => {
                         let Registration {
                             info,
@@ -200,7 +253,7 @@ impl StoreWriter {
                         } = r.as_ref();
                         tx.execute(
                             "INSERT OR REPLACE INTO monitors(id, session, info, spec, base_env, base_cwd, running, persistent)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7)",
                             params![
                                 info.id,
                                 info.session,
@@ -208,7 +261,8 @@ impl StoreWriter {
                                 to_json(spec)?,
                                 base_env.as_ref().map(to_json).transpose()?,
                                 base_cwd.as_ref().map(|p| p.display().to_string()),
-                                info.persistent
+                                info.persistent,
+                                info.is_active()
                             ],
                         )?;
                     }
@@ -409,6 +463,26 @@ impl StoreReader {
                 })
             })
             .collect()
+    }
+
+    /// Whether an event of this origin is stored (see
+    /// [`JournalEntry::Imported`]).
+    pub fn has_origin(&self, origin: &str) -> Result<bool, StoreError> {
+        self.with(|c| {
+            c.prepare_cached("SELECT 1 FROM events WHERE origin = ?1")?
+                .exists([origin])
+        })
+    }
+
+    /// Whether monitor `id` has events recorded here (not imported): it
+    /// is this state directory's own monitor.
+    pub fn has_local_events(&self, id: &str) -> Result<bool, StoreError> {
+        self.with(|c| {
+            c.prepare_cached(
+                "SELECT 1 FROM events WHERE monitor_id = ?1 AND origin IS NULL LIMIT 1",
+            )?
+            .exists([id])
+        })
     }
 
     /// Where `consumer` of `session` acknowledged up to (0: nothing yet).
@@ -647,6 +721,7 @@ mod tests {
             ts: Utc::now(),
             text: "t".into(),
             body,
+            replayed: false,
         })
     }
 
@@ -721,6 +796,115 @@ mod tests {
             r.events_after(Some("other"), None, 0, 100).unwrap().len(),
             0
         );
+    }
+
+    #[test]
+    fn an_imported_event_is_stored_once_per_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
+        let imported = |origin: &str, body: EventBody| JournalEntry::Imported {
+            origin: origin.into(),
+            event: PendingEvent {
+                session: "s".into(),
+                monitor_id: "m1".into(),
+                ts: Utc::now(),
+                text: "t".into(),
+                body,
+                wakes: true,
+                replayed: false,
+            },
+        };
+        let mut ended = info("m1");
+        ended.state = MonitorState::Ended;
+        let batch = vec![
+            pending("local", EventBody::MonitorStarted),
+            JournalEntry::Registered(Box::new(Registration {
+                info: ended,
+                spec: MonitorSpec::command("true", "d"),
+                base_env: None,
+                base_cwd: None,
+            })),
+            imported("h/1", EventBody::MonitorStarted),
+            imported("h/2", EventBody::MonitorRearmed),
+        ];
+        let got = w.append(&batch).unwrap();
+        assert_eq!(
+            got.iter().map(|r| r.event.seq).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        // Imported monitors are not running: nothing to re-arm or end.
+        assert!(r.running_monitors().unwrap().is_empty());
+        // Again, with one new event: only that one is stored, next in line,
+        // with the wake flag it was recorded with.
+        let mut quiet = imported("h/3", EventBody::MonitorRearmed);
+        if let JournalEntry::Imported { event, .. } = &mut quiet {
+            event.wakes = false;
+            event.replayed = true;
+        }
+        let again = vec![
+            imported("h/1", EventBody::MonitorStarted),
+            imported("h/2", EventBody::MonitorRearmed),
+            quiet,
+        ];
+        let got = w.append(&again).unwrap();
+        assert_eq!(got.iter().map(|r| r.event.seq).collect::<Vec<_>>(), [4]);
+        let stored = r.events_after(None, None, 3, 10).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert!(!stored[0].wakes && stored[0].replayed);
+        assert_eq!(r.latest_seq().unwrap(), 4);
+        assert!(r.has_origin("h/3").unwrap());
+        assert!(!r.has_origin("h/4").unwrap());
+        assert!(r.has_local_events("local").unwrap());
+        assert!(!r.has_local_events("m1").unwrap());
+    }
+
+    #[test]
+    fn a_schema_1_database_gets_the_origin_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("old.db");
+        {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE events (seq INTEGER PRIMARY KEY, session TEXT NOT NULL,
+                    monitor_id TEXT NOT NULL, kind TEXT NOT NULL, json TEXT NOT NULL);
+                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('schema', '1');",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO events VALUES (1, 's', 'm', 'started', ?1)",
+                [r#"{"seq":1,"session":"s","monitor_id":"m","kind":"started","ts":"2026-01-01T00:00:00.000Z","text":"x"}"#],
+            )
+            .unwrap();
+        }
+        let (mut w, r) = open(&db).unwrap();
+        assert_eq!(r.events_after(None, None, 0, 10).unwrap().len(), 1);
+        let entry = || JournalEntry::Imported {
+            origin: "h/9".into(),
+            event: PendingEvent {
+                session: "s".into(),
+                monitor_id: "m2".into(),
+                ts: Utc::now(),
+                text: "t".into(),
+                body: EventBody::MonitorStarted,
+                wakes: true,
+                replayed: false,
+            },
+        };
+        assert_eq!(w.append(&[entry()]).unwrap()[0].event.seq, 2);
+        assert!(w.append(&[entry()]).unwrap().is_empty());
+        let schema: String = r
+            .with(|c| {
+                c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+                    r.get(0)
+                })
+            })
+            .unwrap();
+        assert_eq!(schema, "2");
+        drop((w, r));
+        // Opening again changes nothing.
+        let (_, r) = open(&db).unwrap();
+        assert_eq!(r.latest_seq().unwrap(), 2);
     }
 
     #[test]

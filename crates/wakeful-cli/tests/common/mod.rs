@@ -111,3 +111,22 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 pub fn live_of(id: &str) -> usize {
     wakeful_engine::process::live_of_monitor(id).len()
 }
+
+/// Whether an outside tool the tests check with is there (`check` runs
+/// it); `.ci/run` installs them, so in CI (`CI` set) a missing one is a
+/// failure, elsewhere the caller says it skipped.
+pub fn have(what: &str, check: &mut Command) -> bool {
+    let ok = check
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is missing in CI: .ci/run installs it"
+        );
+        eprintln!("skipped: {what} is not installed (see .ci/run for how to install it)");
+    }
+    ok
+}

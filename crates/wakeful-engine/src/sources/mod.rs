@@ -1,9 +1,11 @@
 //! The sources a monitor can watch, each an [`crate::source::InputSource`]
 //! that the monitor loop drives: commands (through the process driver),
-//! files (`tail -F`), polls (edge-triggered) and WebSockets. Terminals'
+//! files (`tail -F`), polls (edge-triggered), WebSockets and replays of
+//! recorded monitors. Terminals'
 //! attached monitors are in [`crate::terminal`].
 
 pub(crate) mod command;
 pub(crate) mod file;
 pub(crate) mod poll;
+pub(crate) mod replay;
 pub(crate) mod ws;

@@ -1,0 +1,408 @@
+//! `wakeful export`, `wakeful import` and `wakeful replay`: a monitor's life
+//! kept as a file (docs/EXPORT.md), loaded elsewhere, or re-run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use wakeful_client::{connect, Connection, Paths};
+use wakeful_core::export::{origin, Export, ExportHeader, MonitorRecord, EXPORT_FORMAT_VERSION};
+use wakeful_core::{Event, MonitorInfo, MonitorSpec, ReplaySpeed, Source};
+use wakeful_protocol::{ImportResult, ImportedEvent, Reply, Request, StartResult};
+
+use crate::cli::ExportFormat;
+use crate::{exit, Failure};
+
+/// Events sent to the daemon per `import` request.
+const IMPORT_BATCH: usize = 500;
+
+/// `--since`: RFC 3339, or a duration ago (`90s`, `30m`, `2h`, `7d`).
+pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let bad = || {
+        format!("`{s}` is neither an RFC 3339 time (2026-11-30T12:00:00Z) nor a duration ago (90s, 30m, 2h, 7d)")
+    };
+    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60).ok_or_else(bad)?,
+        "h" => n.checked_mul(3600).ok_or_else(bad)?,
+        "d" => n.checked_mul(86_400).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    let ago = chrono::Duration::try_seconds(seconds).ok_or_else(bad)?;
+    Utc::now().checked_sub_signed(ago).ok_or_else(bad)
+}
+
+/// This machine's host name (part of every exported event's origin).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let name = if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    if name.is_empty() {
+        "localhost".into()
+    } else {
+        name
+    }
+}
+
+/// What an export holds, read from the daemon.
+pub struct Exported {
+    /// The header line.
+    pub header: ExportHeader,
+    /// The events, in seq order.
+    pub events: Vec<Event>,
+    /// The monitors of those events.
+    pub monitors: Vec<MonitorInfo>,
+}
+
+/// Which events to export.
+pub struct Selection {
+    /// The session (unless `monitor` is given).
+    pub session: String,
+    /// Only this monitor's events.
+    pub monitor: Option<String>,
+    /// Only events at or after this time.
+    pub since: Option<DateTime<Utc>>,
+}
+
+async fn get_monitor(conn: &mut Connection, id: &str) -> Result<MonitorInfo, Failure> {
+    Ok(conn.call_as(Request::Get { id: id.to_string() }).await?)
+}
+
+/// Reads the selected events and their monitors from the daemon.
+pub async fn collect(paths: &Paths, sel: Selection) -> Result<Exported, Failure> {
+    let mut conn = connect(paths).await?;
+    let session = match &sel.monitor {
+        Some(id) => get_monitor(&mut conn, id).await?.session,
+        None => sel.session.clone(),
+    };
+    conn.send(Request::Events {
+        session: session.clone(),
+        after: 0,
+        follow: false,
+        monitor: sel.monitor.clone(),
+        wakes_agent: false,
+    })
+    .await?;
+    let mut events = Vec::new();
+    loop {
+        match conn.next().await? {
+            Some(Reply::Event { event }) => {
+                if sel.since.is_none_or(|t| event.ts >= t) {
+                    events.push(event);
+                }
+            }
+            Some(Reply::Ok { .. }) => break,
+            Some(Reply::Error { kind, message }) => {
+                return Err(Failure::new(kind.exit_code(), message))
+            }
+            Some(Reply::Batch { .. }) => {}
+            None => {
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    "the daemon closed the connection before the last event; export again",
+                ))
+            }
+        }
+    }
+    let mut ids: Vec<&str> = Vec::new();
+    for e in &events {
+        if !ids.contains(&e.monitor_id.as_str()) {
+            ids.push(&e.monitor_id);
+        }
+    }
+    let mut monitors = Vec::new();
+    for id in ids {
+        // A monitor the store no longer knows is exported with its events only.
+        if let Ok(m) = get_monitor(&mut conn, id).await {
+            monitors.push(m);
+        }
+    }
+    let header = ExportHeader {
+        wakeful_export: EXPORT_FORMAT_VERSION,
+        wakeful_version: crate::VERSION.to_string(),
+        host: host_name(),
+        exported_at: Utc::now(),
+        session: Some(session),
+        monitor: sel.monitor,
+        since: sel.since,
+    };
+    Ok(Exported {
+        header,
+        events,
+        monitors,
+    })
+}
+
+fn json_err(e: serde_json::Error) -> Failure {
+    Failure::new(exit::FAILURE, format!("cannot encode the export: {e}"))
+}
+
+/// The jsonl export (docs/EXPORT.md).
+pub fn write_jsonl(out: &mut impl Write, x: &Exported) -> Result<(), Failure> {
+    writeln!(
+        out,
+        "{}",
+        serde_json::to_string(&x.header).map_err(json_err)?
+    )?;
+    for e in &x.events {
+        writeln!(out, "{}", serde_json::to_string(e).map_err(json_err)?)?;
+    }
+    for m in &x.monitors {
+        let record = MonitorRecord { monitor: m.clone() };
+        writeln!(out, "{}", serde_json::to_string(&record).map_err(json_err)?)?;
+    }
+    Ok(())
+}
+
+/// `wakeful export`.
+pub async fn export(
+    paths: &Paths,
+    sel: Selection,
+    format: ExportFormat,
+    output: Option<PathBuf>,
+    otlp_endpoint: Option<String>,
+) -> Result<u8, Failure> {
+    if otlp_endpoint.is_some() && format != ExportFormat::Otlp {
+        return Err(Failure::new(
+            exit::USAGE,
+            "--otlp-endpoint posts OpenTelemetry data: use it with --format otlp",
+        ));
+    }
+    let x = collect(paths, sel).await?;
+    let mut bytes = Vec::new();
+    match format {
+        ExportFormat::Jsonl => write_jsonl(&mut bytes, &x)?,
+        ExportFormat::Otlp => {
+            let (traces, logs) = crate::otlp::requests(&x);
+            if let Some(url) = &otlp_endpoint {
+                crate::otlp::post(paths, url, &traces, &logs).await?;
+            }
+            if otlp_endpoint.is_none() || output.is_some() {
+                writeln!(bytes, "{traces}")?;
+                writeln!(bytes, "{logs}")?;
+            }
+        }
+        ExportFormat::Asciicast => crate::asciicast::write(&mut bytes, &x)?,
+    }
+    match output {
+        Some(path) if path.as_os_str() != "-" => std::fs::write(&path, &bytes).map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?,
+        _ if bytes.is_empty() => {}
+        _ => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            out.flush()?;
+        }
+    }
+    Ok(0)
+}
+
+fn read_file(file: &Path) -> Result<Export, Failure> {
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(file)
+    }
+    .map_err(|e| {
+        Failure::new(
+            exit::FAILURE,
+            format!("cannot read {}: {e}", file.display()),
+        )
+    })?;
+    Export::parse(&text).map_err(|e| Failure::new(exit::USAGE, format!("{}: {e}", file.display())))
+}
+
+/// `wakeful import`.
+pub async fn import(paths: &Paths, file: &Path, json: bool) -> Result<u8, Failure> {
+    let export = read_file(file)?;
+    let host = export.header.host.clone();
+    let mut conn = connect(paths).await?;
+    let mut total = ImportResult {
+        imported: 0,
+        skipped: 0,
+        monitors: 0,
+    };
+    let mut monitors = export.monitors;
+    let mut events = export.events.into_iter().peekable();
+    // Monitors go with the first batch (an export without events still
+    // brings its monitors).
+    while events.peek().is_some() || !monitors.is_empty() {
+        let batch: Vec<ImportedEvent> = events
+            .by_ref()
+            .take(IMPORT_BATCH)
+            .map(|event| ImportedEvent {
+                origin: origin(&host, event.seq),
+                event,
+            })
+            .collect();
+        let r: ImportResult = conn
+            .call_as(Request::Import {
+                events: batch,
+                monitors: std::mem::take(&mut monitors),
+            })
+            .await?;
+        total.imported += r.imported;
+        total.skipped += r.skipped;
+        total.monitors += r.monitors;
+    }
+    if json {
+        crate::commands::print_json(&total)?;
+    } else {
+        outln!(
+            "imported {} event(s) and {} monitor(s) from {} (host {host}); {} event(s) already here",
+            total.imported,
+            total.monitors,
+            file.display(),
+            total.skipped
+        )?;
+    }
+    Ok(0)
+}
+
+/// What `wakeful replay` was asked.
+pub struct ReplayArgs {
+    /// The export file.
+    pub file: PathBuf,
+    /// The recorded monitor to replay.
+    pub monitor: Option<String>,
+    /// How much faster than recorded.
+    pub speed: f64,
+    /// The replay monitor's description.
+    pub description: Option<String>,
+    /// Its filter.
+    pub filter: Option<String>,
+    /// Its timeout.
+    pub timeout_ms: Option<u64>,
+}
+
+/// The monitor of `export` to replay: the one asked for, else the only
+/// one with events.
+fn replay_target<'a>(export: &'a Export, asked: Option<&'a str>) -> Result<&'a str, Failure> {
+    if let Some(id) = asked {
+        return Ok(id);
+    }
+    let mut ids: Vec<&str> = export
+        .events
+        .iter()
+        .map(|e| e.monitor_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    match ids.as_slice() {
+        [one] => Ok(one),
+        [] => Err(Failure::new(
+            exit::USAGE,
+            "the file holds no events: nothing to replay",
+        )),
+        many => Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "the file holds events of {} monitors ({}); choose one with --monitor ID",
+                many.len(),
+                many.join(", ")
+            ),
+        )),
+    }
+}
+
+/// `wakeful replay`: starts a replay monitor in the session.
+pub async fn replay(
+    paths: &Paths,
+    session: String,
+    args: ReplayArgs,
+    json: bool,
+) -> Result<u8, Failure> {
+    let export = read_file(&args.file)?;
+    let id = replay_target(&export, args.monitor.as_deref())?.to_string();
+    let events: Vec<&Event> = export.events_of(&id).collect();
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("{} holds no events of monitor {id}", args.file.display()),
+        ));
+    };
+    let recorded = export.monitor(&id);
+    let description = args.description.unwrap_or_else(|| {
+        let what = recorded.map_or(id.clone(), |m| m.description.clone());
+        format!("replay of {what}")
+            .chars()
+            .take(wakeful_core::params::MAX_DESCRIPTION_CHARS)
+            .collect()
+    });
+    let file = std::path::absolute(&args.file)?;
+    let mut spec = MonitorSpec::command("", description);
+    spec.source = Source::Replay {
+        file,
+        monitor: id.clone(),
+        speed: ReplaySpeed(args.speed),
+    };
+    spec.filter = args.filter;
+    // Long enough for the whole recording at this speed, within the limits.
+    let span_ms = (last.ts - first.ts).num_milliseconds().max(0) as f64 / args.speed;
+    spec.timeout_ms = Some(args.timeout_ms.unwrap_or_else(|| {
+        (span_ms as u64).saturating_add(60_000).clamp(
+            wakeful_core::params::DEFAULT_TIMEOUT_MS,
+            wakeful_core::params::MAX_TIMEOUT_MS,
+        )
+    }));
+    spec.validate()
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let mut conn = connect(paths).await?;
+    let r: StartResult = conn
+        .call_as(Request::Start {
+            session,
+            spec: Box::new(spec),
+            env: BTreeMap::new(),
+            cwd: std::env::current_dir()?,
+        })
+        .await?;
+    if json {
+        crate::commands::print_json(&serde_json::json!({
+            "id": r.id,
+            "session": r.session,
+            "replay_of": id,
+            "output_path": r.output_path,
+        }))?;
+    } else {
+        outln!("{}", r.id)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_and_durations_ago() {
+        let t = parse_since("2026-11-30T12:00:00Z").unwrap();
+        assert_eq!(
+            wakeful_core::event::format_ts(&t),
+            "2026-11-30T12:00:00.000Z"
+        );
+        let two_hours = parse_since("2h").unwrap();
+        let ago = Utc::now() - two_hours;
+        assert!((ago.num_seconds() - 7200).abs() <= 2, "{ago}");
+        for bad in ["", "2", "h", "2w", "-2h", "yesterday", "99999999999999999d"] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
+}
