@@ -333,6 +333,19 @@ impl WakerTask {
                     .saturating_duration_since(Instant::now())
                     .as_millis() as u64,
             },
+            WakeState::Queued {
+                wake_id,
+                checks,
+                next_at,
+                detail,
+            } => WakeDelivery::Queued {
+                wake_id,
+                checks,
+                next_check_in_ms: next_at
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as u64,
+                detail,
+            },
             WakeState::Undelivered {
                 wake_id,
                 reason,
