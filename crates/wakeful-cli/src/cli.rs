@@ -323,8 +323,10 @@ pub enum WakeCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum WakeAdapterArgs {
-    /// `codex queue --thread ID --message TEXT` (Codex queues it: idle, a turn
-    /// starts; busy, it runs after the current turn).
+    /// A Codex thread, through Codex's app-server (idle, a turn starts; busy,
+    /// it runs after the current turn; not loaded, the thread is resumed);
+    /// accepted once the turn carrying the wake has started. Without the
+    /// app-server: `codex queue`, shown as queued until it is confirmed.
     #[command(
         after_help = "Example:\n  wakeful wake set codex --thread 019a8d3e-…  --codex-home ~/.codex"
     )]
@@ -332,10 +334,11 @@ pub enum WakeAdapterArgs {
         /// The Codex thread [default: the session name].
         #[arg(long)]
         thread: Option<String>,
-        /// The codex executable [default: codex on PATH].
+        /// The codex executable, for `codex queue` [default: codex on PATH].
         #[arg(long, value_name = "PATH")]
         binary: Option<std::path::PathBuf>,
-        /// CODEX_HOME for the command.
+        /// CODEX_HOME: where the app-server's control socket is, and for
+        /// `codex queue` [default: $CODEX_HOME, else ~/.codex].
         #[arg(long, value_name = "DIR")]
         codex_home: Option<std::path::PathBuf>,
     },

@@ -857,6 +857,18 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             rows.push(("attempts", attempts.to_string()));
             rows.push(("next_attempt_in_ms", next_attempt_in_ms.to_string()));
         }
+        WakeDelivery::Queued {
+            wake_id,
+            checks,
+            next_check_in_ms,
+            detail,
+        } => {
+            outln!("state:    queued")?;
+            rows.push(("wake_id", wake_id.clone()));
+            rows.push(("detail", detail.clone()));
+            rows.push(("checks", checks.to_string()));
+            rows.push(("next_check_in_ms", next_check_in_ms.to_string()));
+        }
         WakeDelivery::Undelivered {
             wake_id,
             reason,

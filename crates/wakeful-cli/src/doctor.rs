@@ -260,6 +260,13 @@ async fn route_target(route: &WakeStatus) -> Vec<Check> {
                 ));
                 return out;
             }
+            if let WakeAdapter::Codex {
+                thread, codex_home, ..
+            } = adapter
+            {
+                let thread = thread.clone().unwrap_or_else(|| route.session.clone());
+                out.extend(codex_target(codex_home.as_deref(), &thread).await);
+            }
             if let WakeAdapter::Codex { binary, thread, .. } = adapter {
                 let program = binary
                     .clone()
@@ -333,6 +340,41 @@ async fn route_target(route: &WakeStatus) -> Vec<Check> {
                     "check that the server runs and that the network allows it",
                 )),
             }
+        }
+    }
+    out
+}
+
+/// Codex's side of a codex route: its app-server control socket (through
+/// which a wake starts a turn) and who holds the thread.
+async fn codex_target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
+    use wakeful_daemon::wake::codex;
+    let name = "codex app-server";
+    let Some(home) = codex::codex_home(route_home) else {
+        return vec![Check::new(
+            name,
+            Level::Info,
+            "no CODEX_HOME and no HOME: cannot look for Codex's app-server",
+        )];
+    };
+    let socket = codex::control_socket(&home);
+    let mut out = Vec::new();
+    let up = tokio::time::timeout(PROBE, tokio::net::UnixStream::connect(&socket)).await;
+    out.push(match up {
+        Ok(Ok(_)) => Check::new(name, Level::Ok, format!("{} accepts connections: a wake starts a turn and is acknowledged when it has", socket.display())),
+        _ => Check::new(
+            name,
+            Level::Info,
+            format!("nothing listens at {}: wakes go to `codex queue` and wait (state `queued`) until Codex's app-server runs", socket.display()),
+        ),
+    });
+    if let Some(holder) = codex::thread_holder(&home, thread) {
+        if holder.is_exec() {
+            out.push(Check::problem(
+                "codex thread",
+                format!("thread {thread} is written by a `codex exec` run (pid {}): wakes into it are refused, since exec drops queued messages", holder.pid),
+                "route the session to an interactive thread (`wakeful wake set codex --thread ID`), or wait for the exec run to end",
+            ));
         }
     }
     out

@@ -1,7 +1,11 @@
-//! Wake adapters end to end: a fake `codex` on PATH that records its
-//! arguments and can answer busy, a fake OpenCode server that can be busy,
-//! exec and webhook adapters, and a daemon restart in the middle of a retry.
+//! Wake adapters end to end: Codex through a fake of its app-server control
+//! socket and, without it, through a fake `codex` that records its arguments
+//! and can answer busy; a fake OpenCode server that can be busy, exec and
+//! webhook adapters, and a daemon restart in the middle of a retry. The real
+//! Codex is exercised by `codex_e2e.rs`.
 
+#[path = "common/codex_app.rs"]
+mod codex_app;
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -11,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use codex_app::{FakeAppServer, ThreadSpec};
 use common::{eventually, Home};
 use serde_json::Value;
 
@@ -72,11 +77,31 @@ fn accepted(dir: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The wake id at the start of a wake's text.
+fn wake_id_of(text: &str) -> &str {
+    text.split(']').next().unwrap()
+}
+
+/// The texts of the turns the fake app-server ran, joined.
+fn turn_texts(app: &FakeAppServer) -> String {
+    app.turns().iter().map(|t| t.text.clone()).collect()
+}
+
+fn last_seq(home: &Home) -> u64 {
+    home.json_lines(&["events"]).last().unwrap()["seq"]
+        .as_u64()
+        .unwrap()
+}
+
 #[test]
-fn codex_route_delivers_one_wake_per_batch_and_retries_when_busy() {
+fn codex_without_its_app_server_is_queued_once_then_confirmed_when_it_comes_up() {
     let home = Home::new();
     let fake = home.path().join("fake");
     let codex = fake_codex(&fake);
+    let codex_home = home.path().join("codexhome");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    // `codex queue` refuses twice (busy), then queues.
+    std::fs::write(fake.join("busy"), "2").unwrap();
     home.json(&[
         "wake",
         "set",
@@ -85,6 +110,8 @@ fn codex_route_delivers_one_wake_per_batch_and_retries_when_busy() {
         "thr-1",
         "--binary",
         codex.to_str().unwrap(),
+        "--codex-home",
+        codex_home.to_str().unwrap(),
     ]);
     home.ok(&[
         "start",
@@ -93,56 +120,285 @@ fn codex_route_delivers_one_wake_per_batch_and_retries_when_busy() {
         "--",
         "printf 'comp%s\\n' iled; echo tests passed",
     ]);
-    assert!(eventually(Duration::from_secs(10), || accepted(&fake)
-        .iter()
-        .any(|a| message(a).contains("stopped"))));
-    let all = accepted(&fake);
-    let first = &all[0];
+    assert!(eventually(Duration::from_secs(15), || accepted(&fake)
+        .len()
+        == 1));
+    // Retried after 1 s and 2 s with the same wake, then queued.
+    let tries = calls(&fake);
+    assert_eq!(tries.len(), 3, "{tries:?}");
+    assert!(tries[0].1 && tries[1].1 && !tries[2].1);
+    let ids: Vec<&str> = tries.iter().map(|(a, _)| wake_id_of(message(a))).collect();
+    assert!(ids[0] == ids[1] && ids[1] == ids[2], "{ids:?}");
+    let first = &tries[2].0;
     assert_eq!(&first[..3], ["queue", "--thread", "thr-1"]);
+    assert_eq!(first.last().map(String::as_str), Some("--resume"));
     let text = message(first);
     assert!(text.starts_with("[wakeful wake-"), "{text}");
     assert!(text.contains("not messages from the user"), "{text}");
-    // Every event went out, none twice.
-    let joined: String = all.iter().map(|a| message(a).to_string()).collect();
+    // Codex's app-server is not running: queued, not acknowledged.
+    let show = home.json(&["wake", "show"]);
+    assert_eq!(show["state"], "queued", "{show}");
+    assert_eq!(show["wake_id"], ids[0].trim_start_matches("[wakeful "));
+    let detail = show["detail"].as_str().unwrap();
+    assert!(detail.contains("codex queue"), "{detail}");
+    assert!(detail.contains("not running"), "{detail}");
+    assert_eq!(show["acked_seq"], 0);
+    assert!(home.ok(&["wake", "show"]).contains("state:    queued"));
+    // Checks never queue it again.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(calls(&fake).len(), 3);
+
+    // Codex comes up: resuming the thread runs the queued message, which
+    // confirms the wake; the rest of the events go through the socket.
+    let app = FakeAppServer::start(&codex_home, Some(&fake.join("calls")));
+    app.thread("thr-1", ThreadSpec::default());
+    assert!(
+        eventually(Duration::from_secs(60), || {
+            let show = home.json(&["wake", "show"]);
+            show["state"] == "idle" && show["acked_seq"].as_u64() == Some(last_seq(&home))
+        }),
+        "{}",
+        home.json(&["wake", "show"])
+    );
+    let turns = app.turns();
+    assert_eq!(turns[0].text, text, "the queued message ran first");
+    assert!(turns[1..]
+        .iter()
+        .all(|t| t.client_id.starts_with("wakeful:wake-") && t.client_id.ends_with(":t")));
+    // One wake per batch; every event went out once.
+    let joined = turn_texts(&app);
     assert_eq!(joined.matches("compiled").count(), 1, "{joined}");
     assert_eq!(joined.matches("· stopped]").count(), 1, "{joined}");
-    assert!(eventually(Duration::from_secs(5), || home
-        .json(&["wake", "show"])["state"]
-        == "idle"));
-    let show = home.json(&["wake", "show"]);
-    assert_eq!(show["route"]["adapter"], "codex");
-    let last_seq = home.json_lines(&["events"]).last().unwrap()["seq"]
-        .as_u64()
-        .unwrap();
-    assert_eq!(
-        show["acked_seq"].as_u64().unwrap(),
-        last_seq,
-        "the wake consumer moved to the end"
-    );
-
-    // Busy twice: retried with the same wake id (after 1 s, then 2 s), then accepted.
-    std::fs::write(fake.join("busy"), "2").unwrap();
-    let before = calls(&fake).len();
-    home.ok(&["start", "-d", "later", "--", "echo second-batch"]);
-    assert!(eventually(Duration::from_secs(15), || {
-        calls(&fake)[before..]
-            .iter()
-            .filter(|(_, refused)| !refused)
-            .count()
-            >= 1
-    }));
-    let tries = &calls(&fake)[before..];
-    assert_eq!(tries.iter().filter(|(_, r)| *r).count(), 2);
-    // The two refusals and the acceptance that follows carry the same wake;
-    // events that came meanwhile (if any) go in the next one.
-    let ids: Vec<&str> = tries
+    assert_eq!(calls(&fake).len(), 3, "no more `codex queue`");
+    let adds = app
+        .requests()
         .iter()
-        .map(|(a, _)| message(a).split(']').next().unwrap())
-        .collect();
-    assert!(
-        !tries[2].1 && ids[0] == ids[1] && ids[1] == ids[2],
-        "{ids:?}"
+        .filter(|(m, _)| m == "thread/queue/add")
+        .count();
+    assert_eq!(adds, turns.len() - 1, "the queued wake was not added again");
+}
+
+#[test]
+fn codex_wakes_start_turns_on_idle_busy_and_unloaded_threads() {
+    let home = Home::new();
+    let codex_home = home.path().join("codexhome");
+    let app = FakeAppServer::start(&codex_home, None);
+    let loaded = ThreadSpec {
+        loaded: true,
+        ..ThreadSpec::default()
+    };
+    app.thread("thr-idle", loaded);
+    app.thread(
+        "thr-busy",
+        ThreadSpec {
+            busy: true,
+            ..loaded
+        },
     );
+    app.thread("thr-unloaded", ThreadSpec::default());
+    // `codex` (for when the socket is absent) is not called here.
+    let codex = fake_codex(&home.path().join("fake"));
+    for (session, thread) in [
+        ("s-idle", "thr-idle"),
+        ("s-busy", "thr-busy"),
+        ("s-unloaded", "thr-unloaded"),
+    ] {
+        home.json(&[
+            "--session",
+            session,
+            "wake",
+            "set",
+            "codex",
+            "--thread",
+            thread,
+            "--binary",
+            codex.to_str().unwrap(),
+            "--codex-home",
+            codex_home.to_str().unwrap(),
+        ]);
+        home.ok(&[
+            "--session",
+            session,
+            "start",
+            "--",
+            &format!("echo ping-{session}"),
+        ]);
+    }
+    let ran = |thread: &str, what: &str| {
+        app.turns()
+            .iter()
+            .any(|t| t.thread == thread && t.text.contains(what))
+    };
+    assert!(eventually(Duration::from_secs(20), || ran(
+        "thr-idle",
+        "ping-s-idle"
+    )));
+    assert!(eventually(Duration::from_secs(20), || ran(
+        "thr-unloaded",
+        "ping-s-unloaded"
+    )));
+    // The unloaded thread was resumed before anything was queued for it.
+    let requests = app.requests();
+    let on = |thread: &str| -> Vec<String> {
+        requests
+            .iter()
+            .filter(|(_, p)| p["threadId"] == thread)
+            .map(|(m, _)| m.clone())
+            .collect()
+    };
+    let unloaded = on("thr-unloaded");
+    assert_eq!(
+        &unloaded[..5],
+        [
+            "thread/read",
+            "thread/resume",
+            "thread/queue/list",
+            "thread/turns/list",
+            "thread/queue/add"
+        ],
+        "{unloaded:?}"
+    );
+    let add = requests
+        .iter()
+        .find(|(m, p)| m == "thread/queue/add" && p["threadId"] == "thr-idle")
+        .unwrap();
+    let client_id = add.1["clientUserMessageId"].as_str().unwrap();
+    assert!(
+        client_id.starts_with("wakeful:wake-") && client_id.ends_with(":s-idle"),
+        "{client_id}"
+    );
+    // Busy: queued behind the running turn, delivering until it ends.
+    assert!(eventually(Duration::from_secs(10), || app
+        .queued("thr-busy")
+        >= 1));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!ran("thr-busy", "ping-s-busy"));
+    let show = home.json(&["--session", "s-busy", "wake", "show"]);
+    assert_eq!(show["state"], "delivering", "{show}");
+    assert_eq!(show["acked_seq"], 0);
+    app.free("thr-busy");
+    for session in ["s-idle", "s-busy", "s-unloaded"] {
+        assert!(
+            eventually(Duration::from_secs(20), || {
+                let show = home.json(&["--session", session, "wake", "show"]);
+                show["state"] == "idle" && show["acked_seq"].as_u64().unwrap() > 0
+            }),
+            "{session}: {}",
+            home.json(&["--session", session, "wake", "show"])
+        );
+    }
+    assert!(ran("thr-busy", "ping-s-busy"));
+}
+
+#[test]
+fn a_thread_run_by_codex_exec_is_never_queued_into() {
+    use std::os::unix::process::CommandExt;
+    let home = Home::new();
+    let fake = home.path().join("fake");
+    let codex = fake_codex(&fake);
+
+    // With Codex's app-server: it cannot resume the thread, which an exec
+    // run writes.
+    let codex_home = home.path().join("codexhome");
+    let app = FakeAppServer::start(&codex_home, None);
+    app.thread(
+        "thr-exec",
+        ThreadSpec {
+            exec: true,
+            ..ThreadSpec::default()
+        },
+    );
+    home.json(&[
+        "--session",
+        "s1",
+        "wake",
+        "set",
+        "codex",
+        "--thread",
+        "thr-exec",
+        "--binary",
+        codex.to_str().unwrap(),
+        "--codex-home",
+        codex_home.to_str().unwrap(),
+    ]);
+    home.ok(&["--session", "s1", "start", "--", "echo for-exec"]);
+    assert!(eventually(Duration::from_secs(10), || home.json(&[
+        "--session",
+        "s1",
+        "wake",
+        "show"
+    ])["state"]
+        == "undelivered"));
+    let show = home.json(&["--session", "s1", "wake", "show"]);
+    let reason = show["reason"].as_str().unwrap();
+    assert!(reason.contains("is run by `codex exec`"), "{reason}");
+    assert!(!app
+        .requests()
+        .iter()
+        .any(|(m, _)| m.starts_with("thread/queue/")));
+
+    // Without it: the exec run holds the thread's writer lock, so
+    // `codex queue` is not run either.
+    let other_home = home.path().join("codexhome2");
+    let locks = other_home.join("thread-writer-locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let lock = std::ffi::CString::new(
+        locks
+            .join("thr-exec2.lock")
+            .to_str()
+            .unwrap()
+            .as_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    // A process whose command line reads `codex -c … exec …` (as `codex
+    // exec` runs would) holds the lock; `; :` keeps sh from exec'ing sleep.
+    let mut holder = std::process::Command::new("/bin/sh");
+    holder
+        .arg0("codex")
+        .args(["-c", "sleep 30; :", "exec", "now"])
+        .process_group(0);
+    // SAFETY: only async-signal-safe calls (open, flock) between fork and exec.
+    unsafe {
+        holder.pre_exec(move || {
+            let fd = libc::open(lock.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o644);
+            if fd < 0 || libc::flock(fd, libc::LOCK_EX) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut holder = holder.spawn().unwrap();
+    home.json(&[
+        "--session",
+        "s2",
+        "wake",
+        "set",
+        "codex",
+        "--thread",
+        "thr-exec2",
+        "--binary",
+        codex.to_str().unwrap(),
+        "--codex-home",
+        other_home.to_str().unwrap(),
+    ]);
+    home.ok(&["--session", "s2", "start", "--", "echo for-exec2"]);
+    let undelivered = eventually(Duration::from_secs(10), || {
+        home.json(&["--session", "s2", "wake", "show"])["state"] == "undelivered"
+    });
+    let show = home.json(&["--session", "s2", "wake", "show"]);
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = holder.wait();
+    assert!(undelivered, "{show}");
+    let reason = show["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("is run by `codex exec` (pid {}", holder.id())),
+        "{reason}"
+    );
+    assert!(calls(&fake).is_empty(), "{:?}", calls(&fake));
 }
 
 #[test]
@@ -150,6 +406,8 @@ fn a_monitor_started_inside_codex_routes_its_session_automatically() {
     let home = Home::new();
     let fake = home.path().join("fake");
     fake_codex(&fake);
+    let codex_home = home.path().join("codexhome");
+    std::fs::create_dir_all(&codex_home).unwrap();
     let path = format!(
         "{}:{}",
         fake.display(),
@@ -158,6 +416,7 @@ fn a_monitor_started_inside_codex_routes_its_session_automatically() {
     let out = home
         .cmd(&["start", "--", "echo from-codex"])
         .env("CODEX_THREAD_ID", "019a-thread")
+        .env("CODEX_HOME", &codex_home)
         .env_remove("WAKEFUL_SESSION")
         .env("PATH", path)
         .output()
@@ -170,6 +429,7 @@ fn a_monitor_started_inside_codex_routes_its_session_automatically() {
     assert_eq!(&first[..3], ["queue", "--thread", "019a-thread"]);
     let show = home.json(&["--session", "019a-thread", "wake", "show"]);
     assert_eq!(show["source"], "auto");
+    assert_eq!(show["route"]["codex_home"], codex_home.to_str().unwrap());
 }
 
 #[test]
@@ -389,6 +649,8 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
     let home = Home::new();
     let fake = home.path().join("fake");
     let codex = fake_codex(&fake);
+    let codex_home = home.path().join("codexhome");
+    std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(fake.join("busy"), "1000").unwrap();
     home.json(&[
         "wake",
@@ -398,6 +660,8 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
         "thr-r",
         "--binary",
         codex.to_str().unwrap(),
+        "--codex-home",
+        codex_home.to_str().unwrap(),
     ]);
     home.ok(&["start", "--", "echo before-restart"]);
     // Refused at least twice: the daemon is retrying.
@@ -412,24 +676,26 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
     assert!(eventually(Duration::from_secs(5), || {
         wakeful_engine::process::proc_info(pid).is_none_or(|p| !p.is_live())
     }));
-    // The agent is free now; a new daemon picks the route and the cursor up.
-    std::fs::write(fake.join("busy"), "0").unwrap();
+    // Codex's app-server is up now; a new daemon picks the route and the
+    // cursor up and goes through it.
+    let app = FakeAppServer::start(&codex_home, Some(&fake.join("calls")));
+    app.thread(
+        "thr-r",
+        ThreadSpec {
+            loaded: true,
+            ..ThreadSpec::default()
+        },
+    );
     home.ok(&["start", "--", "echo after-restart"]);
     assert!(
-        eventually(Duration::from_secs(15), || {
-            let joined: String = accepted(&fake)
-                .iter()
-                .map(|a| message(a).to_string())
-                .collect();
+        eventually(Duration::from_secs(20), || {
+            let joined = turn_texts(&app);
             joined.contains("after-restart") && joined.matches("· stopped]").count() >= 2
         }),
         "{:?}",
-        accepted(&fake)
+        app.turns()
     );
-    let joined: String = accepted(&fake)
-        .iter()
-        .map(|a| message(a).to_string())
-        .collect();
+    let joined = turn_texts(&app);
     assert_eq!(joined.matches(")]\nbefore-restart").count(), 1, "{joined}");
     assert_eq!(joined.matches(")]\nafter-restart").count(), 1, "{joined}");
     // The monitor that ran across the crash ended with daemon_stopped or its
@@ -447,4 +713,5 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
         seqs.len(),
         "an event went out twice: {seqs:?}"
     );
+    assert!(accepted(&fake).is_empty(), "`codex queue` only refused");
 }

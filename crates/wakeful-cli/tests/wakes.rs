@@ -567,3 +567,47 @@ fn the_digest_lists_running_monitors_and_those_ended_unseen() {
     assert!(!text.contains(&ended), "{text}");
     home.ok(&["stop", &running]);
 }
+
+#[test]
+fn doctor_looks_at_codex_and_its_app_server() {
+    let home = Home::new();
+    let codex = home.path().join("codex");
+    std::fs::write(&codex, "#!/bin/sh\necho 'codex-cli 0.171.0'\n").unwrap();
+    std::fs::set_permissions(&codex, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let codex_home = home.path().join("codex-home");
+    std::fs::create_dir_all(codex_home.join("app-server-control")).unwrap();
+    home.json(&[
+        "wake",
+        "set",
+        "codex",
+        "--thread",
+        "th-1",
+        "--binary",
+        codex.to_str().unwrap(),
+        "--codex-home",
+        codex_home.to_str().unwrap(),
+    ]);
+    let v = doctor(&home);
+    let c = checks(&v);
+    assert!(
+        c.contains(&("route codex".to_string(), "ok".to_string())),
+        "{v}"
+    );
+    assert!(
+        c.contains(&("codex app-server".to_string(), "info".to_string())),
+        "{v}"
+    );
+    let text = v.to_string();
+    assert!(
+        text.contains("codex-cli 0.171.0") && text.contains("thread th-1"),
+        "{text}"
+    );
+    // Codex's app-server listening on its control socket.
+    let socket = codex_home.join("app-server-control/app-server-control.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let v = doctor(&home);
+    assert!(
+        checks(&v).contains(&("codex app-server".to_string(), "ok".to_string())),
+        "{v}"
+    );
+}

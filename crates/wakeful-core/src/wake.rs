@@ -11,6 +11,13 @@
 //!   next wake, which starts when new events arrive.
 //! - A delivery that fails for good (a command that cannot run, a 4xx answer)
 //!   is undelivered at once.
+//! - **Queued**: the agent holds the message in a durable queue of its own
+//!   but has not started the turn that carries it yet (a busy Codex thread,
+//!   or Codex not running). The wake is neither refused nor lost, so it is
+//!   never sent again as new and never given up: the same wake is checked
+//!   again with the retry backoff until the agent starts its turn
+//!   (accepted), fails for good, or the route changes. Events that arrive
+//!   meanwhile wait for the next wake, as with any wake in flight.
 //! - The consumer's cursor moves only when a delivery was accepted.
 //!
 //! The wake id is derived from the range of events it carries
@@ -50,9 +57,15 @@ pub enum WakeAction {
 /// How a delivery attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The agent accepted (or queued) the message.
+    /// The agent accepted the message (for Codex: started the turn that
+    /// carries it).
     Accepted,
-    /// Refused for now (busy, HTTP 429/5xx, transport error): retry.
+    /// The agent holds the message durably but has not started the turn
+    /// that carries it (or that cannot be seen yet): check again later, with
+    /// the same wake, without giving up.
+    Queued(String),
+    /// Refused for now (busy, HTTP 429/5xx, transport error): retry. Once a
+    /// wake was queued, a refusal only means it cannot be checked right now.
     Refused(String),
     /// Failed for good (cannot run, rejected): no retry.
     Failed(String),
@@ -79,6 +92,18 @@ pub enum WakeState {
         /// Why the last attempt was refused.
         last_error: String,
     },
+    /// The agent holds the wake in its queue; waiting for the turn that
+    /// carries it to start.
+    Queued {
+        /// The wake.
+        wake_id: String,
+        /// Checks so far.
+        checks: u32,
+        /// When the next check is due.
+        next_at: Instant,
+        /// What the last check found.
+        detail: String,
+    },
     /// Given up; its events wait for the next wake.
     Undelivered {
         /// The wake.
@@ -100,6 +125,8 @@ struct Flight {
     first_at: Instant,
     next_at: Option<Instant>,
     last_error: String,
+    /// Since when the agent holds the wake (an `Outcome::Queued` came).
+    queued_at: Option<Instant>,
 }
 
 /// The per-session wake state machine; see the module docs.
@@ -164,6 +191,7 @@ impl WakeMachine {
             first_at: now,
             next_at: None,
             last_error: String::new(),
+            queued_at: None,
         });
         vec![WakeAction::Deliver {
             wake_id: wake_id(from, to),
@@ -190,6 +218,17 @@ impl WakeMachine {
                 self.undelivered = Some((wake_id(f.from, f.to), reason, f.from, f.to));
                 vec![]
             }
+            Outcome::Queued(detail) => {
+                f.queued_at.get_or_insert(now);
+                self.check_again(now, f, detail);
+                vec![]
+            }
+            Outcome::Refused(reason) if f.queued_at.is_some() => {
+                // The agent still holds it: a failed check is no reason to
+                // give up or to send it again.
+                self.check_again(now, f, format!("cannot check the queued wake: {reason}"));
+                vec![]
+            }
             Outcome::Refused(reason) => {
                 if now.saturating_duration_since(f.first_at) >= GIVE_UP_AFTER {
                     self.undelivered = Some((
@@ -209,6 +248,15 @@ impl WakeMachine {
                 vec![]
             }
         }
+    }
+
+    /// Schedules another check of a queued wake (the retry backoff, no
+    /// give-up).
+    fn check_again(&mut self, now: Instant, mut f: Flight, detail: String) {
+        f.attempt += 1;
+        f.next_at = Some(now + backoff(f.attempt));
+        f.last_error = detail;
+        self.flight = Some(f);
     }
 
     /// When [`WakeMachine::on_tick`] has work.
@@ -236,6 +284,12 @@ impl WakeMachine {
     pub fn state(&self) -> WakeState {
         match (&self.flight, &self.undelivered) {
             (Some(f), _) => match f.next_at {
+                Some(next_at) if f.queued_at.is_some() => WakeState::Queued {
+                    wake_id: wake_id(f.from, f.to),
+                    checks: f.attempt - 1,
+                    next_at,
+                    detail: f.last_error.clone(),
+                },
                 Some(next_at) => WakeState::Retrying {
                     wake_id: wake_id(f.from, f.to),
                     attempts: f.attempt - 1,
@@ -366,5 +420,86 @@ mod tests {
         assert_eq!(m.next_deadline(), None);
         assert!(m.on_events(t0, 2).is_empty());
         assert_eq!(deliver(&m.on_events(t0, 3)), Some((1, 3, 1)));
+    }
+
+    #[test]
+    fn a_queued_wake_is_checked_again_with_backoff_and_never_given_up() {
+        let t0 = Instant::now();
+        let mut m = WakeMachine::new(0);
+        assert_eq!(deliver(&m.on_events(t0, 3)), Some((1, 3, 1)));
+        let mut now = t0;
+        let mut gaps = vec![];
+        // Two hours of a busy agent: checked again and again, same wake.
+        while now - t0 < Duration::from_secs(2 * 3600) {
+            let a = m.on_outcome(now, Outcome::Queued("behind a running turn".into()));
+            assert!(a.is_empty());
+            let next = m.next_deadline().expect("another check is due");
+            gaps.push((next - now).as_secs());
+            match m.state() {
+                WakeState::Queued {
+                    wake_id, detail, ..
+                } => {
+                    assert_eq!(wake_id, "wake-1-3");
+                    assert_eq!(detail, "behind a running turn");
+                }
+                other => panic!("{other:?}"),
+            }
+            now = next;
+            // New events wait: they never enlarge the queued wake.
+            assert!(m.on_events(now, 9).is_empty());
+            let (from, to, _) = deliver(&m.on_tick(now)).expect("a check");
+            assert_eq!((from, to), (1, 3));
+        }
+        assert_eq!(&gaps[..8], &[1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(m.acked(), 0);
+        // The turn that carries it started: acked, and the events that came
+        // meanwhile go out as the next wake.
+        let a = m.on_outcome(now, Outcome::Accepted);
+        assert_eq!(a[0], WakeAction::Ack { seq: 3 });
+        assert_eq!(deliver(&a), Some((4, 9, 1)));
+    }
+
+    #[test]
+    fn once_queued_a_refused_check_keeps_waiting_and_a_failure_gives_up() {
+        let t0 = Instant::now();
+        let mut m = WakeMachine::new(0);
+        m.on_events(t0, 2);
+        m.on_outcome(t0, Outcome::Queued("queued".into()));
+        // Far past the give-up time, a check that cannot be made is not a
+        // reason to give up a wake the agent holds.
+        let later = t0 + GIVE_UP_AFTER * 2;
+        deliver(&m.on_tick(later)).unwrap();
+        assert!(m
+            .on_outcome(later, Outcome::Refused("socket gone".into()))
+            .is_empty());
+        match m.state() {
+            WakeState::Queued { detail, checks, .. } => {
+                assert!(detail.contains("socket gone"), "{detail}");
+                assert_eq!(checks, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        let next = m.next_deadline().unwrap();
+        deliver(&m.on_tick(next)).unwrap();
+        m.on_outcome(next, Outcome::Failed("thread deleted".into()));
+        assert!(matches!(m.state(), WakeState::Undelivered { .. }));
+        assert_eq!(m.next_deadline(), None);
+        assert_eq!(m.acked(), 0);
+    }
+
+    #[test]
+    fn a_refused_wake_that_gets_queued_stops_counting_towards_the_give_up() {
+        let t0 = Instant::now();
+        let mut m = WakeMachine::new(0);
+        m.on_events(t0, 1);
+        m.on_outcome(t0, Outcome::Refused("busy".into()));
+        assert!(matches!(m.state(), WakeState::Retrying { .. }));
+        let t1 = t0 + GIVE_UP_AFTER - S;
+        deliver(&m.on_tick(t1)).unwrap();
+        m.on_outcome(t1, Outcome::Queued("queued".into()));
+        let t2 = t0 + GIVE_UP_AFTER * 3;
+        deliver(&m.on_tick(t2)).unwrap();
+        m.on_outcome(t2, Outcome::Queued("still queued".into()));
+        assert!(matches!(m.state(), WakeState::Queued { .. }));
     }
 }

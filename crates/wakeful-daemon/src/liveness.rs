@@ -108,6 +108,11 @@ fn route_path(route: &WakeStatus) -> WakePath {
                 route.last_error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
             ),
         ),
+        // The agent holds the wake and runs it when its current turn ends.
+        WakeDelivery::Queued { detail, .. } => (
+            true,
+            format!("the {name} wake route's last wake is queued by the agent, its turn not started yet ({detail})"),
+        ),
         WakeDelivery::Undelivered { reason, .. } => (
             false,
             format!("the {name} wake route gave up its last wake: {reason}"),

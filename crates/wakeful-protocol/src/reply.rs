@@ -247,6 +247,19 @@ pub enum WakeDelivery {
         /// Time until the next attempt.
         next_attempt_in_ms: u64,
     },
+    /// The agent holds the wake in its own queue (a busy Codex thread, or
+    /// Codex not running) but has not started the turn that carries it; it
+    /// is checked again, never sent again.
+    Queued {
+        /// The wake's id.
+        wake_id: String,
+        /// Checks so far.
+        checks: u32,
+        /// Time until the next check.
+        next_check_in_ms: u64,
+        /// What the last check found.
+        detail: String,
+    },
     /// Given up; the events go with the next wake.
     Undelivered {
         /// The wake's id.

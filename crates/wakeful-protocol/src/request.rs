@@ -261,16 +261,19 @@ pub struct Envelope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "adapter", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WakeAdapter {
-    /// `codex queue --thread <id> --message <text>`: Codex's durable queue.
+    /// A Codex thread, through the app-server control socket under
+    /// `CODEX_HOME` (`thread/queue/add`, accepted when the turn carrying the
+    /// wake starts), else `codex queue --thread <id> --message <text>`.
     Codex {
         /// The thread (default: the session name, which is `CODEX_THREAD_ID`
         /// for sessions detected inside Codex).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thread: Option<String>,
-        /// The `codex` executable (default: `codex` on PATH).
+        /// The `codex` executable for `codex queue` (default: `codex` on PATH).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binary: Option<PathBuf>,
-        /// `CODEX_HOME` for the command.
+        /// `CODEX_HOME` (default: the daemon's `$CODEX_HOME`, else
+        /// `~/.codex`): the control socket's place, and `codex queue`'s.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         codex_home: Option<PathBuf>,
     },

@@ -29,34 +29,35 @@ pub struct Wake<'a> {
     pub events: &'a [serde_json::Value],
 }
 
+/// What adapters remember between the attempts of one session's wakes.
+#[derive(Debug, Default)]
+pub struct Memory {
+    /// The Codex adapter's.
+    pub codex: super::codex::Memory,
+}
+
 /// Hands `wake` to the agent through `adapter`.
-pub async fn deliver(adapter: &Adapter, wake: &Wake<'_>, policy: &NetPolicy) -> Outcome {
+pub async fn deliver(
+    adapter: &Adapter,
+    wake: &Wake<'_>,
+    policy: &NetPolicy,
+    memory: &mut Memory,
+) -> Outcome {
     match adapter {
         Adapter::Codex {
             thread,
             binary,
             codex_home,
         } => {
-            let thread = thread.clone().unwrap_or_else(|| wake.session.to_string());
-            let program = binary.clone().unwrap_or_else(|| PathBuf::from("codex"));
-            let args = vec![
-                "queue".to_string(),
-                "--thread".to_string(),
+            let thread = thread.as_deref().unwrap_or(wake.session);
+            super::codex::deliver(
                 thread,
-                "--message".to_string(),
-                wake.text.to_string(),
-            ];
-            let mut env = BTreeMap::new();
-            if let Some(home) = codex_home {
-                env.insert("CODEX_HOME".to_string(), home.display().to_string());
-            }
-            // codex queue exits 0 once the message is queued; anything else
-            // (its daemon unreachable, a lock) is worth a retry.
-            match run(&program, &args, &env).await {
-                Ok((0, _)) => Outcome::Accepted,
-                Ok((code, err)) => Outcome::Refused(format!("codex queue exited {code}: {err}")),
-                Err(e) => Outcome::Failed(e),
-            }
+                binary.as_deref(),
+                codex_home.as_deref(),
+                wake,
+                &mut memory.codex,
+            )
+            .await
         }
         Adapter::Exec {
             argv,
@@ -161,7 +162,7 @@ fn percent(s: &str) -> String {
 
 /// Runs a program (no shell) with stdin closed; returns its exit code and
 /// the tail of its stderr.
-async fn run(
+pub(super) async fn run(
     program: &std::path::Path,
     args: &[String],
     env: &BTreeMap<String, String>,
@@ -276,7 +277,13 @@ mod tests {
             events: &[],
         };
         assert_eq!(
-            deliver(&adapter, &wake, &NetPolicy::default()).await,
+            deliver(
+                &adapter,
+                &wake,
+                &NetPolicy::default(),
+                &mut Memory::default()
+            )
+            .await,
             Outcome::Accepted
         );
         let got = std::fs::read_to_string(&out).unwrap();
@@ -287,7 +294,7 @@ mod tests {
             busy_exit_codes: vec![75],
         };
         assert!(matches!(
-            deliver(&busy, &wake, &NetPolicy::default()).await,
+            deliver(&busy, &wake, &NetPolicy::default(), &mut Memory::default()).await,
             Outcome::Refused(_)
         ));
         let broken = Adapter::Exec {
@@ -295,7 +302,13 @@ mod tests {
             busy_exit_codes: vec![],
         };
         assert!(matches!(
-            deliver(&broken, &wake, &NetPolicy::default()).await,
+            deliver(
+                &broken,
+                &wake,
+                &NetPolicy::default(),
+                &mut Memory::default()
+            )
+            .await,
             Outcome::Failed(_)
         ));
     }

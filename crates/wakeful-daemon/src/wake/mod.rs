@@ -9,6 +9,7 @@
 //! single-flight, coalescing, retry and give-up rules.
 
 pub mod adapters;
+pub mod codex;
 pub mod http;
 
 use std::collections::HashMap;
@@ -219,6 +220,8 @@ struct Progress {
     machine: WakeMachine,
     last_error: String,
     delivered: u64,
+    /// What the route's adapter remembers between attempts.
+    memory: adapters::Memory,
 }
 
 struct WakerTask {
@@ -237,6 +240,7 @@ impl WakerTask {
             machine: WakeMachine::new(acked),
             last_error: String::new(),
             delivered: 0,
+            memory: adapters::Memory::default(),
         };
         // The session's events, from the hub: no store query per event.
         let mut events = self
@@ -308,13 +312,22 @@ impl WakerTask {
                     attempt,
                 } => {
                     self.publish(st);
-                    let outcome = self.deliver(&wake_id, from, to, attempt).await;
-                    if let Outcome::Refused(e) | Outcome::Failed(e) = &outcome {
-                        tracing::warn!(
-                            "wake {wake_id} of session {} (attempt {attempt}): {e}",
+                    let outcome = self
+                        .deliver(&wake_id, from, to, attempt, &mut st.memory)
+                        .await;
+                    match &outcome {
+                        Outcome::Refused(e) | Outcome::Failed(e) => {
+                            tracing::warn!(
+                                "wake {wake_id} of session {} (attempt {attempt}): {e}",
+                                self.session
+                            );
+                            st.last_error = e.clone();
+                        }
+                        Outcome::Queued(detail) => tracing::info!(
+                            "wake {wake_id} of session {} (check {attempt}): {detail}",
                             self.session
-                        );
-                        st.last_error = e.clone();
+                        ),
+                        Outcome::Accepted => {}
                     }
                     queue.extend(st.machine.on_outcome(Instant::now(), outcome));
                 }
@@ -341,6 +354,19 @@ impl WakerTask {
                     .saturating_duration_since(Instant::now())
                     .as_millis() as u64,
             },
+            WakeState::Queued {
+                wake_id,
+                checks,
+                next_at,
+                detail,
+            } => WakeDelivery::Queued {
+                wake_id,
+                checks,
+                next_check_in_ms: next_at
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as u64,
+                detail,
+            },
             WakeState::Undelivered {
                 wake_id,
                 reason,
@@ -365,7 +391,14 @@ impl WakerTask {
         };
     }
 
-    async fn deliver(&self, wake_id: &str, from: u64, to: u64, attempt: u32) -> Outcome {
+    async fn deliver(
+        &self,
+        wake_id: &str,
+        from: u64,
+        to: u64,
+        attempt: u32,
+        memory: &mut adapters::Memory,
+    ) -> Outcome {
         let events = match self.reader.events_after(
             Some(&self.session),
             None,
@@ -408,7 +441,7 @@ impl WakerTask {
             "delivering {wake_id} of session {} (attempt {attempt})",
             self.session
         );
-        adapters::deliver(&self.route, &wake, &self.policy).await
+        adapters::deliver(&self.route, &wake, &self.policy, memory).await
     }
 }
 
