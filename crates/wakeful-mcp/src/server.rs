@@ -428,10 +428,10 @@ impl WakefulServer {
         connect(&self.inner.paths).await.map_err(daemon_error)
     }
 
-    /// The first successful call of a connection for a session carries the
-    /// session's resume digest (`digest`: which monitors run, which ended
-    /// since the agent last saw them), when there is anything to say.
-    async fn with_digest(&self, mut value: Value, session: &str) -> Value {
+    /// The session's resume digest, once per connection and session: what
+    /// ran and ended before the connection's first call for it (taken
+    /// before that call runs), or `None` when there is nothing to say.
+    async fn first_digest(&self, session: &str) -> Option<String> {
         let first = self
             .inner
             .digested
@@ -439,15 +439,11 @@ impl WakefulServer {
             .unwrap_or_else(|p| p.into_inner())
             .insert(session.to_string());
         if !first {
-            return value;
+            return None;
         }
-        let digest = wakeful_client::digest(&self.inner.paths, session)
+        wakeful_client::digest(&self.inner.paths, session)
             .await
-            .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp));
-        if let (Some(text), Some(obj)) = (digest, value.as_object_mut()) {
-            obj.insert("digest".into(), Value::String(text));
-        }
-        value
+            .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp))
     }
 }
 
@@ -520,6 +516,7 @@ impl ServerHandler for WakefulServer {
             session,
             codex_thread,
         };
+        let digest = self.first_digest(&call.session).await;
         let Some(result) = self.call(&request.name, args, &call).await else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -535,10 +532,13 @@ impl ServerHandler for WakefulServer {
                 None,
             ));
         };
-        let result = match result {
-            Ok(value) => Ok(self.with_digest(value, &call.session).await),
-            Err(e) => Err(e),
-        };
+        // The first call for a session carries its digest (`digest`).
+        let result = result.map(|mut value| {
+            if let (Some(text), Some(obj)) = (digest, value.as_object_mut()) {
+                obj.insert("digest".into(), Value::String(text));
+            }
+            value
+        });
         Ok(match result {
             Ok(value) => CallToolResult::structured(value),
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),

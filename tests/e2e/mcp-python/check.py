@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The real MCP Python SDK against `wakeful mcp`: the tool schema as a client
+reads it, each source started as the schema describes it, and a cancelled
+monitor_wait that acknowledges nothing.
+
+Usage: check.py WAKEFUL_BIN STATE_DIR
+Needs the `mcp` package (pip install mcp==2.3.0). Prints one line per check
+and a JSON summary; exits 0 only when every check passed. Every wait has one
+deadline; nothing sleeps a fixed time.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+DEADLINE_S = 20
+
+
+def fail(msg):
+    print(f"FAIL {msg}", flush=True)
+    sys.exit(1)
+
+
+def ok(msg):
+    print(f"ok   {msg}", flush=True)
+
+
+def structured(result):
+    if result.is_error:
+        fail(f"tool error: {result.content}")
+    return result.structured_content
+
+
+class Wakeful:
+    def __init__(self, binary, home):
+        self.binary, self.home = binary, home
+
+    def json(self, *args):
+        env = dict(os.environ, WAKEFUL_HOME=self.home, WAKEFUL_SESSION="py")
+        out = subprocess.run([self.binary, "--json", *args], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out)
+
+    def mcp_waiters(self):
+        return sum(c["waiters"] for c in self.json("consumers") if c["consumer"] == "mcp")
+
+
+async def until(cond, what):
+    deadline = time.monotonic() + DEADLINE_S
+    while not cond():
+        if time.monotonic() > deadline:
+            fail(f"timed out waiting for {what}")
+        await anyio.sleep(0.02)
+
+
+async def wait_events(session, want_kinds):
+    """monitor_wait until the kinds seen cover want_kinds (in order)."""
+    got = []
+    deadline = time.monotonic() + DEADLINE_S
+    while [e["kind"] for e in got][-len(want_kinds):] != want_kinds:
+        if time.monotonic() > deadline:
+            fail(f"wanted {want_kinds}, got {[e['kind'] for e in got]}")
+        r = structured(await session.call_tool("monitor_wait", {"timeout_ms": 5000}))
+        got.extend(r["events"])
+    return got
+
+
+async def main(binary, home):
+    w = Wakeful(binary, home)
+    params = StdioServerParameters(
+        command=binary, args=["mcp"],
+        env={"WAKEFUL_HOME": home, "WAKEFUL_SESSION": "py", "PATH": os.environ["PATH"]},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            ok(f"initialize: server {init.server_info.name} {init.server_info.version}, protocol {init.protocol_version}")
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            start = tools["monitor_start"].input_schema
+            if start.get("required") != ["description"]:
+                fail(f"monitor_start requires {start.get('required')}")
+            for source in ("command", "file", "ws", "terminal"):
+                if source not in start["properties"]:
+                    fail(f"monitor_start has no {source}")
+            if "exactly one source" not in start.get("description", ""):
+                fail(f"monitor_start's input schema does not say to give exactly one source: {start.get('description')}")
+            ok(f"tools/list: {sorted(tools)}; monitor_start requires only description, sources command/file/ws/terminal")
+
+            # A cancelled monitor_wait acknowledges nothing.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.call_tool, "monitor_wait", {"timeout_ms": 30000})
+                await until(lambda: w.mcp_waiters() == 1, "the wait to attach")
+                tg.cancel_scope.cancel()
+            await until(lambda: w.mcp_waiters() == 0, "the cancelled wait to leave")
+            r = structured(await session.call_tool(
+                "monitor_start", {"command": "echo py-line", "description": "after cancel"}))
+            got = await wait_events(session, ["started", "lines", "stopped"])
+            mine = [e for e in got if e["monitor_id"] == r["id"]]
+            if [e["kind"] for e in mine] != ["started", "lines", "stopped"] or mine[1]["text"] != "py-line":
+                fail(f"after a cancel: {mine}")
+            ok("a cancelled monitor_wait acknowledged nothing: started, lines \"py-line\", stopped all returned")
+
+            # A file source, as the schema describes it (no command).
+            log = os.path.join(home, "app.log")
+            open(log, "w").close()
+            r = structured(await session.call_tool(
+                "monitor_start", {"file": log, "description": "a log", "filter": "ERROR"}))
+            await wait_events(session, ["started"])
+            with open(log, "a") as f:
+                f.write("INFO fine\nERROR broke\n")
+            got = await wait_events(session, ["lines"])
+            if got[-1]["text"] != "ERROR broke":
+                fail(f"file source: {got}")
+            await session.call_tool("monitor_stop", {"id": r["id"]})
+            ok("file source: the appended ERROR line came back, the INFO line was filtered")
+
+            # A terminal and a monitor attached to it.
+            t = structured(await session.call_tool(
+                "terminal_run", {"command": "read x; echo term-out-$x", "description": "a terminal"}))
+            r = structured(await session.call_tool(
+                "monitor_start", {"terminal": t["id"], "description": "its output", "until": "exit"}))
+            ok(f"terminal_run {t['id']}, monitor {r['id']} attached")
+            await session.call_tool("monitor_wait", {"timeout_ms": 0, "all": True})
+            await session.call_tool("monitor_stop", {"id": r["id"]})
+    print(json.dumps({"ok": True}))
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1], sys.argv[2])
