@@ -164,6 +164,26 @@ pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     Ok(outln!("{s}")?)
 }
 
+/// Prints a list as JSON, or `empty` when it has nothing, or its table.
+/// True when a table was printed.
+fn print_list<T: serde::Serialize>(
+    list: &[T],
+    json: bool,
+    empty: &str,
+    table: impl FnOnce(&mut std::io::StdoutLock<'static>, &[T]) -> std::io::Result<()>,
+) -> Result<bool, Failure> {
+    if json {
+        print_json(&list)?;
+        return Ok(false);
+    }
+    if list.is_empty() {
+        outln!("{empty}")?;
+        return Ok(false);
+    }
+    table(&mut std::io::stdout().lock(), list)?;
+    Ok(true)
+}
+
 async fn start_request(
     paths: &Paths,
     session: String,
@@ -334,17 +354,14 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
             session: session.clone(),
         })
         .await?;
-    if json {
-        print_json(&list)?;
+    if !print_list(
+        &list,
+        json,
+        "no monitors (active, or ended within the last hour)",
+        render::monitor_table,
+    )? {
         return Ok(0);
     }
-    if list.is_empty() {
-        outln!("no monitors (active, or ended within the last hour)")?;
-        return Ok(0);
-    }
-    let mut out = std::io::stdout().lock();
-    render::monitor_table(&mut out, &list)?;
-    drop(out);
     if let Some(session) = session {
         let w: Option<WakeStatus> = conn
             .call_as(Request::WakeShow {
@@ -371,16 +388,12 @@ async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result
     let mut conn = connect(paths).await?;
     let list: Vec<wakeful_protocol::ConsumerInfo> =
         conn.call_as(Request::Consumers { session }).await?;
-    if json {
-        print_json(&list)?;
-        return Ok(0);
-    }
-    if list.is_empty() {
-        outln!("no consumers yet (a consumer appears with its first wait)")?;
-        return Ok(0);
-    }
-    let mut out = std::io::stdout().lock();
-    render::consumer_table(&mut out, &list)?;
+    print_list(
+        &list,
+        json,
+        "no consumers yet (a consumer appears with its first wait)",
+        render::consumer_table,
+    )?;
     Ok(0)
 }
 
@@ -702,16 +715,7 @@ async fn run_terminal(
 async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
     let list: Vec<TerminalInfo> = conn.call_as(Request::TerminalList { session }).await?;
-    if json {
-        print_json(&list)?;
-        return Ok(0);
-    }
-    if list.is_empty() {
-        outln!("no terminals")?;
-        return Ok(0);
-    }
-    let mut out = std::io::stdout().lock();
-    render::terminal_table(&mut out, &list)?;
+    print_list(&list, json, "no terminals", render::terminal_table)?;
     Ok(0)
 }
 

@@ -158,6 +158,8 @@ pub struct Exchange {
     /// A turn carrying the wake was seen starting (its id).
     started: Option<Option<String>>,
     done: bool,
+    /// Codex holds the wake already: never add it.
+    confirm_only: bool,
 }
 
 impl Exchange {
@@ -178,7 +180,15 @@ impl Exchange {
             queued: false,
             started: None,
             done: false,
+            confirm_only: false,
         }
+    }
+
+    /// Codex already holds the wake (an earlier attempt queued it): look
+    /// for it and wait for its turn, but never add it again.
+    pub fn confirm_only(mut self) -> Self {
+        self.confirm_only = true;
+        self
     }
 
     /// The first message.
@@ -449,6 +459,13 @@ impl Exchange {
                 if let Some(v) = self.started_verdict(false) {
                     return self.done(v);
                 }
+                if self.confirm_only {
+                    // Held by Codex, in neither list at this instant: on its
+                    // way into a turn. Wait for that turn's item.
+                    self.queued = true;
+                    self.waiting_for = Purpose::Add;
+                    return vec![];
+                }
                 vec![self.request(
                     Purpose::Add,
                     "thread/queue/add",
@@ -524,9 +541,13 @@ fn source_of(source: &Value) -> Option<String> {
 /// What the adapter remembers between attempts of a session's wakes.
 #[derive(Debug, Default)]
 pub struct Memory {
-    /// The wake queued with `codex queue` while the control socket was
-    /// absent: checked, never queued again, until the socket confirms it.
-    queued_with_cli: Option<String>,
+    /// The wake Codex holds: an earlier attempt left it queued (through the
+    /// control socket, or with `codex queue` while the socket was absent).
+    /// Later attempts only confirm it and never hand it over again: between
+    /// `thread/queue/list` and `thread/turns/list` a queued message can be
+    /// leaving the queue for a turn that does not list it yet, and adding it
+    /// then would run it twice.
+    held: Option<String>,
 }
 
 /// The process that holds a thread (Codex's writer lock).
@@ -700,7 +721,8 @@ pub async fn deliver(
     };
     let outcome = match connected {
         Ok(ws) => {
-            let verdict = exchange(ws, thread, wake).await;
+            let held = memory.held.as_deref() == Some(wake.wake_id);
+            let verdict = exchange(ws, thread, wake, held).await;
             verdict_outcome(thread, home.as_deref(), wake.wake_id, verdict)
         }
         Err(ConnectError::Absent(why)) => {
@@ -717,8 +739,10 @@ pub async fn deliver(
         }
         Err(ConnectError::Unreachable(e)) => Outcome::Refused(e),
     };
-    if !matches!(outcome, Outcome::Queued(_) | Outcome::Refused(_)) {
-        memory.queued_with_cli = None;
+    match &outcome {
+        Outcome::Queued(_) => memory.held = Some(wake.wake_id.to_string()),
+        Outcome::Refused(_) => {}
+        _ => memory.held = None,
     }
     outcome
 }
@@ -798,9 +822,14 @@ async fn connect(socket: &Path) -> Result<Ws, ConnectError> {
 
 /// Runs the exchange over an open connection, until a verdict or the
 /// deadline.
-async fn exchange(mut ws: Ws, thread: &str, wake: &Wake<'_>) -> Verdict {
+/// `held`: Codex already holds the wake (see [`Memory`]): confirm, add
+/// nothing.
+async fn exchange(mut ws: Ws, thread: &str, wake: &Wake<'_>, held: bool) -> Verdict {
     let deadline = tokio::time::Instant::now() + ATTEMPT_DEADLINE;
     let mut ex = Exchange::new(thread, wake.session, wake.wake_id, wake.text);
+    if held {
+        ex = ex.confirm_only();
+    }
     let mut steps = ex.start();
     let verdict = 'talk: loop {
         for step in steps.drain(..) {
@@ -853,7 +882,7 @@ async fn fallback(
             wake.wake_id
         )
     };
-    if memory.queued_with_cli.as_deref() == Some(wake.wake_id) {
+    if memory.held.as_deref() == Some(wake.wake_id) {
         return Outcome::Queued(waiting("codex queue"));
     }
     match home.and_then(|h| thread_holder(h, thread)) {
@@ -882,10 +911,7 @@ async fn fallback(
         env.insert("CODEX_HOME".to_string(), h.display().to_string());
     }
     match run(&program, &args, &env).await {
-        Ok((0, _)) => {
-            memory.queued_with_cli = Some(wake.wake_id.to_string());
-            Outcome::Queued(waiting("codex queue"))
-        }
+        Ok((0, _)) => Outcome::Queued(waiting("codex queue")),
         Ok((code, err)) => Outcome::Refused(format!("codex queue exited {code}: {err}")),
         Err(e) => Outcome::Failed(e),
     }
@@ -947,7 +973,10 @@ mod tests {
     /// Runs the exchange up to the queue listing; returns it and the
     /// listing's id.
     fn up_to_queue_list(status: Value, source: &str) -> (Exchange, u64) {
-        let mut ex = Exchange::new(T, "sess", "wake-1-3", TEXT);
+        up_to_queue_list_of(Exchange::new(T, "sess", "wake-1-3", TEXT), status, source)
+    }
+
+    fn up_to_queue_list_of(mut ex: Exchange, status: Value, source: &str) -> (Exchange, u64) {
         let (id, params) = only_request(ex.start(), "initialize");
         assert_eq!(params["capabilities"]["experimentalApi"], true);
         let (sent, _) = split(ex.on_message(&ok(id, json!({"userAgent": "x"}))));
@@ -1177,6 +1206,25 @@ mod tests {
                 turn_id: Some("turn-8".into()),
                 earlier: true
             })
+        );
+    }
+
+    #[test]
+    fn a_wake_codex_holds_is_confirmed_and_never_added_again() {
+        // Found in neither the queue nor the history: on its way from one
+        // to the other. Adding it now would run it twice.
+        let held = Exchange::new(T, "sess", "wake-1-3", TEXT).confirm_only();
+        let (mut ex, list) = up_to_queue_list_of(held, json!({"type": "idle"}), "cli");
+        let (id, _) = only_request(
+            ex.on_message(&ok(list, json!({"data": []}))),
+            "thread/turns/list",
+        );
+        let (sent, verdict) = split(ex.on_message(&ok(id, json!({"data": []}))));
+        assert_eq!((sent, verdict), (vec![], None), "nothing added");
+        assert!(matches!(ex.on_deadline(), Verdict::Queued { .. }));
+        let (_, verdict) = split(ex.on_message(&item_started(T, "turn-2", Some("0199-cli"), TEXT)));
+        assert!(
+            matches!(verdict, Some(Verdict::Started { turn_id: Some(t), earlier: false }) if t == "turn-2")
         );
     }
 
