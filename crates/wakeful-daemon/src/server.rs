@@ -615,7 +615,20 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             after,
             follow,
             monitor,
-        } => stream_events(conn, state, &session, monitor.as_deref(), after, follow).await,
+        } => {
+            stream_events(
+                conn,
+                state,
+                Some(&session),
+                monitor.as_deref(),
+                after,
+                follow,
+            )
+            .await
+        }
+        Request::EventsAll { after, follow } => {
+            stream_events(conn, state, None, None, after, follow).await
+        }
         Request::Wait {
             session,
             consumer,
@@ -871,14 +884,14 @@ fn follow_error(e: FollowError) -> std::io::Error {
 async fn stream_events(
     conn: &mut Conn,
     state: &State,
-    session: &str,
+    session: Option<&str>,
     monitor: Option<&str>,
     after: u64,
     follow: bool,
 ) -> std::io::Result<()> {
     let _following = follow.then(|| Following::stream(state));
     let filter = Filter {
-        session: Some(session.to_string()),
+        session: session.map(String::from),
         monitor: monitor.map(String::from),
     };
     let mut events = state.registry.hub().follow(filter, after);
