@@ -176,6 +176,16 @@ pub enum Command {
         after_help = "Examples:\n  wakeful daemon               # start it in the background if it is not running\n  wakeful daemon --foreground  # run it in this terminal\n  wakeful daemon stop"
     )]
     Daemon(DaemonArgs),
+    /// Live terminal view of monitors and events: a table with activity
+    /// sparklines, a following events pane, search, stop in place.
+    #[command(
+        after_help = "Read-only: it never acknowledges, so it never takes an event from an agent. It stays open when every monitor ended and reconnects after a daemon restart (no gap, no duplicate). Press ? inside for the keys; [view] error_regex in config.toml sets what `e` jumps to.\n\nExamples:\n  wakeful tui\n  wakeful tui --session my-agent\n  wakeful tui --all-sessions"
+    )]
+    Tui {
+        /// Every session's monitors and events.
+        #[arg(long, conflicts_with = "session")]
+        all_sessions: bool,
+    },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
         after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"

@@ -101,11 +101,33 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         .await
         .map(|()| 0)
         .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
+        Command::Tui { all_sessions } => {
+            let scope = if all_sessions {
+                wakeful_view::app::Scope::All
+            } else {
+                wakeful_view::app::Scope::Session(session)
+            };
+            let config = wakeful_view::load_config(&paths.config_file).map_err(view_failure)?;
+            let errors = wakeful_view::error_regex(&config).map_err(view_failure)?;
+            wakeful_view::tui::run(paths, scope, errors)
+                .await
+                .map(|()| 0)
+                .map_err(view_failure)
+        }
         Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
         }
     }
+}
+
+/// A view that could not run: usage (no terminal, bad `[view]`) exits 2.
+fn view_failure(e: wakeful_view::ViewError) -> Failure {
+    let code = match e {
+        wakeful_view::ViewError::NoTerminal | wakeful_view::ViewError::Config { .. } => exit::USAGE,
+        _ => exit::FAILURE,
+    };
+    Failure::new(code, e.to_string())
 }
 
 /// The spec that `start`/`watch` flags and command words describe.

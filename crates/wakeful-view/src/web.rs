@@ -1,0 +1,1 @@
+//! `wakeful web` (todo)
