@@ -186,6 +186,19 @@ pub enum Command {
         #[arg(long, conflicts_with = "session")]
         all_sessions: bool,
     },
+    /// Live view in a browser: sessions, monitors with activity sparklines,
+    /// events as they come, output files, stop; served on 127.0.0.1 only.
+    #[command(
+        after_help = "Prints http://127.0.0.1:PORT/?token=…: open it (the token becomes an HttpOnly cookie; requests without it get 401, a foreign Host header 403, a POST from another origin 403). Read-only but for the stop button: it never acknowledges. Runs until Ctrl-C.\n\nExamples:\n  wakeful web --open\n  wakeful web --port 8765"
+    )]
+    Web {
+        /// The port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Open the URL with xdg-open (when there is one).
+        #[arg(long)]
+        open: bool,
+    },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
         after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"

@@ -274,6 +274,18 @@ pub fn ending(info: &MonitorInfo) -> String {
     s
 }
 
+/// The kind of a monitor's source: `command`, `ws`, `file`, `poll`,
+/// `terminal`.
+pub fn source_kind(info: &MonitorInfo) -> &'static str {
+    match &info.source {
+        wakeful_core::Source::Command { .. } => "command",
+        wakeful_core::Source::Ws { .. } => "ws",
+        wakeful_core::Source::File { .. } => "file",
+        wakeful_core::Source::Poll { .. } => "poll",
+        wakeful_core::Source::Terminal { .. } => "terminal",
+    }
+}
+
 /// A short age: `42s`, `5m`, `3h`, `2d`.
 pub fn age(from: &DateTime<Utc>, now: &DateTime<Utc>) -> String {
     let s = (*now - *from).num_seconds().max(0);

@@ -200,16 +200,6 @@ pub fn sparkline(series: &[Bucket; ACTIVITY_MINUTES], width: usize) -> Line<'sta
     Line::from(spans)
 }
 
-fn source_kind(info: &MonitorInfo) -> &'static str {
-    match &info.source {
-        wakeful_core::Source::Command { .. } => "command",
-        wakeful_core::Source::Ws { .. } => "ws",
-        wakeful_core::Source::File { .. } => "file",
-        wakeful_core::Source::Poll { .. } => "poll",
-        wakeful_core::Source::Terminal { .. } => "terminal",
-    }
-}
-
 fn state_cell(info: &MonitorInfo) -> Cell<'static> {
     match info.state {
         MonitorState::Running => Cell::from("running").style(Style::new().fg(Color::Green)),
@@ -292,7 +282,7 @@ fn draw_table(
             let mut cells: Vec<Cell> = vec![Cell::from(one_line(&i.id)), state_cell(i)];
             if medium {
                 cells.extend([
-                    Cell::from(source_kind(i)),
+                    Cell::from(crate::model::source_kind(i)),
                     Cell::from(age(&i.started_at, wall)),
                     Cell::from(i.lines.to_string()),
                     Cell::from(i.suppressed_lines.to_string()).style(if i.suppressed_lines > 0 {
