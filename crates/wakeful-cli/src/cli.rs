@@ -198,6 +198,15 @@ pub enum Command {
         /// Open the URL with xdg-open (when there is one).
         #[arg(long)]
         open: bool,
+        /// Close a browser connection whose writes made no progress for this long.
+        #[arg(long, hide = true, default_value_t = 10_000)]
+        write_deadline_ms: u64,
+        /// Comment on an idle event stream this often.
+        #[arg(long, hide = true, default_value_t = 15_000)]
+        keep_alive_ms: u64,
+        /// Recent events kept in memory for browsers.
+        #[arg(long, hide = true, default_value_t = 20_000)]
+        ring: usize,
     },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(

@@ -114,7 +114,21 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 .map(|()| 0)
                 .map_err(view_failure)
         }
-        Command::Web { port, open } => web(paths, port, open, json).await,
+        Command::Web {
+            port,
+            open,
+            write_deadline_ms,
+            keep_alive_ms,
+            ring,
+        } => {
+            let options = wakeful_view::web::WebOptions {
+                port,
+                write_deadline: std::time::Duration::from_millis(write_deadline_ms.max(1)),
+                keep_alive: std::time::Duration::from_millis(keep_alive_ms.max(1)),
+                ring: ring.max(1),
+            };
+            web(paths, options, open, json).await
+        }
         Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
@@ -123,16 +137,17 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
 }
 
 /// `wakeful web`: serve until Ctrl-C or SIGTERM.
-async fn web(paths: Paths, port: u16, open: bool, json: bool) -> Result<u8, Failure> {
+async fn web(
+    paths: Paths,
+    options: wakeful_view::web::WebOptions,
+    open: bool,
+    json: bool,
+) -> Result<u8, Failure> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let config = wakeful_view::load_config(&paths.config_file).map_err(view_failure)?;
     let errors = wakeful_view::error_regex(&config).map_err(view_failure)?;
-    let options = wakeful_view::web::WebOptions {
-        port,
-        ..Default::default()
-    };
     let running = wakeful_view::web::serve(paths, options, errors)
         .await
         .map_err(view_failure)?;
