@@ -275,8 +275,15 @@ fn draw_table(
     }
     header.push("DESCRIPTION");
     widths.push(Constraint::Fill(1));
+    // Only the rows that fit are built (hundreds of monitors cost nothing
+    // per frame): a window that keeps the selection in view.
+    let fit = area.height.saturating_sub(3).max(1) as usize;
+    let first = selected.map(|s| (s + 1).saturating_sub(fit)).unwrap_or(0);
+    let selected = selected.map(|s| s - first);
     let body: Vec<Row> = rows
         .iter()
+        .skip(first)
+        .take(fit)
         .map(|r| {
             let i = &r.info;
             let mut cells: Vec<Cell> = vec![Cell::from(one_line(&i.id)), state_cell(i)];
@@ -727,6 +734,15 @@ pub async fn run(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), V
     let indexes: Arc<Mutex<HashMap<PathBuf, OutputIndex>>> = Arc::default();
     let mut second = tokio::time::interval(Duration::from_secs(1));
     let mut ticks = 0u64;
+    // For benchmarks: draws and events so far, a JSON line a second.
+    let mut stats = std::env::var_os("WAKEFUL_TUI_STATS").and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    let (mut draws, mut events_seen) = (0u64, 0u64);
     loop {
         if redraw.should_draw(Instant::now()) {
             let wall = Utc::now();
@@ -735,6 +751,7 @@ pub async fn run(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), V
                 .draw(|f| draw(f, &mut app, &wall, now))
                 .map_err(ViewError::Terminal)?;
             redraw.drawn(now);
+            draws += 1;
         }
         let due = redraw.due();
         let sleep = async {
@@ -750,7 +767,10 @@ pub async fn run(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), V
                     Some(FeedMsg::Live) => app.link = Link::Live,
                     Some(FeedMsg::Lost(why)) => app.link = Link::Lost(why),
                     Some(FeedMsg::Monitors(list)) => app.apply_list(list),
-                    Some(FeedMsg::Events(events)) => app.apply_events(&events),
+                    Some(FeedMsg::Events(events)) => {
+                        events_seen += events.len() as u64;
+                        app.apply_events(&events)
+                    }
                     None => return Ok(()),
                 }
                 redraw.mark();
@@ -783,6 +803,10 @@ pub async fn run(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), V
             }
             _ = second.tick() => {
                 ticks += 1;
+                if let Some(f) = &mut stats {
+                    use std::io::Write;
+                    let _ = writeln!(f, "{{\"t\":{ticks},\"draws\":{draws},\"events\":{events_seen}}}");
+                }
                 // Ages and sparklines move with the clock; overlays refresh.
                 redraw.mark();
                 if ticks.is_multiple_of(2) {
