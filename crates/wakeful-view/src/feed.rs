@@ -51,6 +51,10 @@ impl Default for FeedOptions {
 /// Most events in one [`FeedMsg::Events`].
 const BATCH: usize = 512;
 
+/// How long events are gathered into one [`FeedMsg::Events`] after the
+/// first (views draw at most every 33 ms; an event is never held longer).
+const COALESCE: Duration = Duration::from_millis(10);
+
 /// Starts the feed; it runs until the receiver is dropped.
 pub fn spawn(paths: Paths, scope: Scope, options: FeedOptions) -> mpsc::Receiver<FeedMsg> {
     let (tx, rx) = mpsc::channel(64);
@@ -144,6 +148,7 @@ async fn stream(
         tokio::select! {
             reply = events.next() => {
                 let mut batch = vec![];
+                let coalesce_until = tokio::time::Instant::now() + COALESCE;
                 let mut reply = reply?;
                 loop {
                     match reply {
@@ -174,10 +179,12 @@ async fn stream(
                     if batch.len() >= BATCH {
                         break;
                     }
-                    // Take what is already here without waiting.
-                    match futures_util::FutureExt::now_or_never(events.next()) {
-                        Some(next) => reply = next?,
-                        None => break,
+                    // Take what comes within COALESCE: a view draws at most
+                    // every 33 ms, and one message per event would wake it a
+                    // thousand times a second under load.
+                    match tokio::time::timeout_at(coalesce_until, events.next()).await {
+                        Ok(next) => reply = next?,
+                        Err(_) => break,
                     }
                 }
                 if !batch.is_empty() && tx.send(FeedMsg::Events(batch)).await.is_err() {

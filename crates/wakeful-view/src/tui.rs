@@ -707,8 +707,30 @@ impl Drop for TerminalGuard {
 }
 
 /// Runs `wakeful tui` until `q`: the view of `scope`, with `error_regex`
-/// for `e`.
+/// for `e`. The view and its feed run on one thread of their own (a
+/// current-thread runtime): an event under load then wakes one thread, not
+/// two.
 pub async fn run(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), ViewError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("wakeful-tui".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(ViewError::Terminal)
+                .and_then(|rt| rt.block_on(run_here(paths, scope, error_regex)));
+            let _ = tx.send(result);
+        })
+        .map_err(ViewError::Terminal)?;
+    rx.await.unwrap_or_else(|_| {
+        Err(ViewError::Terminal(std::io::Error::other(
+            "the view's thread ended without a word",
+        )))
+    })
+}
+
+async fn run_here(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), ViewError> {
     use crossterm::tty::IsTty;
     use futures_util::StreamExt;
     if !std::io::stdout().is_tty() || !std::io::stdin().is_tty() {
