@@ -15,8 +15,12 @@ use crate::app::Scope;
 /// What the feed tells its view.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FeedMsg {
-    /// Connected and streaming.
-    Live,
+    /// Connected and streaming every event after this seq.
+    Live {
+        /// The stream's `after`: the first connection's start (history
+        /// begins here), or the last seq seen before a reconnection.
+        after: u64,
+    },
     /// The connection was lost (or could not be made); retrying.
     Lost(String),
     /// A `list` result.
@@ -132,7 +136,7 @@ async fn stream(
             },
         })
         .await?;
-    if tx.send(FeedMsg::Live).await.is_err() {
+    if tx.send(FeedMsg::Live { after: from }).await.is_err() {
         return Ok(());
     }
     let mut list_tick = tokio::time::interval(options.list_every);

@@ -786,7 +786,7 @@ async fn run_here(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), 
         tokio::select! {
             msg = feed.recv() => {
                 match msg {
-                    Some(FeedMsg::Live) => app.link = Link::Live,
+                    Some(FeedMsg::Live { .. }) => app.link = Link::Live,
                     Some(FeedMsg::Lost(why)) => app.link = Link::Lost(why),
                     Some(FeedMsg::Monitors(list)) => app.apply_list(list),
                     Some(FeedMsg::Events(events)) => {

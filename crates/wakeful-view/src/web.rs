@@ -205,18 +205,19 @@ async fn pump(mut feed: tokio::sync::mpsc::Receiver<FeedMsg>, shared: Arc<Shared
     while let Some(msg) = feed.recv().await {
         let mut hub = shared.hub();
         match msg {
-            FeedMsg::Live => hub.link = Ok(()),
+            FeedMsg::Live { after } => {
+                hub.link = Ok(());
+                if !hub.started {
+                    // The ring is complete from here on.
+                    hub.ring_after = after;
+                    hub.started = true;
+                }
+            }
             FeedMsg::Lost(why) => hub.link = Err(why),
             FeedMsg::Monitors(list) => hub.monitors.apply_list(list),
             FeedMsg::Events(events) => {
                 let mut last = None;
                 for e in &events {
-                    if !hub.started {
-                        // The feed starts after some seq: the ring is
-                        // complete from there.
-                        hub.ring_after = e.seq - 1;
-                        hub.started = true;
-                    }
                     let newest = hub.ring.back().map(|f| f.seq).unwrap_or(hub.ring_after);
                     if e.seq <= newest {
                         continue;
@@ -468,7 +469,9 @@ const CHUNK: usize = 256;
 struct Stream {
     shared: Arc<Shared>,
     session: Option<String>,
-    cursor: u64,
+    /// The last seq sent (or asked to start after); `None`: the recent
+    /// events, decided once the hub has its history.
+    cursor: Option<u64>,
     pending: VecDeque<Arc<Frame>>,
     latest: watch::Receiver<u64>,
     /// Reading events that left the ring from the daemon.
@@ -485,12 +488,34 @@ impl Stream {
     fn take(&mut self) -> Result<(), ()> {
         let shared = self.shared.clone();
         let hub = shared.hub();
-        if self.cursor < hub.ring_after && hub.started {
+        if !hub.started {
+            return Ok(());
+        }
+        let cursor = match self.cursor {
+            Some(c) => c,
+            None => {
+                // The last TAIL events of the session (or all) from the ring.
+                let matching: Vec<u64> = hub
+                    .ring
+                    .iter()
+                    .rev()
+                    .filter(|f| self.matches(f))
+                    .take(TAIL)
+                    .map(|f| f.seq)
+                    .collect();
+                match matching.last() {
+                    Some(oldest) if matching.len() == TAIL => oldest - 1,
+                    _ => hub.ring_after,
+                }
+            }
+        };
+        self.cursor = Some(cursor);
+        if cursor < hub.ring_after {
             return Err(());
         }
-        let start = hub.ring.partition_point(|f| f.seq <= self.cursor);
+        let start = hub.ring.partition_point(|f| f.seq <= cursor);
         for f in hub.ring.iter().skip(start) {
-            self.cursor = f.seq;
+            self.cursor = Some(f.seq);
             if self.session.as_ref().is_none_or(|s| &f.session == s) {
                 self.pending.push_back(f.clone());
                 if self.pending.len() >= CHUNK {
@@ -509,8 +534,8 @@ impl Stream {
             if let Some(conn) = &mut self.backfill {
                 match conn.next().await {
                     Ok(Some(Reply::Event { event })) => {
-                        if event.seq > self.cursor {
-                            self.cursor = event.seq;
+                        if self.cursor.is_none_or(|c| event.seq > c) {
+                            self.cursor = Some(event.seq);
                             let f = frame(&event, &self.shared.error_regex);
                             if self.matches(&f) {
                                 return Some(Arc::new(f));
@@ -527,15 +552,16 @@ impl Stream {
             }
             if self.take().is_err() {
                 let mut conn = connect_existing(&self.shared.paths).await.ok()?;
+                let after = self.cursor.unwrap_or(0);
                 let request = match &self.session {
                     Some(s) => DaemonRequest::Events {
                         session: s.clone(),
-                        after: self.cursor,
+                        after,
                         follow: false,
                         monitor: None,
                     },
                     None => DaemonRequest::EventsAll {
-                        after: self.cursor,
+                        after,
                         follow: false,
                     },
                 };
@@ -561,25 +587,7 @@ async fn events(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let cursor = match resume.or(q.after) {
-        Some(c) => c,
-        None => {
-            // The last TAIL events of the session (or all) from the ring.
-            let hub = shared.hub();
-            let matching: Vec<u64> = hub
-                .ring
-                .iter()
-                .rev()
-                .filter(|f| q.session.as_ref().is_none_or(|s| &f.session == s))
-                .take(TAIL)
-                .map(|f| f.seq)
-                .collect();
-            match matching.last() {
-                Some(oldest) if matching.len() == TAIL => oldest - 1,
-                _ => hub.ring_after,
-            }
-        }
-    };
+    let cursor = resume.or(q.after);
     let stream = Stream {
         latest: shared.latest.subscribe(),
         shared: shared.clone(),
