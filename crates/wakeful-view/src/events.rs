@@ -219,7 +219,7 @@ impl EventPane {
             return;
         }
         let top = self.top_index(&rows, height).saturating_sub(n);
-        let (ids, _) = ids_of(&rows);
+        let ids = ids_of(&rows);
         self.pause_at_ids(&ids, top, height);
     }
 
@@ -234,7 +234,7 @@ impl EventPane {
             self.follow = Follow::Following;
             return;
         }
-        let (ids, _) = ids_of(&rows);
+        let ids = ids_of(&rows);
         self.pause_at_ids(&ids, top, height);
     }
 
@@ -244,7 +244,7 @@ impl EventPane {
         if rows.len() <= height {
             return;
         }
-        let (ids, _) = ids_of(&rows);
+        let ids = ids_of(&rows);
         self.pause_at_ids(&ids, 0, height);
     }
 
@@ -321,7 +321,7 @@ impl EventPane {
         let Some(found) = order.into_iter().find(|&i| hit(rows[i])) else {
             return false;
         };
-        let (ids, _) = ids_of(&rows);
+        let ids = ids_of(&rows);
         self.cursor = Some(ids[found]);
         // Keep the window when the row is in it; else put the row a third
         // of the way down.
@@ -337,8 +337,8 @@ impl EventPane {
     }
 }
 
-fn ids_of(rows: &[&Row]) -> (Vec<u64>, usize) {
-    (rows.iter().map(|r| r.id).collect(), rows.len())
+fn ids_of(rows: &[&Row]) -> Vec<u64> {
+    rows.iter().map(|r| r.id).collect()
 }
 
 /// `text` as one line that cannot act on a terminal: sanitized, newlines

@@ -1169,9 +1169,15 @@ mod tests {
             from_line: 1,
             to_line: 3,
         };
+        let mut other = info("mon-evil0002", 1);
+        other.description = "second\u{1b}[8m hidden".into();
+        a.apply_list(vec![
+            a.monitors.get("mon-evil0001").unwrap().info.clone(),
+            other,
+        ]);
         let mut stopped = event(
             2,
-            "mon-evil0001",
+            "mon-evil0002",
             11,
             EventBody::MonitorStopped {
                 reason: MonitorStopReason::ExitCode { code: 1 },
