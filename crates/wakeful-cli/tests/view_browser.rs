@@ -326,6 +326,52 @@ async fn browser_sees_a_line_within_a_second_and_stops_the_monitor() {
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
     std::fs::write(dir.join("web.png"), &png).unwrap();
 
+    // Search highlights matches (as text in <mark>), and `e` marks the
+    // next line that looks like an error.
+    cdp.eval(
+        "const s = document.getElementById('search'); s.value = 'shard [0-9]'; \
+         s.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); true",
+    )
+    .await;
+    cdp.until(
+        "document.querySelectorAll('#events mark').length >= 8",
+        Duration::from_secs(5),
+    )
+    .await;
+    cdp.eval("document.getElementById('search').value = ''; document.getElementById('search').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); true").await;
+    cdp.eval("document.getElementById('error').click(); true")
+        .await;
+    cdp.until(
+        "(document.querySelector('#events .row.cursor') || {textContent: ''}).textContent.includes('FAILED')",
+        Duration::from_secs(5),
+    )
+    .await;
+    // Scrolling up pauses the follow; new lines are counted, not shown at
+    // the bottom; the button follows again. (Enough lines to scroll first:
+    // one write, one event.)
+    let filler: String = (1..=60).map(|i| format!("filler {i}\n")).collect();
+    writer.write_all(filler.as_bytes()).unwrap();
+    cdp.until(
+        "document.getElementById('events').textContent.includes('filler 60')",
+        Duration::from_secs(5),
+    )
+    .await;
+    cdp.eval("document.getElementById('follow').click(); const b = document.getElementById('events'); b.scrollTop = 0; b.dispatchEvent(new Event('scroll')); true").await;
+    writeln!(writer, "while paused 1").unwrap();
+    writeln!(writer, "while paused 2").unwrap();
+    cdp.until(
+        "document.getElementById('follow').textContent.includes('new') && !document.getElementById('follow').hidden",
+        Duration::from_secs(5),
+    )
+    .await;
+    cdp.eval("document.getElementById('follow').click(); true")
+        .await;
+    cdp.until(
+        "document.getElementById('follow').hidden",
+        Duration::from_secs(5),
+    )
+    .await;
+
     // Click stop (a real click on the button; the confirmation answered yes).
     cdp.eval(&format!(
         "window.confirm = () => true; document.querySelector('button.stop[data-id=\"{id}\"]').click(); true"

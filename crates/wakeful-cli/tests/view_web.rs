@@ -367,3 +367,38 @@ fn server_side_state(server_port: u16, client_port: u16) -> Option<u8> {
             .then(|| u8::from_str_radix(f[3], 16).unwrap())
     })
 }
+
+#[test]
+fn web_streams_on_across_a_daemon_restart() {
+    let home = Home::new();
+    home.ok(&["start", "--", "echo before-restart"]);
+    let web = Web::start(&home, &[]);
+    let mut last = 0;
+    assert!(eventually(Duration::from_secs(10), || {
+        last = web.get("/api/state").json()["last_seq"].as_u64().unwrap();
+        last >= 3
+    }));
+    let mut sse = web.sse("/api/events?session=t", Some(last));
+    home.ok(&["daemon", "stop"]);
+    // The next command starts a new daemon; the server reconnects to it
+    // and goes on after the last seq it had: the same open stream gets the
+    // new events, none twice.
+    home.ok(&["start", "--", "echo after-restart"]);
+    let mut seen = vec![];
+    let mut texts = vec![];
+    while !texts.iter().any(|t: &String| t.contains("after-restart")) {
+        let (id, data) = sse
+            .next_event()
+            .unwrap_or_else(|| panic!("the stream stopped after {seen:?}"));
+        assert!(
+            id > last && seen.last().is_none_or(|s| id > *s),
+            "{id} after {seen:?}"
+        );
+        seen.push(id);
+        texts.push(data["lines"].to_string());
+    }
+    assert!(eventually(Duration::from_secs(10), || web
+        .get("/api/state")
+        .json()["link"]
+        == "live"));
+}
