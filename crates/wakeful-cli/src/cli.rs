@@ -176,6 +176,38 @@ pub enum Command {
         after_help = "Examples:\n  wakeful daemon               # start it in the background if it is not running\n  wakeful daemon --foreground  # run it in this terminal\n  wakeful daemon stop"
     )]
     Daemon(DaemonArgs),
+    /// Live terminal view of monitors and events: a table with activity
+    /// sparklines, a following events pane, search, stop in place.
+    #[command(
+        after_help = "Read-only: it never acknowledges, so it never takes an event from an agent. It stays open when every monitor ended and reconnects after a daemon restart (no gap, no duplicate). Press ? inside for the keys; [view] error_regex in config.toml sets what `e` jumps to.\n\nExamples:\n  wakeful tui\n  wakeful tui --session my-agent\n  wakeful tui --all-sessions"
+    )]
+    Tui {
+        /// Every session's monitors and events.
+        #[arg(long, conflicts_with = "session")]
+        all_sessions: bool,
+    },
+    /// Live view in a browser: sessions, monitors with activity sparklines,
+    /// events as they come, output files, stop; served on 127.0.0.1 only.
+    #[command(
+        after_help = "Prints http://127.0.0.1:PORT/?token=…: open it (the token becomes an HttpOnly cookie; requests without it get 401, a foreign Host header 403, a POST from another origin 403). Read-only but for the stop button: it never acknowledges. Runs until Ctrl-C.\n\nExamples:\n  wakeful web --open\n  wakeful web --port 8765"
+    )]
+    Web {
+        /// The port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Open the URL with xdg-open (when there is one).
+        #[arg(long)]
+        open: bool,
+        /// Close a browser connection whose writes made no progress for this long.
+        #[arg(long, hide = true, default_value_t = 10_000)]
+        write_deadline_ms: u64,
+        /// Comment on an idle event stream this often.
+        #[arg(long, hide = true, default_value_t = 15_000)]
+        keep_alive_ms: u64,
+        /// Recent events kept in memory for browsers.
+        #[arg(long, hide = true, default_value_t = 20_000)]
+        ring: usize,
+    },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
         after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"

@@ -93,6 +93,34 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         .await
         .map(|()| 0)
         .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
+        Command::Tui { all_sessions } => {
+            let scope = if all_sessions {
+                wakeful_view::app::Scope::All
+            } else {
+                wakeful_view::app::Scope::Session(session)
+            };
+            let config = wakeful_view::load_config(&paths.config_file).map_err(view_failure)?;
+            let errors = wakeful_view::error_regex(&config).map_err(view_failure)?;
+            wakeful_view::tui::run(paths, scope, errors)
+                .await
+                .map(|()| 0)
+                .map_err(view_failure)
+        }
+        Command::Web {
+            port,
+            open,
+            write_deadline_ms,
+            keep_alive_ms,
+            ring,
+        } => {
+            let options = wakeful_view::web::WebOptions {
+                port,
+                write_deadline: std::time::Duration::from_millis(write_deadline_ms.max(1)),
+                keep_alive: std::time::Duration::from_millis(keep_alive_ms.max(1)),
+                ring: ring.max(1),
+            };
+            web(paths, options, open, json).await
+        }
         Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
@@ -133,6 +161,56 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Completions { shell } => crate::package::completions(shell),
         Command::Man { dir } => crate::package::man(dir.as_deref(), json),
     }
+}
+
+/// `wakeful web`: serve until Ctrl-C or SIGTERM.
+async fn web(
+    paths: Paths,
+    options: wakeful_view::web::WebOptions,
+    open: bool,
+    json: bool,
+) -> Result<u8, Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let config = wakeful_view::load_config(&paths.config_file).map_err(view_failure)?;
+    let errors = wakeful_view::error_regex(&config).map_err(view_failure)?;
+    let running = wakeful_view::web::serve(paths, options, errors)
+        .await
+        .map_err(view_failure)?;
+    if json {
+        print_json(&json!({"url": running.url, "port": running.addr.port()}))?;
+    } else {
+        outln!("{}", running.url)?;
+    }
+    if open {
+        // Best effort: a desktop may have no xdg-open.
+        let child = std::process::Command::new("xdg-open")
+            .arg(&running.url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match child {
+            // Collected when it exits, so it leaves no zombie.
+            Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+            Err(e) => eprintln!("wakeful: could not run xdg-open ({e}); open the URL yourself"),
+        }
+    }
+    tokio::select! {
+        r = running.wait() => r.map(|()| 0).map_err(view_failure),
+        _ = interrupt.recv() => Ok(0),
+        _ = terminate.recv() => Ok(0),
+    }
+}
+
+/// A view that could not run: usage (no terminal, bad `[view]`) exits 2.
+fn view_failure(e: wakeful_view::ViewError) -> Failure {
+    let code = match e {
+        wakeful_view::ViewError::NoTerminal | wakeful_view::ViewError::Config { .. } => exit::USAGE,
+        _ => exit::FAILURE,
+    };
+    Failure::new(code, e.to_string())
 }
 
 /// The spec that `start`/`watch` flags and command words describe.

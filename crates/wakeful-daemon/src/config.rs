@@ -26,6 +26,10 @@ pub struct Config {
     /// Wake behaviour.
     #[serde(default)]
     pub wake_options: WakeOptions,
+    /// The live views (`wakeful tui`, `wakeful web`), which read this table
+    /// themselves; the daemon only checks it.
+    #[serde(default)]
+    pub view: wakeful_protocol::view::ViewConfig,
 }
 
 /// `[wake_options]`.
@@ -161,6 +165,8 @@ impl Config {
             return Err("limits.max_active_per_session must be at least 1".into());
         }
         config.wake_routes()?;
+        regex::Regex::new(&config.view.error_regex)
+            .map_err(|e| format!("view.error_regex is not a valid regex: {e}"))?;
         Ok(config)
     }
 
@@ -250,6 +256,19 @@ mod tests {
             Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"webhook\"\nurl = \"http://\"\n")
                 .unwrap_err();
         assert!(err.contains("not a usable URL"), "{err}");
+    }
+
+    #[test]
+    fn view_error_regex() {
+        assert_eq!(
+            Config::default().view.error_regex,
+            wakeful_protocol::view::DEFAULT_ERROR_REGEX
+        );
+        let c = Config::parse("[view]\nerror_regex = \"ERR|WARN\"\n").unwrap();
+        assert_eq!(c.view.error_regex, "ERR|WARN");
+        let err = Config::parse("[view]\nerror_regex = \"(\"\n").unwrap_err();
+        assert!(err.contains("view.error_regex"), "{err}");
+        assert!(Config::parse("[view]\ncolour = 1\n").is_err());
     }
 
     #[test]

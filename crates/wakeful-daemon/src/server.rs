@@ -684,7 +684,18 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             wakes_agent,
         } => {
             let _pushing = (follow && wakes_agent).then(|| Pushing::new(state, &session));
-            stream_events(conn, state, &session, monitor.as_deref(), after, follow).await
+            stream_events(
+                conn,
+                state,
+                Some(&session),
+                monitor.as_deref(),
+                after,
+                follow,
+            )
+            .await
+        }
+        Request::EventsAll { after, follow } => {
+            stream_events(conn, state, None, None, after, follow).await
         }
         Request::WakeCheck { session } => conn.ok(&state.wake_report(&session)).await,
         Request::Digest { session } => {
@@ -952,14 +963,14 @@ fn follow_error(e: FollowError) -> std::io::Error {
 async fn stream_events(
     conn: &mut Conn,
     state: &State,
-    session: &str,
+    session: Option<&str>,
     monitor: Option<&str>,
     after: u64,
     follow: bool,
 ) -> std::io::Result<()> {
     let _following = follow.then(|| Following::stream(state));
     let filter = Filter {
-        session: Some(session.to_string()),
+        session: session.map(String::from),
         monitor: monitor.map(String::from),
     };
     let mut events = state.registry.hub().follow(filter, after);

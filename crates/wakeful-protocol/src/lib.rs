@@ -10,6 +10,7 @@
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
 //!   with their exit codes, and one typed result per request).
 //! - [`paths`]: where state, socket and configuration live.
+//! - [`view`]: the `[view]` table of `config.toml` (the live views' settings).
 //! - Events travel in their wire shape, defined with the model in
 //!   [`wakeful_core::event`].
 //!
@@ -20,6 +21,7 @@ pub mod liveness;
 pub mod paths;
 pub mod reply;
 pub mod request;
+pub mod view;
 
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};

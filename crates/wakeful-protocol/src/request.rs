@@ -70,6 +70,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         wakes_agent: bool,
     },
+    /// Read the events of every session (never moves a cursor): `events`
+    /// without the session filter, for views that show all sessions.
+    /// Replies as [`Request::Events`] without `monitor`.
+    EventsAll {
+        /// Only events with a greater seq.
+        after: u64,
+        /// Keep streaming new events until the client disconnects.
+        follow: bool,
+    },
     /// Block until the session has events the consumer has not acknowledged;
     /// send them, then a `batch`; the client answers [`Request::Ack`] once it
     /// has handed them on. Without `follow` the daemon then replies `ok`;
@@ -227,6 +236,7 @@ impl Request {
             Request::Get { .. } => "get",
             Request::Stop { .. } => "stop",
             Request::Events { .. } => "events",
+            Request::EventsAll { .. } => "events_all",
             Request::Wait { .. } => "wait",
             Request::WakeCheck { .. } => "wake_check",
             Request::Digest { .. } => "digest",

@@ -1,0 +1,224 @@
+//! The daemon's read-only stream for a view: `list` now and then, and the
+//! events with `follow`, reconnecting after the daemon went away and
+//! catching up from the last seq seen (`after`): no gap, no duplicate.
+//! Nothing is ever acknowledged.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use wakeful_client::{connect, connect_existing, ClientError, Connection, Paths};
+use wakeful_core::{Event, EventKind, MonitorInfo};
+use wakeful_protocol::{Reply, Request, Status};
+
+use crate::app::Scope;
+
+/// What the feed tells its view.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FeedMsg {
+    /// Connected and streaming every event after this seq.
+    Live {
+        /// The stream's `after`: the first connection's start (history
+        /// begins here), or the last seq seen before a reconnection.
+        after: u64,
+    },
+    /// The connection was lost (or could not be made); retrying.
+    Lost(String),
+    /// A `list` result.
+    Monitors(Vec<MonitorInfo>),
+    /// Events in seq order, each after the previous message's.
+    Events(Vec<Event>),
+}
+
+/// How the feed reads.
+#[derive(Debug, Clone)]
+pub struct FeedOptions {
+    /// Start this many seqs before the daemon's last one (history for the
+    /// events pane and the sparklines); later events all come.
+    pub history: u64,
+    /// Ask `list` this often (line counts); sooner after a monitor started
+    /// or ended.
+    pub list_every: Duration,
+    /// Start the daemon when none runs (at the first connection only).
+    pub start_daemon: bool,
+}
+
+impl Default for FeedOptions {
+    fn default() -> Self {
+        FeedOptions {
+            history: 50_000,
+            list_every: Duration::from_secs(1),
+            start_daemon: true,
+        }
+    }
+}
+
+/// Most events in one [`FeedMsg::Events`].
+const BATCH: usize = 512;
+
+/// How long events are gathered into one [`FeedMsg::Events`] after the
+/// first (views draw at most every 33 ms; an event is never held longer).
+const COALESCE: Duration = Duration::from_millis(10);
+
+/// Starts the feed; it runs until the receiver is dropped.
+pub fn spawn(paths: Paths, scope: Scope, options: FeedOptions) -> mpsc::Receiver<FeedMsg> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(run(paths, scope, options, tx));
+    rx
+}
+
+async fn run(paths: Paths, scope: Scope, options: FeedOptions, tx: mpsc::Sender<FeedMsg>) {
+    let mut after: Option<u64> = None;
+    let mut backoff = Duration::from_millis(100);
+    let mut first = true;
+    loop {
+        let outcome = stream(&paths, &scope, &options, &mut after, first, &tx).await;
+        first = false;
+        if tx.is_closed() {
+            return;
+        }
+        let why = match outcome {
+            Ok(()) => "the daemon closed the stream".to_string(),
+            Err(e) => e.to_string(),
+        };
+        if tx.send(FeedMsg::Lost(why)).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+async fn open(paths: &Paths, start: bool) -> Result<Connection, ClientError> {
+    if start {
+        connect(paths).await
+    } else {
+        Ok(connect_existing(paths).await?)
+    }
+}
+
+/// One connection's life: returns when it broke.
+async fn stream(
+    paths: &Paths,
+    scope: &Scope,
+    options: &FeedOptions,
+    after: &mut Option<u64>,
+    first: bool,
+    tx: &mpsc::Sender<FeedMsg>,
+) -> Result<(), ClientError> {
+    let mut control = open(paths, first && options.start_daemon).await?;
+    let mut events = connect_existing(paths).await?;
+    let from = match *after {
+        Some(seq) => seq,
+        None => {
+            let status: Status = control.call_as(Request::Status {}).await?;
+            status.last_seq.saturating_sub(options.history)
+        }
+    };
+    *after = Some(from);
+    let list_request = || Request::List {
+        session: scope.session().map(String::from),
+    };
+    let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
+    if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+        return Ok(());
+    }
+    events
+        .send(match scope {
+            Scope::Session(session) => Request::Events {
+                session: session.clone(),
+                after: from,
+                follow: true,
+                monitor: None,
+                wakes_agent: false,
+            },
+            Scope::All => Request::EventsAll {
+                after: from,
+                follow: true,
+            },
+        })
+        .await?;
+    if tx.send(FeedMsg::Live { after: from }).await.is_err() {
+        return Ok(());
+    }
+    let mut list_tick = tokio::time::interval(options.list_every);
+    list_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut list_soon: Option<tokio::time::Instant> = None;
+    loop {
+        let soon = async {
+            match list_soon {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            reply = events.next() => {
+                let mut batch = vec![];
+                let coalesce_until = tokio::time::Instant::now() + COALESCE;
+                let mut reply = reply?;
+                loop {
+                    match reply {
+                        Some(Reply::Event { event }) => {
+                            if after.is_none_or(|a| event.seq > a) {
+                                *after = Some(event.seq);
+                                if matches!(event.kind(), EventKind::Started | EventKind::Rearmed)
+                                    || event.kind().is_terminal()
+                                {
+                                    list_soon.get_or_insert(
+                                        tokio::time::Instant::now() + Duration::from_millis(100),
+                                    );
+                                }
+                                batch.push(event);
+                            }
+                        }
+                        Some(Reply::Error { kind, message }) => {
+                            return Err(ClientError::Refused { kind, message });
+                        }
+                        Some(_) => {}
+                        None => {
+                            if !batch.is_empty() {
+                                let _ = tx.send(FeedMsg::Events(batch)).await;
+                            }
+                            return Ok(());
+                        }
+                    }
+                    if batch.len() >= BATCH {
+                        break;
+                    }
+                    // Take what comes within COALESCE: a view draws at most
+                    // every 33 ms, and one message per event would wake it a
+                    // thousand times a second under load.
+                    match tokio::time::timeout_at(coalesce_until, events.next()).await {
+                        Ok(next) => reply = next?,
+                        Err(_) => break,
+                    }
+                }
+                if !batch.is_empty() && tx.send(FeedMsg::Events(batch)).await.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = list_tick.tick() => {
+                let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
+                if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = soon => {
+                list_soon = None;
+                let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
+                if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// One request on a connection of its own (to a running daemon); its
+/// decoded result.
+pub async fn call<T: serde::de::DeserializeOwned>(
+    paths: &Paths,
+    request: Request,
+) -> Result<T, ClientError> {
+    let mut c = connect_existing(paths).await?;
+    c.call_as(request).await
+}

@@ -1,0 +1,902 @@
+//! `wakeful web`: the live view in a browser (axum, server-sent events).
+//!
+//! Security: bound to 127.0.0.1 only; every request must name the server
+//! in `Host` as `127.0.0.1:PORT` or `localhost:PORT` (else 403: DNS
+//! rebinding); a random token in the printed URL is exchanged for an
+//! HttpOnly, SameSite=Strict cookie, and requests without either get 401;
+//! the stop action is a POST whose `Origin` must be this server (else 403).
+//! Tokens are compared in constant time.
+//!
+//! Live updates: one daemon follower (`events_all`, read-only) feeds a ring
+//! of recent events; each browser pulls from the ring at its own pace
+//! (`id:` = seq; `Last-Event-ID` resumes exactly after it, reading older
+//! events from the daemon when they left the ring). A browser that stops
+//! reading is never waited for: its connection is closed once a write has
+//! made no progress for the write deadline. Comments keep idle streams
+//! alive every 15 s.
+//!
+//! Every string that came from a monitor is sanitized here
+//! ([`wakeful_core::text::sanitize_for_model`]) and the page inserts text
+//! with `textContent` only. The page's assets are compiled into the binary.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use wakeful_client::{connect_existing, Paths};
+use wakeful_core::text::sanitize_for_model;
+use wakeful_core::{Event, EventBody, MonitorInfo, MonitorState};
+use wakeful_protocol::{ConsumerInfo, Reply, Request as DaemonRequest, WakeStatus};
+
+use crate::app::Scope;
+use crate::events::one_line;
+use crate::feed::{self, FeedMsg, FeedOptions};
+use crate::model::{ending, Monitors};
+use crate::output::OutputIndex;
+use crate::ViewError;
+
+const INDEX_HTML: &str = include_str!("web/index.html");
+const APP_JS: &str = include_str!("web/app.js");
+const APP_CSS: &str = include_str!("web/app.css");
+
+/// How `wakeful web` serves.
+#[derive(Debug, Clone)]
+pub struct WebOptions {
+    /// The port on 127.0.0.1 (0: any free one).
+    pub port: u16,
+    /// A connection whose writes make no progress for this long is closed.
+    pub write_deadline: Duration,
+    /// An idle event stream gets a comment this often.
+    pub keep_alive: Duration,
+    /// Recent events kept for browsers (older ones are read from the
+    /// daemon when a browser asks for them).
+    pub ring: usize,
+}
+
+impl Default for WebOptions {
+    fn default() -> Self {
+        WebOptions {
+            port: 0,
+            write_deadline: Duration::from_secs(10),
+            keep_alive: Duration::from_secs(15),
+            ring: 20_000,
+        }
+    }
+}
+
+/// A running server.
+pub struct Running {
+    /// The URL to open, with the token.
+    pub url: String,
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Serves until the server fails (it does not end otherwise).
+    pub async fn wait(self) -> Result<(), ViewError> {
+        match self.server.await {
+            Ok(r) => r.map_err(ViewError::Serve),
+            Err(e) => Err(ViewError::Serve(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// One event as browsers get it: text made safe, lines that look like an
+/// error marked.
+struct Frame {
+    seq: u64,
+    session: String,
+    data: String,
+}
+
+struct HubState {
+    ring: VecDeque<Arc<Frame>>,
+    /// Every event after this seq and up to the last is in the ring.
+    ring_after: u64,
+    monitors: Monitors,
+    link: Result<(), String>,
+    started: bool,
+}
+
+struct Shared {
+    paths: Paths,
+    token: String,
+    port: u16,
+    error_regex: Regex,
+    options: WebOptions,
+    hub: Mutex<HubState>,
+    latest: watch::Sender<u64>,
+    outputs: Mutex<HashMap<PathBuf, OutputIndex>>,
+}
+
+impl Shared {
+    fn hub(&self) -> std::sync::MutexGuard<'_, HubState> {
+        // A panic while holding the lock cannot leave the ring half-made
+        // (pushes and pops are whole); go on with it.
+        self.hub.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A random token: 32 bytes from the kernel, hex.
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether `a` equals `b`, in time that depends only on their lengths.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Starts serving the view of every session on 127.0.0.1.
+pub async fn serve(
+    paths: Paths,
+    options: WebOptions,
+    error_regex: Regex,
+) -> Result<Running, ViewError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, options.port))
+        .await
+        .map_err(|source| ViewError::Listen {
+            port: options.port,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ViewError::Serve)?;
+    let token = random_token().map_err(ViewError::Serve)?;
+    let (latest, _) = watch::channel(0);
+    let shared = Arc::new(Shared {
+        paths: paths.clone(),
+        token: token.clone(),
+        port: addr.port(),
+        error_regex,
+        options: options.clone(),
+        hub: Mutex::new(HubState {
+            ring: VecDeque::new(),
+            ring_after: 0,
+            monitors: Monitors::default(),
+            link: Err("connecting".into()),
+            started: false,
+        }),
+        latest,
+        outputs: Mutex::default(),
+    });
+    let feed = feed::spawn(paths, Scope::All, FeedOptions::default());
+    tokio::spawn(pump(feed, shared.clone()));
+    let app = router(shared);
+    let listener = DeadlineListener {
+        inner: listener,
+        deadline: options.write_deadline,
+    };
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(Running {
+        url: format!("http://127.0.0.1:{}/?token={token}", addr.port()),
+        addr,
+        server,
+    })
+}
+
+/// Takes the daemon feed into the hub.
+async fn pump(mut feed: tokio::sync::mpsc::Receiver<FeedMsg>, shared: Arc<Shared>) {
+    while let Some(msg) = feed.recv().await {
+        let mut hub = shared.hub();
+        match msg {
+            FeedMsg::Live { after } => {
+                hub.link = Ok(());
+                if !hub.started {
+                    // The ring is complete from here on.
+                    hub.ring_after = after;
+                    hub.started = true;
+                }
+            }
+            FeedMsg::Lost(why) => hub.link = Err(why),
+            FeedMsg::Monitors(list) => hub.monitors.apply_list(list),
+            FeedMsg::Events(events) => {
+                let mut last = None;
+                for e in &events {
+                    let newest = hub.ring.back().map(|f| f.seq).unwrap_or(hub.ring_after);
+                    if e.seq <= newest {
+                        continue;
+                    }
+                    hub.monitors.apply_event(e);
+                    hub.ring.push_back(Arc::new(frame(e, &shared.error_regex)));
+                    while hub.ring.len() > shared.options.ring {
+                        if let Some(old) = hub.ring.pop_front() {
+                            hub.ring_after = old.seq;
+                        }
+                    }
+                    last = Some(e.seq);
+                }
+                drop(hub);
+                if let Some(seq) = last {
+                    shared.latest.send_replace(seq);
+                }
+                continue;
+            }
+        }
+    }
+}
+
+/// An event as the page reads it: every string sanitized.
+fn frame(e: &Event, errors: &Regex) -> Frame {
+    let lines: Vec<String> = match &e.body {
+        EventBody::MonitorEvent { lines, .. } => lines.iter().map(|l| one_line(l)).collect(),
+        _ => sanitize_for_model(&e.text)
+            .split('\n')
+            .map(|l| l.replace('\t', " "))
+            .collect(),
+    };
+    let error_lines: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| errors.is_match(l))
+        .map(|(i, _)| i)
+        .collect();
+    let data = json!({
+        "seq": e.seq,
+        "session": one_line(&e.session),
+        "monitor_id": one_line(&e.monitor_id),
+        "kind": e.kind().as_str(),
+        "ts": wakeful_core::event::format_ts(&e.ts),
+        "lines": lines,
+        "errors": error_lines,
+    })
+    .to_string();
+    Frame {
+        seq: e.seq,
+        session: e.session.clone(),
+        data,
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route(
+            "/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/app.css",
+            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route("/api/state", get(state))
+        .route("/api/events", get(events))
+        .route("/api/output", get(output))
+        .route("/api/wake", get(wake))
+        .route("/api/consumers", get(consumers))
+        .route("/api/stop", post(stop))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn cookie_name(port: u16) -> String {
+    // Cookies do not tell ports apart: one name per server.
+    format!("wakeful_web_{port}")
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+/// Host (DNS rebinding), then token or cookie, then (POST) Origin.
+async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let port = shared.port;
+    let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !allowed.iter().any(|a| a == host) {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "forbidden: this server answers only to Host 127.0.0.1:PORT or localhost:PORT\n",
+        );
+    }
+    let name = cookie_name(port);
+    let token = shared.token.as_bytes();
+    let by_cookie = req
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .any(|(k, v)| k == name && constant_time_eq(v.as_bytes(), token));
+    let by_query = req
+        .uri()
+        .query()
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter_map(|kv| kv.split_once('='))
+        .any(|(k, v)| k == "token" && constant_time_eq(v.as_bytes(), token));
+    if by_query && req.method() == Method::GET && req.uri().path() == "/" {
+        // Exchange the token for the cookie, and take it out of the URL.
+        let cookie = format!("{name}={}; HttpOnly; SameSite=Strict; Path=/", shared.token);
+        let mut r = StatusCode::SEE_OTHER.into_response();
+        let headers = r.headers_mut();
+        headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            headers.insert(header::SET_COOKIE, v);
+        }
+        return r;
+    }
+    if !by_cookie {
+        return plain(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized: open the URL that `wakeful web` printed (it carries the token)\n",
+        );
+    }
+    if req.method() == Method::POST {
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !allowed.iter().any(|a| origin == format!("http://{a}")) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "forbidden: a POST must come from this page (Origin)\n",
+            );
+        }
+    }
+    let mut r = next.run(req).await;
+    let h = r.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
+}
+
+async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+fn monitor_json(row: &crate::model::MonitorRow, now: &chrono::DateTime<Utc>) -> Value {
+    let i: &MonitorInfo = &row.info;
+    let activity: Vec<[u64; 2]> = row
+        .activity
+        .series(now)
+        .iter()
+        .map(|b| [b.lines, b.suppressed])
+        .collect();
+    json!({
+        "id": one_line(&i.id),
+        "session": one_line(&i.session),
+        "description": one_line(&i.description),
+        "source": crate::model::source_kind(i),
+        "what": one_line(&i.source.summary()),
+        "state": match i.state { MonitorState::Running => "running", MonitorState::Ended => "ended" },
+        "ending": one_line(&ending(i)),
+        "abnormal": i.stop_reason.as_ref().is_some_and(|r| r.is_abnormal()) || !i.survivors.is_empty(),
+        "started_at": wakeful_core::event::format_ts(&i.started_at),
+        "ended_at": i.ended_at.as_ref().map(wakeful_core::event::format_ts),
+        "last_event": row.last_event.as_ref().map(wakeful_core::event::format_ts),
+        "lines": i.lines,
+        "suppressed_lines": i.suppressed_lines,
+        "activity": activity,
+    })
+}
+
+/// Sessions, monitors and the link, for the page's table.
+async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    let now = Utc::now();
+    let hub = shared.hub();
+    let monitors: Vec<Value> = hub
+        .monitors
+        .sorted(&now)
+        .into_iter()
+        .map(|r| monitor_json(r, &now))
+        .collect();
+    let sessions: Vec<String> = hub
+        .monitors
+        .sessions()
+        .iter()
+        .map(|s| one_line(s))
+        .collect();
+    Json(json!({
+        "now": wakeful_core::event::format_ts(&now),
+        "link": match &hub.link { Ok(()) => "live".to_string(), Err(e) => one_line(e) },
+        "last_seq": hub.ring.back().map(|f| f.seq).unwrap_or(hub.ring_after),
+        "sessions": sessions,
+        "monitors": monitors,
+    }))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    session: Option<String>,
+    after: Option<u64>,
+}
+
+/// How many recent events a new stream without a cursor starts with.
+const TAIL: usize = 1000;
+/// Most frames taken from the ring at once.
+const CHUNK: usize = 256;
+
+struct Stream {
+    shared: Arc<Shared>,
+    session: Option<String>,
+    /// The last seq sent (or asked to start after); `None`: the recent
+    /// events, decided once the hub has its history.
+    cursor: Option<u64>,
+    pending: VecDeque<Arc<Frame>>,
+    latest: watch::Receiver<u64>,
+    /// Reading events that left the ring from the daemon.
+    backfill: Option<wakeful_client::Connection>,
+}
+
+impl Stream {
+    fn matches(&self, f: &Frame) -> bool {
+        self.session.as_ref().is_none_or(|s| &f.session == s)
+    }
+
+    /// Frames after the cursor from the ring, or `Err` when the cursor is
+    /// before the ring (read those from the daemon).
+    fn take(&mut self) -> Result<(), ()> {
+        let shared = self.shared.clone();
+        let hub = shared.hub();
+        if !hub.started {
+            return Ok(());
+        }
+        let cursor = match self.cursor {
+            Some(c) => c,
+            None => {
+                // The last TAIL events of the session (or all) from the ring.
+                let matching: Vec<u64> = hub
+                    .ring
+                    .iter()
+                    .rev()
+                    .filter(|f| self.matches(f))
+                    .take(TAIL)
+                    .map(|f| f.seq)
+                    .collect();
+                match matching.last() {
+                    Some(oldest) if matching.len() == TAIL => oldest - 1,
+                    _ => hub.ring_after,
+                }
+            }
+        };
+        self.cursor = Some(cursor);
+        if cursor < hub.ring_after {
+            return Err(());
+        }
+        let start = hub.ring.partition_point(|f| f.seq <= cursor);
+        for f in hub.ring.iter().skip(start) {
+            self.cursor = Some(f.seq);
+            if self.session.as_ref().is_none_or(|s| &f.session == s) {
+                self.pending.push_back(f.clone());
+                if self.pending.len() >= CHUNK {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn next_frame(&mut self) -> Option<Arc<Frame>> {
+        loop {
+            if let Some(f) = self.pending.pop_front() {
+                return Some(f);
+            }
+            if let Some(conn) = &mut self.backfill {
+                match conn.next().await {
+                    Ok(Some(Reply::Event { event })) => {
+                        if self.cursor.is_none_or(|c| event.seq > c) {
+                            self.cursor = Some(event.seq);
+                            let f = frame(&event, &self.shared.error_regex);
+                            if self.matches(&f) {
+                                return Some(Arc::new(f));
+                            }
+                        }
+                        continue;
+                    }
+                    Ok(Some(Reply::Ok { .. })) => {
+                        self.backfill = None;
+                        continue;
+                    }
+                    _ => return None,
+                }
+            }
+            if self.take().is_err() {
+                let mut conn = connect_existing(&self.shared.paths).await.ok()?;
+                let after = self.cursor.unwrap_or(0);
+                let request = match &self.session {
+                    Some(s) => DaemonRequest::Events {
+                        session: s.clone(),
+                        after,
+                        follow: false,
+                        monitor: None,
+                        wakes_agent: false,
+                    },
+                    None => DaemonRequest::EventsAll {
+                        after,
+                        follow: false,
+                    },
+                };
+                conn.send(request).await.ok()?;
+                self.backfill = Some(conn);
+                continue;
+            }
+            if self.pending.is_empty() {
+                // Wait for the hub to take newer events.
+                self.latest.changed().await.ok()?;
+            }
+        }
+    }
+}
+
+/// Server-sent events: `id:` = seq, `data:` = the event as JSON.
+async fn events(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(q): Query<EventsQuery>,
+) -> Response {
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let cursor = resume.or(q.after);
+    let stream = Stream {
+        latest: shared.latest.subscribe(),
+        shared: shared.clone(),
+        session: q.session,
+        cursor,
+        pending: VecDeque::new(),
+        backfill: None,
+    };
+    let body = futures_util::stream::unfold(stream, |mut s| async move {
+        let f = s.next_frame().await?;
+        let e = SseEvent::default().id(f.seq.to_string()).data(&f.data);
+        Some((Ok::<_, Infallible>(e), s))
+    });
+    Sse::new(body)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(shared.options.keep_alive)
+                .text("keep-alive"),
+        )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct OutputQuery {
+    id: String,
+    from: Option<u64>,
+    count: Option<u64>,
+}
+
+/// Lines of a monitor's output file (by id: the path comes from the
+/// daemon's list, never from the request).
+async fn output(State(shared): State<Arc<Shared>>, Query(q): Query<OutputQuery>) -> Response {
+    let path = {
+        let hub = shared.hub();
+        hub.monitors.get(&q.id).map(|r| r.info.output_path.clone())
+    };
+    let Some(path) = path.filter(|p| !p.as_os_str().is_empty()) else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("monitor {} is not known here (active, or ended within the last hour)", one_line(&q.id))})),
+        )
+            .into_response();
+    };
+    let from = q.from.unwrap_or(u64::MAX);
+    let count = q.count.unwrap_or(200).clamp(1, 5000);
+    let shared2 = shared.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let mut outputs = shared2.outputs.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match outputs.remove(&path) {
+            Some(mut i) => i.refresh().map(|()| i),
+            None => OutputIndex::open(&path),
+        };
+        let index = index.map_err(|e| e.to_string())?;
+        let lines = index.read(from, count).map_err(|e| e.to_string())?;
+        let body = json!({
+            "total": index.total(),
+            "top": index.window_top(from, count),
+            "lines": lines,
+            "path": one_line(&path.display().to_string()),
+        });
+        outputs.insert(path, index);
+        Ok::<_, String>(body)
+    })
+    .await;
+    match result {
+        Ok(Ok(body)) => Json(body).into_response(),
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": one_line(&e)})),
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+/// Every string in a JSON value sanitized (routes, names, messages).
+fn sanitize_json(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(sanitize_for_model(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(sanitize_json).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, v)| (k, sanitize_json(v))).collect())
+        }
+        other => other,
+    }
+}
+
+fn daemon_error(e: wakeful_client::ClientError) -> Response {
+    let status = match &e {
+        wakeful_client::ClientError::Refused {
+            kind: wakeful_client::ErrorKind::NotFound,
+            ..
+        } => StatusCode::NOT_FOUND,
+        wakeful_client::ClientError::Refused { .. } => StatusCode::BAD_REQUEST,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    (status, Json(json!({"error": one_line(&e.to_string())}))).into_response()
+}
+
+#[derive(Deserialize)]
+struct SessionQuery {
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct IdQuery {
+    id: String,
+}
+
+/// A session's wake route.
+async fn wake(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQuery>) -> Response {
+    let Some(session) = q.session else {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "name a session: ?session=S"})),
+        )
+            .into_response();
+    };
+    match feed::call::<Option<WakeStatus>>(&shared.paths, DaemonRequest::WakeShow { session }).await
+    {
+        Ok(w) => Json(sanitize_json(json!(w))).into_response(),
+        Err(e) => daemon_error(e),
+    }
+}
+
+/// Consumers and their unacknowledged events.
+async fn consumers(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQuery>) -> Response {
+    match feed::call::<Vec<ConsumerInfo>>(
+        &shared.paths,
+        DaemonRequest::Consumers { session: q.session },
+    )
+    .await
+    {
+        Ok(c) => Json(sanitize_json(json!(c))).into_response(),
+        Err(e) => daemon_error(e),
+    }
+}
+
+/// Stops a monitor (the only action that changes anything).
+async fn stop(State(shared): State<Arc<Shared>>, Query(q): Query<IdQuery>) -> Response {
+    match feed::call::<MonitorInfo>(&shared.paths, DaemonRequest::Stop { id: q.id }).await {
+        Ok(info) => Json(json!({
+            "id": one_line(&info.id),
+            "state": "ended",
+            "ending": one_line(&ending(&info)),
+        }))
+        .into_response(),
+        Err(e) => daemon_error(e),
+    }
+}
+
+/// Accepts connections whose writes must make progress within a deadline.
+struct DeadlineListener {
+    inner: TcpListener,
+    deadline: Duration,
+}
+
+impl axum::serve::Listener for DeadlineListener {
+    type Io = DeadlineIo;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (
+                        DeadlineIo {
+                            inner: stream,
+                            deadline: self.deadline,
+                            stalled: None,
+                        },
+                        addr,
+                    );
+                }
+                // Out of descriptors and the like: back off, go on.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A TCP stream whose writes fail (`TimedOut`) once one has waited longer
+/// than the deadline: a browser that stopped reading is dropped instead of
+/// holding its connection forever.
+pub struct DeadlineIo {
+    inner: TcpStream,
+    deadline: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl DeadlineIo {
+    fn check<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                let deadline = self.deadline;
+                let sleep = self
+                    .stalled
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
+                if std::future::Future::poll(sleep.as_mut(), cx).is_ready() {
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the client read nothing within the write deadline",
+                    )))
+                } else {
+                    Poll::Pending
+                }
+            }
+        }
+    }
+}
+
+impl AsyncRead for DeadlineIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for DeadlineIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.check(cx, r)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        self.check(cx, r)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.check(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        let t = random_token().unwrap();
+        assert_eq!(t.len(), 64);
+        assert_ne!(t, random_token().unwrap());
+    }
+
+    #[test]
+    fn frames_are_sanitized_and_mark_errors() {
+        let e = crate::model::tests::event(
+            7,
+            "mon-a",
+            0,
+            EventBody::MonitorEvent {
+                lines: vec!["<b>ok</b>\x1b[31m".into(), "error: \x07boom".into()],
+                from_line: 1,
+                to_line: 2,
+            },
+        );
+        let f = frame(
+            &e,
+            &Regex::new(wakeful_protocol::view::DEFAULT_ERROR_REGEX).unwrap(),
+        );
+        let v: Value = serde_json::from_str(&f.data).unwrap();
+        assert_eq!(v["lines"], json!(["<b>ok</b>", "error: boom"]));
+        assert_eq!(v["errors"], json!([1]));
+        assert_eq!(v["seq"], 7);
+        assert_eq!(
+            sanitize_json(json!({"a": ["x\x1b[2Jy"], "b": 1})),
+            json!({"a": ["xy"], "b": 1})
+        );
+    }
+}
