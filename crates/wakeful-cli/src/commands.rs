@@ -976,5 +976,23 @@ fn print_wake(v: Option<&WakeStatus>, session: &str, json: bool) -> Result<(), F
             wakeful_core::present::one_line(&value)
         )?;
     }
+    if !v.recent.is_empty() {
+        outln!("recent deliveries (newest last):")?;
+        for d in &v.recent {
+            outln!(
+                "  {} {} attempt {} events #{}–#{}: {}{}",
+                d.at,
+                d.wake_id,
+                d.attempt,
+                d.events_from,
+                d.events_to,
+                d.outcome,
+                d.detail
+                    .as_deref()
+                    .map(|x| format!(" ({})", wakeful_core::present::one_line(x)))
+                    .unwrap_or_default()
+            )?;
+        }
+    }
     Ok(())
 }

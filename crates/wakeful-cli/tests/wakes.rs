@@ -268,6 +268,18 @@ fn a_wake_route_is_delivered_only_for_events_that_wake() {
         text.contains("quiet-1") && text.contains("quiet-2"),
         "{text}"
     );
+    // Its delivery is in the route's recent history.
+    let show = home.json(&["wake", "show"]);
+    let recent = show["recent"].as_array().unwrap();
+    assert_eq!(recent.len(), 1, "{show}");
+    assert_eq!(recent[0]["outcome"], "accepted");
+    assert_eq!(recent[0]["attempt"], 1);
+    assert_eq!(recent[0]["events_from"], 1);
+    let last = home.json_lines(&["events"]).last().unwrap()["seq"].clone();
+    assert_eq!(recent[0]["events_to"], last);
+    assert!(home
+        .ok(&["wake", "show"])
+        .contains("recent deliveries (newest last):"));
 }
 
 /// `wakeful --json start` of a quiet monitor; returns its `wake`.

@@ -142,6 +142,7 @@ mod tests {
             acked_seq: 0,
             wakes_delivered: delivered,
             last_error: error.map(str::to_string),
+            recent: vec![],
         }
     }
 

@@ -26,8 +26,8 @@ pub mod view;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ConsumerInfo, DaemonInfo, ErrorKind, ImportResult, Reply, RouteSource, RunResult,
-    SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
+    Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, ImportResult, Reply, RouteSource,
+    RunResult, SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
     WakeDelivery, WakeStatus,
 };
 pub use request::{Envelope, ImportedEvent, Request, RunRequest, WakeAdapter};
@@ -144,6 +144,7 @@ mod tests {
             acked_seq: 4,
             wakes_delivered: 1,
             last_error: Some("busy".into()),
+            recent: vec![],
         };
         let v = serde_json::to_value(&w).unwrap();
         assert_eq!(v["state"], "retrying");

@@ -293,6 +293,34 @@ pub struct WakeStatus {
     /// Why the last attempt failed, if one did (kept while idle again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The last delivery attempts, newest last (at most
+    /// [`MAX_RECENT_DELIVERIES`]; kept in memory, not across restarts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent: Vec<DeliveryAttempt>,
+}
+
+/// Most delivery attempts [`WakeStatus::recent`] keeps.
+pub const MAX_RECENT_DELIVERIES: usize = 10;
+
+/// One delivery attempt of a wake route (an element of
+/// [`WakeStatus::recent`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryAttempt {
+    /// The wake.
+    pub wake_id: String,
+    /// Its attempt number (1 for the first).
+    pub attempt: u32,
+    /// When it ended (RFC 3339).
+    pub at: String,
+    /// First event it carried.
+    pub events_from: u64,
+    /// Last event it carried.
+    pub events_to: u64,
+    /// `accepted`, `queued`, `refused` or `failed`.
+    pub outcome: String,
+    /// What the agent or adapter said, when anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One consumer of a session's events (an element of the result of

@@ -662,6 +662,30 @@ fn wake_lines(w: &WakeStatus) -> Vec<Line<'static>> {
             Style::new().fg(Color::Red),
         ));
     }
+    if !w.recent.is_empty() {
+        lines.push(Line::raw("recent deliveries (newest last):"));
+        for d in &w.recent {
+            let text = format!(
+                "  {} {} #{} events #{}–#{}: {}{}",
+                one_line(d.at.get(11..19).unwrap_or(&d.at)),
+                one_line(&d.wake_id),
+                d.attempt,
+                d.events_from,
+                d.events_to,
+                one_line(&d.outcome),
+                d.detail
+                    .as_deref()
+                    .map(|x| format!(" ({})", one_line(x)))
+                    .unwrap_or_default()
+            );
+            let style = match d.outcome.as_str() {
+                "accepted" => Style::new().fg(Color::Green),
+                "failed" => Style::new().fg(Color::Red),
+                _ => Style::new(),
+            };
+            lines.push(Line::styled(text, style));
+        }
+    }
     lines
 }
 
@@ -949,6 +973,49 @@ mod tests {
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
     use wakeful_core::{EventBody, MonitorStopReason};
+
+    #[test]
+    fn the_wake_overlay_lists_recent_deliveries() {
+        let w = WakeStatus {
+            session: "s".into(),
+            route: wakeful_protocol::WakeAdapter::Webhook {
+                url: "http://127.0.0.1:9/x".into(),
+            },
+            source: wakeful_protocol::RouteSource::Set,
+            delivery: WakeDelivery::Idle,
+            acked_seq: 7,
+            wakes_delivered: 1,
+            last_error: None,
+            recent: vec![
+                wakeful_protocol::DeliveryAttempt {
+                    wake_id: "wake-1-3".into(),
+                    attempt: 1,
+                    at: "2026-12-01T09:00:01.000Z".into(),
+                    events_from: 1,
+                    events_to: 3,
+                    outcome: "refused".into(),
+                    detail: Some("HTTP 503\u{1b}[2J".into()),
+                },
+                wakeful_protocol::DeliveryAttempt {
+                    wake_id: "wake-1-3".into(),
+                    attempt: 2,
+                    at: "2026-12-01T09:00:03.000Z".into(),
+                    events_from: 1,
+                    events_to: 3,
+                    outcome: "accepted".into(),
+                    detail: None,
+                },
+            ],
+        };
+        let text: Vec<String> = wake_lines(&w).iter().map(|l| l.to_string()).collect();
+        let tail = &text[text.len() - 3..];
+        assert_eq!(tail[0], "recent deliveries (newest last):");
+        assert_eq!(
+            tail[1],
+            "  09:00:01 wake-1-3 #1 events #1–#3: refused (HTTP 503)"
+        );
+        assert_eq!(tail[2], "  09:00:03 wake-1-3 #2 events #1–#3: accepted");
+    }
 
     fn app() -> App {
         App::new(

@@ -43,6 +43,7 @@ struct Published {
     acked_seq: u64,
     wakes_delivered: u64,
     last_error: Option<String>,
+    recent: std::collections::VecDeque<wakeful_protocol::DeliveryAttempt>,
 }
 
 impl Default for Published {
@@ -52,6 +53,7 @@ impl Default for Published {
             acked_seq: 0,
             wakes_delivered: 0,
             last_error: None,
+            recent: Default::default(),
         }
     }
 }
@@ -156,6 +158,7 @@ impl Wakes {
             acked_seq: p.acked_seq,
             wakes_delivered: p.wakes_delivered,
             last_error: p.last_error,
+            recent: p.recent.into(),
         })
     }
 
@@ -222,6 +225,32 @@ struct Progress {
     delivered: u64,
     /// What the route's adapter remembers between attempts.
     memory: adapters::Memory,
+    /// The last attempts, newest last.
+    recent: std::collections::VecDeque<wakeful_protocol::DeliveryAttempt>,
+}
+
+impl Progress {
+    /// Keeps one attempt in the bounded history `wake show` reports.
+    fn record(&mut self, wake_id: &str, attempt: u32, from: u64, to: u64, outcome: &Outcome) {
+        let (name, detail) = match outcome {
+            Outcome::Accepted => ("accepted", None),
+            Outcome::Queued(d) => ("queued", Some(d.clone())),
+            Outcome::Refused(e) => ("refused", Some(e.clone())),
+            Outcome::Failed(e) => ("failed", Some(e.clone())),
+        };
+        if self.recent.len() == wakeful_protocol::reply::MAX_RECENT_DELIVERIES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(wakeful_protocol::DeliveryAttempt {
+            wake_id: wake_id.to_string(),
+            attempt,
+            at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            events_from: from,
+            events_to: to,
+            outcome: name.to_string(),
+            detail,
+        });
+    }
 }
 
 struct WakerTask {
@@ -241,6 +270,7 @@ impl WakerTask {
             last_error: String::new(),
             delivered: 0,
             memory: adapters::Memory::default(),
+            recent: Default::default(),
         };
         // The session's events, from the hub: no store query per event.
         let mut events = self
@@ -329,6 +359,7 @@ impl WakerTask {
                         ),
                         Outcome::Accepted => {}
                     }
+                    st.record(&wake_id, attempt, from, to, &outcome);
                     queue.extend(st.machine.on_outcome(Instant::now(), outcome));
                 }
             }
@@ -388,6 +419,7 @@ impl WakerTask {
             acked_seq: machine.acked(),
             wakes_delivered: st.delivered,
             last_error,
+            recent: st.recent.clone(),
         };
     }
 
