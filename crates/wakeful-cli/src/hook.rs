@@ -10,7 +10,8 @@
 //! - `wakeful hook rewake`, an `asyncRewake` hook on SessionStart and Stop,
 //!   the first path: an exclusive waiter (a newer one makes it give up, exit
 //!   0). With events it writes them to stderr and exits 2, which wakes the
-//!   model (~70 ms from the line to the next model request, measured).
+//!   model (a median of 62–97 ms from the line to the next model request,
+//!   `bench/claude_wake_latency.py`).
 //!   Under a Claude Code print run (`claude -p`), which waits for asyncRewake
 //!   hooks instead of running them in the background, it exits 0 at once
 //!   ([`crate::claude_mode`]); the Stop hook then delivers.
