@@ -83,6 +83,15 @@ def die(msg: str) -> None:
     sys.exit(2)
 
 
+def stop(harness: subprocess.Popen) -> None:
+    """Ends run-interactive.sh by SIGTERM, so that its own cleanup runs."""
+    harness.terminate()
+    try:
+        harness.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        harness.kill()
+
+
 def percentile(xs: list[float], p: float) -> float:
     """Nearest rank: the smallest value with at least p% of them at or below."""
     s = sorted(xs)
@@ -191,7 +200,7 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
     deadline = time.time() + 30
     while not (port_file.exists() and port_file.read_text().strip()):
         if time.time() > deadline or harness.poll() is not None:
-            harness.kill()
+            stop(harness)
             die(f"{name}: the fake API did not start ({out}/fake.log)")
         time.sleep(0.05)
     w0, w1, cal = calibrate(int(port_file.read_text().split()[0]))
@@ -209,7 +218,7 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
             if any(c["consumer"] == "claude" and c["waiters"] >= want for c in rows):
                 break
             if time.time() > deadline or harness.poll() is not None:
-                harness.kill()
+                stop(harness)
                 die(f"{name}: no waiter of consumer claude after 60 s ({out}/debug.log)")
             time.sleep(0.2)
         subprocess.run(wk + ["start", "-d", "bench lines", "--timeout-ms", "3600000", "--",
