@@ -138,7 +138,7 @@ pub enum Command {
     /// consumer has not acknowledged; print it with the unacknowledged events
     /// before it and acknowledge them.
     #[command(
-        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nEvents of monitors started with --wake-on exit|fail|match:RE that do not wake are handed out with the next event that wakes; --all hands them out at once.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever"
+        after_help = "Exit code 124 when --timeout-ms passes with nothing to return.\nEvents of monitors started with --wake-on exit|fail|match:RE that do not wake are handed out with the next event that wakes; --all hands them out at once.\nPlain output as `wakeful events`: \"<seq> <monitor-id> <text>\" a line, sanitized; --json gives the text exactly.\nWith --follow it keeps going: a lossless stream (re-run after a disconnect and nothing is missed or repeated).\n\nExamples:\n  wakeful wait --timeout-ms 600000\n  wakeful wait --consumer ci --json\n  wakeful wait --follow              # one line per event, forever\n  wakeful wait --monitor mon-4k2x9q0abc --timeout-ms 540000   # a subagent waiting for its own monitor"
     )]
     Wait(WaitArgs),
     /// Print a monitor's output file (every line, never rate-limited).
@@ -569,8 +569,10 @@ pub struct WaitArgs {
     #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
     pub timeout_ms: Option<u64>,
     /// Whose cursor to read and move.
-    #[arg(long, value_name = "NAME", default_value = "default")]
-    pub consumer: String,
+    /// Whose cursor to read and move [default: default, or with --monitor
+    /// the monitor id].
+    #[arg(long, value_name = "NAME")]
+    pub consumer: Option<String>,
     /// Keep waiting and printing after each batch.
     #[arg(long)]
     pub follow: bool,
@@ -583,4 +585,9 @@ pub struct WaitArgs {
     /// does (what an agent reads at the end of its turn).
     #[arg(long)]
     pub all: bool,
+    /// Only this monitor's events (a subagent waiting for the monitor it
+    /// started). Without --consumer, the consumer is the monitor id, so
+    /// that no other reader's cursor skips the other monitors' events.
+    #[arg(long, value_name = "ID")]
+    pub monitor: Option<String>,
 }

@@ -550,7 +550,9 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
         follow,
         exclusive,
         all,
+        monitor,
     } = args;
+    let consumer = consumer.unwrap_or_else(|| monitor.clone().unwrap_or_else(|| "default".into()));
     let mut conn = connect(paths).await?;
     conn.send(Request::Wait {
         session,
@@ -559,6 +561,8 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
         follow,
         exclusive,
         all,
+        fallback: false,
+        monitor,
     })
     .await?;
     let stdout = std::io::stdout();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use wakeful_client::{connect_existing, Paths};
-use wakeful_protocol::{Request, Status, WakeAdapter, WakeReport, WakeStatus};
+use wakeful_protocol::{ConsumerInfo, Request, Status, WakeAdapter, WakeReport, WakeStatus};
 
 use crate::{exit, Failure};
 
@@ -57,8 +57,10 @@ impl Check {
 /// `wakeful doctor [--session S] [--json]`.
 pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
     let mut checks = vec![state_dir(paths)];
+    let mut consumers = Vec::new();
     let report = match daemon(paths, &session).await {
-        Ok((status, report, route)) => {
+        Ok((status, report, route, found)) => {
+            consumers = found;
             checks.push(daemon_check(&status));
             checks.extend(report.paths.iter().map(|p| {
                 Check::new(
@@ -84,7 +86,10 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
             None
         }
     };
-    checks.extend(claude_code(paths, &session, report.as_ref()));
+    let claude = consumers
+        .iter()
+        .find(|c| c.consumer == crate::hook::CONSUMER);
+    checks.extend(claude_code(paths, &session, claude));
     let live = report.as_ref().is_some_and(|r| r.wake.live);
     let verdict = match &report {
         Some(r) if r.wake.live => Check::new(
@@ -191,10 +196,11 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-async fn daemon(
-    paths: &Paths,
-    session: &str,
-) -> Result<(Status, WakeReport, Option<WakeStatus>), String> {
+/// What the daemon says: its status, the session's wake report, route and
+/// consumers.
+type DaemonFacts = (Status, WakeReport, Option<WakeStatus>, Vec<ConsumerInfo>);
+
+async fn daemon(paths: &Paths, session: &str) -> Result<DaemonFacts, String> {
     let mut conn = connect_existing(paths).await.map_err(|e| e.to_string())?;
     let status: Status = conn
         .call_as(Request::Status {})
@@ -212,7 +218,13 @@ async fn daemon(
         })
         .await
         .map_err(|e| e.to_string())?;
-    Ok((status, report, route))
+    let consumers: Vec<ConsumerInfo> = conn
+        .call_as(Request::Consumers {
+            session: Some(session.to_string()),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((status, report, route, consumers))
 }
 
 fn daemon_check(status: &Status) -> Check {
@@ -382,7 +394,7 @@ async fn codex_target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
 
 /// The Claude Code plugin: written by `integrate claude-code`, current,
 /// and which of its paths serves this session.
-fn claude_code(paths: &Paths, session: &str, report: Option<&WakeReport>) -> Vec<Check> {
+fn claude_code(paths: &Paths, session: &str, claude: Option<&ConsumerInfo>) -> Vec<Check> {
     let mut out = Vec::new();
     let name = "claude code plugin";
     match crate::integrate::written_plugin_is_current(paths) {
@@ -399,14 +411,70 @@ fn claude_code(paths: &Paths, session: &str, report: Option<&WakeReport>) -> Vec
         Some(true) => out.push(Check::new(name, Level::Ok, "written and current")),
     }
     let bridge = crate::hook::bridge_alive(paths, session, crate::hook::CONSUMER);
-    let waiting = report.is_some_and(|r| r.paths.iter().any(|p| p.path == "claude-code" && p.live));
-    let active = match (bridge, waiting) {
-        (true, _) => Some("the plugin's monitor bridge runs for this session (Claude Code started its plugin monitor)"),
-        (false, true) => Some("the plugin's rewake hook waits for this session (no plugin monitor runs: a project-scope install, Bedrock/Vertex/Foundry, or a Claude Code without monitors)"),
+    // Waiters of consumer `claude` that do not stand by: rewake hooks.
+    let hooks = claude.map_or(0, |c| c.waiters.saturating_sub(c.fallback_waiters));
+    let active = match (bridge, hooks > 0) {
+        (true, true) => Some("the rewake hook waits (it wakes an idle session) and the plugin's monitor bridge stands by (it delivers during a turn)"),
+        (true, false) => Some("only the plugin's monitor bridge waits: during a turn (the rewake hook starts again at its end), or where Claude Code runs no asyncRewake hooks"),
+        (false, true) => Some("the rewake hook waits and no plugin monitor runs (a project-scope install, Bedrock/Vertex/Foundry, or a Claude Code without monitors): the hooks wake the session"),
         (false, false) => None,
     };
     if let Some(active) = active {
         out.push(Check::new("claude code path", Level::Info, active));
+    }
+    out.extend(project_scope());
+    out
+}
+
+/// The plugin installed at project scope (`.claude/skills/<name>/` with a
+/// `.claude-plugin/` of the wakeful plugin) in the current directory: Claude
+/// Code then runs its hooks and MCP server but arms no plugin monitor, and
+/// asks once at startup to approve the MCP server.
+fn project_scope() -> Vec<Check> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return vec![];
+    };
+    let claude = cwd.join(".claude");
+    let Ok(skills) = std::fs::read_dir(claude.join("skills")) else {
+        return vec![];
+    };
+    let installed = skills.flatten().any(|d| {
+        std::fs::read_to_string(d.path().join(".claude-plugin/plugin.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["name"] == "wakeful")
+    });
+    if !installed {
+        return vec![];
+    }
+    let mut out = vec![Check::new(
+        "claude code scope",
+        Level::Info,
+        format!(
+            "installed at project scope in {}: Claude Code arms no plugin monitor there, the rewake and Stop hooks deliver",
+            claude.join("skills").display()
+        ),
+    )];
+    let answered = ["settings.local.json", "settings.json"].iter().any(|f| {
+        std::fs::read_to_string(claude.join(f))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| {
+                ["enabledMcpjsonServers", "disabledMcpjsonServers"]
+                    .iter()
+                    .any(|k| {
+                        v[*k]
+                            .as_array()
+                            .is_some_and(|a| a.iter().any(|s| s == "plugin:wakeful:wakeful"))
+                    })
+            })
+    });
+    if !answered {
+        out.push(Check::new(
+            "claude code mcp",
+            Level::Info,
+            "Claude Code will ask once at startup whether to use the project's MCP server plugin:wakeful:wakeful; no hook runs until it is answered (add it to enabledMcpjsonServers in .claude/settings.local.json to answer ahead)",
+        ));
     }
     out
 }

@@ -7,20 +7,25 @@
 //! when that waiter acknowledged the batch, so each event reaches the model
 //! exactly once, whichever path takes it:
 //!
-//! - `wakeful hook monitor`, the plugin monitor (`when: "always"`): a
-//!   lossless follower that prints one line per event. Claude Code turns each
-//!   stdout line into a monitor notification, which starts a turn when the
-//!   session is idle. It never exits on its own: when the daemon goes away it
-//!   reconnects and goes on after the last acknowledged event.
-//! - `wakeful hook rewake`, an `asyncRewake` hook on SessionStart and Stop: an
-//!   exclusive waiter (a newer one makes it give up, exit 0). With events it
-//!   writes them to stderr and exits 2, which wakes the model. While a bridge
-//!   of the session runs (it holds a shared lock under
-//!   `<state dir>/claude-code/bridges/`), rewake leaves every batch to it
-//!   unacknowledged and exits 0, so events arrive one notification each.
+//! - `wakeful hook rewake`, an `asyncRewake` hook on SessionStart and Stop,
+//!   the first path: an exclusive waiter (a newer one makes it give up, exit
+//!   0). With events it writes them to stderr and exits 2, which wakes the
+//!   model (a median of 62–97 ms from the line to the next model request,
+//!   `bench/claude_wake_latency.py`).
 //!   Under a Claude Code print run (`claude -p`), which waits for asyncRewake
 //!   hooks instead of running them in the background, it exits 0 at once
 //!   ([`crate::claude_mode`]); the Stop hook then delivers.
+//! - `wakeful hook monitor`, the plugin monitor (`when: "always"`), the
+//!   fallback: a lossless follower that prints one line per event, as a
+//!   waiter that stands by (`fallback`): the daemon hands it a batch only
+//!   while no rewake hook (or other waiter of the consumer) waits — during a
+//!   turn, between the rewake hook's exit and the next Stop, or where Claude
+//!   Code runs no hooks. Claude Code turns each stdout line into a monitor
+//!   notification, which starts a turn when the session is idle, after a
+//!   200 ms batching timer of its own. It never exits on its own: when the
+//!   daemon goes away it reconnects and goes on after the last acknowledged
+//!   event. It holds a shared lock under `<state dir>/claude-code/bridges/`
+//!   while it runs.
 //! - `wakeful hook stop`, a Stop hook: at the end of a turn it takes what is
 //!   still unacknowledged without waiting and prints
 //!   `{"decision":"block","reason":…}`, so the turn goes on with the events;
@@ -465,7 +470,7 @@ async fn parent_gone() {
 /// `wakeful hook monitor`: the plugin monitor's command.
 async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u8, Failure> {
     let session = session_for(paths, explicit, &HookInput::default())?;
-    // Rewake hooks leave the session to a running bridge (see `rewake`).
+    // Says that a bridge runs (for `wakeful doctor` and people).
     let _lock = hold_bridge_lock(paths, &session, consumer).map_err(|e| {
         eprintln!("wakeful hook monitor: cannot take the bridge lock: {e}");
     });
@@ -564,6 +569,10 @@ async fn follow(
             follow: true,
             exclusive: false,
             all: false,
+            // The rewake hook goes first: its wake reaches an idle session
+            // ~200 ms sooner than a monitor notification.
+            fallback: true,
+            monitor: None,
         })
         .await;
     if sent.is_err() {
@@ -618,7 +627,6 @@ async fn follow(
 async fn take_batch(
     paths: &Paths,
     request: Request,
-    defer: impl Fn() -> bool,
     deliver: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<Option<usize>, Failure> {
     let mut conn = connect(paths).await?;
@@ -634,11 +642,6 @@ async fn take_batch(
         match reply {
             Ok(Some(Reply::Event { event })) => events.push(event),
             Ok(Some(Reply::Batch { .. })) => {
-                if defer() {
-                    // Not acknowledged: dropping the connection hands the
-                    // batch to the next waiter.
-                    return Ok(None);
-                }
                 let described = wakeful_client::describe::Descriptions::default()
                     .describe(paths, std::mem::take(&mut events))
                     .await;
@@ -679,20 +682,20 @@ async fn rewake(
         return Ok(0);
     }
     let session = session_for(paths, explicit, &input)?;
-    // With a bridge running, the session's events reach Claude as monitor
-    // notifications, one per event: this hook then only makes older waiters
-    // give up (an exclusive wait that returns at once) and leaves every
-    // batch to the bridge.
-    let bridged = || bridge_alive(paths, &session, consumer);
+    // The first path: a running bridge stands by (`fallback`) while this
+    // waits, and takes over only when no rewake hook waits (during a turn,
+    // or where Claude Code runs no hooks).
     let request = Request::Wait {
-        session: session.clone(),
+        session,
         consumer: consumer.to_string(),
-        timeout_ms: Some(if bridged() { 0 } else { timeout_ms }),
+        timeout_ms: Some(timeout_ms),
         follow: false,
         exclusive: true,
         all: false,
+        fallback: false,
+        monitor: None,
     };
-    let taken = take_batch(paths, request, bridged, |text| {
+    let taken = take_batch(paths, request, |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -726,17 +729,14 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
         exclusive: false,
         // The end of the turn: events that did not wake are read now.
         all: true,
+        fallback: false,
+        monitor: None,
     };
-    take_batch(
-        paths,
-        request,
-        || false,
-        |text| {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{}", stop_output(text))?;
-            out.flush()
-        },
-    )
+    take_batch(paths, request, |text| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", stop_output(text))?;
+        out.flush()
+    })
     .await?;
     Ok(0)
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -435,7 +435,7 @@ fn hook_failures_never_exit_2() {
 fn the_three_paths_share_one_consumer() {
     let home = Home::new();
     home.ok(&["status"]);
-    let (mut bridge, rx) = spawn_bridge(&home, "B");
+    let (bridge, rx) = spawn_bridge(&home, "B");
     let v = home.json(&[
         "--session",
         "B",
@@ -446,10 +446,7 @@ fn the_three_paths_share_one_consumer() {
         "printf 'one\\ntwo\\033[31m!\\n'",
     ]);
     let id = v["id"].as_str().unwrap().to_string();
-    let mut lines = Vec::new();
-    while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
-        lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
-    }
+    let lines = bridge_lines_until_stopped(&rx);
     // The bridge acknowledges a batch right after printing it.
     let last = home
         .json_lines(&["--session", "B", "events"])
@@ -466,8 +463,7 @@ fn the_three_paths_share_one_consumer() {
         }),
         "the bridge acknowledged what it printed"
     );
-    let _ = bridge.kill();
-    let _ = bridge.wait();
+    drop(bridge);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].starts_with(&format!(
         "[wakeful {id} \"bridge\" · started] started: bridge"
@@ -490,8 +486,18 @@ fn the_three_paths_share_one_consumer() {
     assert_eq!(code, 0);
 }
 
+/// A running `wakeful hook monitor`; killed when dropped.
+struct Bridge(Child);
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Spawns `wakeful hook monitor` for `session`; returns it and its lines.
-fn spawn_bridge(home: &Home, session: &str) -> (Child, std::sync::mpsc::Receiver<String>) {
+fn spawn_bridge(home: &Home, session: &str) -> (Bridge, std::sync::mpsc::Receiver<String>) {
     let mut c = hook(home, &["hook", "monitor"]);
     c.env("CLAUDE_CODE_SESSION_ID", session)
         .stdout(Stdio::piped())
@@ -506,55 +512,150 @@ fn spawn_bridge(home: &Home, session: &str) -> (Child, std::sync::mpsc::Receiver
             }
         }
     });
-    (bridge, rx)
+    (Bridge(bridge), rx)
+}
+
+/// The bridge's lines up to a monitor's `stopped` event.
+fn bridge_lines_until_stopped(rx: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    let mut lines = Vec::new();
+    while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
+        lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
+    }
+    lines
+}
+
+/// `consumers --json` of consumer `claude` in `session`: (waiters, of them
+/// standing by).
+fn claude_waiters(home: &Home, session: &str) -> (u64, u64) {
+    home.json(&["--session", session, "consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "claude")
+        .map_or((0, 0), |c| {
+            (
+                c["waiters"].as_u64().unwrap(),
+                c["fallback_waiters"].as_u64().unwrap(),
+            )
+        })
 }
 
 #[test]
-fn rewake_leaves_the_session_to_a_running_bridge() {
+fn the_bridge_stands_by_while_a_rewake_hook_waits() {
     let home = Home::new();
     home.ok(&["status"]);
-    // A rewake hook that started before the bridge (SessionStart) hands any
-    // batch it is given to the bridge and gives up (or, if the bridge won
-    // every batch, is made to give up by the next rewake hook).
-    let mut early = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
-    wait_followers(&home, 1);
-    let (mut bridge, rx) = spawn_bridge(&home, "L");
-    wait_followers(&home, 2);
+    let (_bridge, rx) = spawn_bridge(&home, "L");
+    assert!(eventually(Duration::from_secs(10), || claude_waiters(
+        &home, "L"
+    ) == (1, 1)));
+    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
+    assert!(eventually(Duration::from_secs(10), || claude_waiters(
+        &home, "L"
+    ) == (2, 1)));
+    // The rewake hook goes first: it takes the batch and exits 2.
     let v = home.json(&[
         "--session",
         "L",
         "start",
         "-d",
-        "late",
+        "first",
         "--",
-        "echo via-bridge",
+        "printf 'via-%s\\n' rewake; sleep 30",
     ]);
     let id = v["id"].as_str().unwrap().to_string();
-    let mut lines = Vec::new();
-    while !lines.iter().any(|l: &String| l.contains("· stopped]")) {
-        lines.push(rx.recv_timeout(Duration::from_secs(15)).unwrap());
-    }
-    assert!(
-        lines[0].starts_with(&format!("[wakeful {id} \"late\" · started]")),
-        "{lines:?}"
-    );
-    assert!(
-        lines.iter().any(|l| l.ends_with("] via-bridge")),
-        "{lines:?}"
-    );
-    // A rewake hook started while the bridge runs returns at once.
-    let started = Instant::now();
-    let (code, _, err) = run_hook(hook(&home, &["hook", "rewake"]), &input("L", false));
-    assert_eq!(code, 0, "{err}");
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(wait_timeout(&mut early, Duration::from_secs(10)), Some(0));
-    let _ = bridge.kill();
-    let _ = bridge.wait();
-    // Without the bridge, rewake waits and delivers again.
-    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("L", false));
-    wait_followers(&home, 1);
-    home.ok(&["--session", "L", "start", "--", "echo no-bridge"]);
     assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+    let err = {
+        let mut s = String::new();
+        waiter
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    };
+    assert!(
+        err.contains(&format!("[wakeful {id} \"first\" · started]")),
+        "{err}"
+    );
+    // The line may come in the rewake's batch or, once it exited, to the
+    // bridge: never both.
+    let mut bridged = Vec::new();
+    let on_bridge = |bridged: &mut Vec<String>, want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !bridged.iter().any(|l: &String| l.contains(want)) && Instant::now() < deadline {
+            if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+                bridged.push(l);
+            }
+        }
+        bridged.iter().any(|l| l.contains(want))
+    };
+    if !err.contains("\nvia-rewake") {
+        assert!(on_bridge(&mut bridged, "] via-rewake"), "{bridged:?}");
+    }
+    // With no rewake hook waiting, the bridge delivers.
+    home.ok(&["stop", &id]);
+    assert!(on_bridge(&mut bridged, "· stopped]"), "{bridged:?}");
+    // Each event once, through one path.
+    let events = home.json_lines(&["--session", "L", "events"]);
+    assert_eq!(events.len(), 3, "{events:?}");
+    for e in &events {
+        let text = e["text"].as_str().unwrap().lines().next().unwrap();
+        let in_err = err.matches(text).count();
+        let in_bridge = bridged.iter().filter(|l| l.contains(text)).count();
+        assert_eq!(in_err + in_bridge, 1, "{text}: {err} {bridged:?}");
+    }
+}
+
+#[test]
+fn a_batch_the_first_waiter_drops_goes_to_the_bridge() {
+    use std::os::unix::net::UnixStream;
+    let home = Home::new();
+    home.ok(&["status"]);
+    let (_bridge, rx) = spawn_bridge(&home, "K");
+    // A waiter that goes first (as the rewake hook does) takes the batch and
+    // goes away without acknowledging it (killed mid-way).
+    let mut first = UnixStream::connect(home.socket()).unwrap();
+    writeln!(
+        first,
+        r#"{{"v":1,"op":"wait","session":"K","consumer":"claude","exclusive":true}}"#
+    )
+    .unwrap();
+    assert!(eventually(Duration::from_secs(10), || claude_waiters(
+        &home, "K"
+    ) == (2, 1)));
+    home.ok(&[
+        "--session",
+        "K",
+        "start",
+        "-d",
+        "k",
+        "--",
+        "echo dropped-once",
+    ]);
+    first
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let mut reader = BufReader::new(&first);
+    let mut line = String::new();
+    while !line.contains("\"batch\"") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "no batch");
+    }
+    // The bridge stood by until now.
+    assert!(rx.try_recv().is_err());
+    drop(reader);
+    drop(first);
+    let lines = bridge_lines_until_stopped(&rx);
+    assert!(lines[0].contains("· started]"), "{lines:?}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.ends_with("] dropped-once"))
+            .count(),
+        1,
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -699,11 +800,11 @@ fn a_running_bridge_makes_the_session_live() {
     let (code, out, _) = home.run(&["--session", "L", "doctor"]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("the plugin's monitor bridge runs for this session"),
+        out.contains("only the plugin's monitor bridge waits"),
         "{out}"
     );
-    let _ = bridge.kill();
-    let _ = bridge.wait();
+    let _ = bridge.0.kill();
+    let _ = bridge.0.wait();
     assert!(eventually(Duration::from_secs(10), || {
         home.json(&["--session", "L", "start", "--", "true"])["wake"]["live"] == false
     }));
@@ -811,4 +912,95 @@ fn integrate_claude_code_writes_the_plugin_into_the_state_dir() {
         text.contains("--dangerously-load-development-channels server:wakeful"),
         "{text}"
     );
+}
+
+/// A subagent's pattern (skills/wakeful/SKILL.md): it starts a monitor and
+/// waits for it in the foreground with `wakeful wait --monitor ID`, on a
+/// consumer of its own (the monitor id). It gets every event of its monitor
+/// once and none of the session's others; the parent's consumer `claude`
+/// still gets every event of the session once.
+#[test]
+fn a_subagent_waits_for_its_own_monitor_on_its_own_consumer() {
+    let home = Home::new();
+    let parent = finished_monitor(&home, "P", "echo parent-line");
+    let v = home.json(&[
+        "--session",
+        "P",
+        "start",
+        "-d",
+        "sub build",
+        "--",
+        "echo sub-1; sleep 0.3; echo sub-2; sleep 0.3; exit 3",
+    ]);
+    let sub = v["id"].as_str().unwrap().to_string();
+    let wait_for_sub = |timeout_ms: &str| {
+        home.run(&[
+            "--session",
+            "P",
+            "wait",
+            "--monitor",
+            &sub,
+            "--timeout-ms",
+            timeout_ms,
+            "--json",
+        ])
+    };
+    // The subagent's loop: wait, read, wait again until the final event.
+    let mut got: Vec<Value> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !got.iter().any(|e| e["kind"] == "stopped") {
+        assert!(Instant::now() < deadline, "{got:?}");
+        let (code, out, err) = wait_for_sub("20000");
+        assert_eq!(code, 0, "{err}");
+        got.extend(
+            out.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+        );
+    }
+    let of_sub: Vec<u64> = home
+        .json_lines(&["--session", "P", "events"])
+        .iter()
+        .filter(|e| e["monitor_id"] == sub.as_str())
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let seqs: Vec<u64> = got.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, of_sub, "every event of its monitor, once, in order");
+    assert!(got.iter().all(|e| e["monitor_id"] == sub.as_str()));
+    assert!(got
+        .iter()
+        .any(|e| e["text"].as_str().unwrap().contains("sub-2")));
+    // Its cursor is its own: consumer = the monitor id.
+    let consumers = home.json(&["--session", "P", "consumers"]);
+    assert!(
+        consumers
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["consumer"] == sub.as_str()),
+        "{consumers}"
+    );
+    // Nothing is left for it; the wait times out (exit 124).
+    assert_eq!(wait_for_sub("200").0, 124);
+    // The parent's consumer gets every event of the session once: the
+    // parent's monitor and the subagent's.
+    let (code, out, err) = run_hook(hook(&home, &["hook", "stop"]), &input("P", false));
+    assert_eq!(code, 0, "{err}");
+    let reason = serde_json::from_str::<Value>(out.trim()).unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for id in [&parent, &sub] {
+        assert_eq!(
+            reason.matches(&format!("[wakeful {id} ")).count(),
+            home.json_lines(&["--session", "P", "events"])
+                .iter()
+                .filter(|e| e["monitor_id"] == id.as_str())
+                .count(),
+            "{reason}"
+        );
+    }
+    // A monitor of another session, or none, is refused at once.
+    let (code, _, err) = home.run(&["--session", "Q", "wait", "--monitor", &sub]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not found"), "{err}");
 }

@@ -623,3 +623,36 @@ fn doctor_looks_at_codex_and_its_app_server() {
         "{v}"
     );
 }
+
+#[test]
+fn doctor_sees_a_project_scope_install_of_the_claude_code_plugin() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let project = home.path().join("project");
+    let plugin = project.join(".claude/skills/wakeful/.claude-plugin");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(plugin.join("plugin.json"), r#"{"name": "wakeful"}"#).unwrap();
+    let out = home
+        .cmd(&["doctor"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("info     claude code scope"), "{text}");
+    assert!(text.contains("arms no plugin monitor there"), "{text}");
+    assert!(text.contains("info     claude code mcp"), "{text}");
+    // Approved ahead: no word about the dialog.
+    std::fs::write(
+        project.join(".claude/settings.local.json"),
+        r#"{"enabledMcpjsonServers": ["plugin:wakeful:wakeful"]}"#,
+    )
+    .unwrap();
+    let out = home
+        .cmd(&["doctor"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("claude code scope"), "{text}");
+    assert!(!text.contains("claude code mcp"), "{text}");
+}

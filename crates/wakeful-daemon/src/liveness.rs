@@ -38,8 +38,13 @@ fn waiter_path(consumer: &str) -> (String, String) {
 pub fn assess(session: &str, attached: &Attached<'_>) -> WakeReport {
     let mut paths = Vec::new();
     // The plugin first: it is what wakes an idle session.
-    let mut waiters: Vec<&(String, usize)> =
-        attached.waiters.iter().filter(|(_, n)| *n > 0).collect();
+    // A consumer named after a monitor (`wait --monitor`) waits for that
+    // monitor only: it delivers nothing else of the session.
+    let mut waiters: Vec<&(String, usize)> = attached
+        .waiters
+        .iter()
+        .filter(|(c, n)| *n > 0 && !c.starts_with("mon-"))
+        .collect();
     waiters.sort_by_key(|(c, _)| (c != "claude", c.clone()));
     for (consumer, n) in waiters {
         let (path, detail) = waiter_path(consumer);

@@ -82,6 +82,28 @@ struct ConsumerSlot {
     handing_out: tokio::sync::Mutex<()>,
     exclusive: watch::Sender<u64>,
     waiters: std::sync::atomic::AtomicUsize,
+    /// Waiters that do not stand by (`fallback`): while there is one, the
+    /// waiters that stand by take no batch.
+    first: watch::Sender<usize>,
+    /// Waiters that stand by.
+    fallbacks: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a waiter that does not stand by in [`ConsumerSlot::first`] while
+/// it lives.
+struct FirstWaiter<'a>(&'a watch::Sender<usize>);
+
+impl<'a> FirstWaiter<'a> {
+    fn new(first: &'a watch::Sender<usize>) -> Self {
+        first.send_modify(|n| *n += 1);
+        FirstWaiter(first)
+    }
+}
+
+impl Drop for FirstWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl State {
@@ -93,6 +115,8 @@ impl State {
                     handing_out: tokio::sync::Mutex::new(()),
                     exclusive: watch::channel(0).0,
                     waiters: std::sync::atomic::AtomicUsize::new(0),
+                    first: watch::channel(0).0,
+                    fallbacks: std::sync::atomic::AtomicUsize::new(0),
                 })
             })
             .clone()
@@ -185,13 +209,14 @@ impl State {
         &self,
         session: Option<&str>,
     ) -> Result<Vec<wakeful_protocol::ConsumerInfo>, wakeful_store::StoreError> {
-        let slots: Vec<((String, String), usize)> = {
+        let slots: Vec<((String, String), (usize, usize))> = {
             let map = self.consumers.lock().unwrap_or_else(|p| p.into_inner());
             map.iter()
                 .filter(|((s, _), _)| session.is_none_or(|want| s == want))
                 .map(|(k, slot)| {
                     let n = slot.waiters.load(std::sync::atomic::Ordering::SeqCst);
-                    (k.clone(), n)
+                    let f = slot.fallbacks.load(std::sync::atomic::Ordering::SeqCst);
+                    (k.clone(), (n, f.min(n)))
                 })
                 .collect()
         };
@@ -206,12 +231,16 @@ impl State {
                     acked_seq,
                     unacked,
                     waiters: 0,
+                    fallback_waiters: 0,
                 },
             )
             .collect();
-        for ((s, c), waiters) in slots {
+        for ((s, c), (waiters, fallback_waiters)) in slots {
             match out.iter_mut().find(|i| i.session == s && i.consumer == c) {
-                Some(info) => info.waiters = waiters,
+                Some(info) => {
+                    info.waiters = waiters;
+                    info.fallback_waiters = fallback_waiters;
+                }
                 None if waiters > 0 => {
                     let unacked = self.reader.count_after(&s, 0)?;
                     out.push(wakeful_protocol::ConsumerInfo {
@@ -220,6 +249,7 @@ impl State {
                         acked_seq: 0,
                         unacked,
                         waiters,
+                        fallback_waiters,
                     });
                 }
                 None => {}
@@ -711,7 +741,14 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             follow,
             exclusive,
             all,
+            fallback,
+            monitor,
         } => {
+            if let Some(id) = &monitor {
+                if find(state, id).is_none_or(|m| m.session != session) {
+                    return not_found(conn, id).await;
+                }
+            }
             let opts = WaitOpts {
                 session: &session,
                 consumer: &consumer,
@@ -719,6 +756,8 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 follow,
                 exclusive,
                 all,
+                fallback,
+                monitor: monitor.as_deref(),
             };
             wait(conn, state, opts).await
         }
@@ -1019,6 +1058,10 @@ struct WaitOpts<'a> {
     exclusive: bool,
     /// Hand out events that do not wake without waiting for one that does.
     all: bool,
+    /// Stand by while a waiter that does not is attached.
+    fallback: bool,
+    /// Only this monitor's events.
+    monitor: Option<&'a str>,
 }
 
 /// What a wait read from the hub and has not handed out yet.
@@ -1072,10 +1115,16 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         follow,
         exclusive,
         all,
+        fallback,
+        monitor,
     } = opts;
     let _following = Following::stream(state);
     let slot = state.consumer(session, consumer);
     let _attached = Following::new(&slot.waiters);
+    let _standing_by = fallback.then(|| Following::new(&slot.fallbacks));
+    let _first = (!fallback).then(|| FirstWaiter::new(&slot.first));
+    // A waiter that stands by yields while this counts others.
+    let mut first = slot.first.subscribe();
     let mut generation = slot.exclusive.subscribe();
     let mine = if exclusive {
         slot.exclusive.send_modify(|g| *g += 1);
@@ -1084,7 +1133,11 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         None
     };
     let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
-    let follow_from = |after: u64| state.registry.hub().follow(Filter::session(session), after);
+    let filter = Filter {
+        session: Some(session.to_string()),
+        monitor: monitor.map(String::from),
+    };
+    let follow_from = |after: u64| state.registry.hub().follow(filter.clone(), after);
     let cursor = state
         .reader
         .cursor(session, consumer)
@@ -1119,7 +1172,8 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
             }
             pending.wake_at = pending.wake_at.max(wake_at);
         }
-        if !pending.ready(all) {
+        let yielding = fallback && *first.borrow_and_update() > 0;
+        if !pending.ready(all) || yielding {
             let sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d).await,
@@ -1147,6 +1201,14 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
                     }
                 }
                 _ = generation.changed(), if mine.is_some() => {}
+                _ = first.changed(), if fallback => {
+                    // What a waiter that went first acknowledged is gone.
+                    let acked = state
+                        .reader
+                        .cursor(session, consumer)
+                        .map_err(store_error)?;
+                    pending.acked(acked);
+                }
             }
             continue;
         }
@@ -1154,6 +1216,9 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
         let _handing_out = slot.handing_out.lock().await;
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
+        }
+        if fallback && *first.borrow() > 0 {
+            continue;
         }
         // Another waiter may have acknowledged some meanwhile.
         let acked = state

@@ -351,6 +351,8 @@ impl WakefulServer {
             follow: false,
             exclusive: false,
             all: args.all.unwrap_or(false),
+            fallback: false,
+            monitor: None,
         })
         .await
         .map_err(daemon_error)?;

@@ -338,6 +338,10 @@ pub struct ConsumerInfo {
     /// Waiters (`wait`, `monitor_wait`, hooks, the Claude Code bridge)
     /// attached to this consumer now.
     pub waiters: usize,
+    /// How many of those stand by (`wait` with `fallback`: the Claude Code
+    /// bridge); the others take batches first.
+    #[serde(default)]
+    pub fallback_waiters: usize,
 }
 
 /// What a running daemon records in [`crate::Paths::daemon_info`].

@@ -105,6 +105,17 @@ pub enum Request {
         /// `wake_on`); the events before it that do not wake come with it.
         #[serde(default)]
         all: bool,
+        /// Stand by: take a batch only while no other waiter of the same
+        /// session and consumer that does not stand by is attached (the
+        /// Claude Code bridge defers so to the rewake hook). A batch that
+        /// such a waiter took and acknowledged is never handed out again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fallback: bool,
+        /// Only this monitor's events (a subagent waiting for the monitor it
+        /// started). The cursor still moves by seq, past events of other
+        /// monitors: give such a wait a consumer of its own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        monitor: Option<String>,
     },
     /// Inside a `wait`: everything up to `seq` was handed on.
     Ack {

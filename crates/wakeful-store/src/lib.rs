@@ -549,11 +549,13 @@ impl StoreReader {
     }
 
     /// The furthest cursor of `session`'s consumers: every event up to it
-    /// reached the agent by one path or another (0 when none did).
+    /// reached the agent by one path or another (0 when none did). The
+    /// consumers of one monitor (`wait --monitor`, named after it) do not
+    /// count: their cursor passes other monitors' events unread.
     pub fn furthest_cursor(&self, session: &str) -> Result<u64, StoreError> {
         self.with(|c| {
             c.query_row(
-                "SELECT COALESCE(MAX(seq), 0) FROM cursors WHERE session = ?1",
+                "SELECT COALESCE(MAX(seq), 0) FROM cursors WHERE session = ?1 AND consumer NOT LIKE 'mon-%'",
                 [session],
                 |r| r.get::<_, i64>(0),
             )
