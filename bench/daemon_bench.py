@@ -373,10 +373,24 @@ def wakeful_latency(
     return {"samples": samples, **stats}
 
 
-def tailgrep_latency(home: Home, n_samples: int, gap_s: float) -> dict:
-    path = home.dir / "tail-target.log"
+def tailgrep_latency(home: Home, n_samples: int, gap_s: float, via_cat: bool = False) -> dict:
+    """`tail -n0 -F FILE | grep --line-buffered probe`. The script appends
+    each line to FILE itself, or (`via_cat`) writes it into a FIFO that
+    `cat FIFO >> FILE` copies: the same writer process as the wakeful
+    monitors' `cat FIFO`, so both paths start with the same hop."""
+    path = home.dir / ("tail-cat-target.log" if via_cat else "tail-target.log")
     path.write_bytes(b"")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    if via_cat:
+        fifo = home.dir / "tail-cat-fifo"
+        os.mkfifo(fifo)
+        fd = os.open(fifo, os.O_RDWR)
+        home.popen(
+            ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    else:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     pipeline = home.popen(
         ["sh", "-c", f"tail -n0 -F {shlex.quote(str(path))} | grep --line-buffered probe"],
         stdout=subprocess.PIPE,
@@ -410,6 +424,58 @@ def tailgrep_latency(home: Home, n_samples: int, gap_s: float) -> dict:
         time.sleep(gap_s)
     os.close(fd)
     return {"samples": samples, "lost": lost}
+
+
+def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, session: str) -> dict:
+    """`--file` monitors (inotify in the monitor's task), `--batch-ms 0`:
+    the script appends a line to one of their files, the clock stops when
+    `events --follow` prints it. Round-robin over `n_monitors` files keeps
+    each monitor within the rate limit's burst."""
+    paths = [home.dir / f"followed-{k}.log" for k in range(n_monitors)]
+    for p in paths:
+        p.write_bytes(b"")
+    after = home.status()["last_seq"]
+    for k, p in enumerate(paths):
+        home.json("--session", session, "start", "--file", str(p), "-d", f"file-{k}", "--batch-ms", "0")
+    follower = home.popen(
+        [home.exe, "--json", "--session", session, "events", "--follow", "--after", str(after)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=0,
+    )
+    reader = LineReader(follower.stdout.fileno())
+    fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
+    stats = {"suppressed": 0, "lost": 0}
+
+    def probe(fd: int, text: str) -> int | None:
+        t0 = time.perf_counter_ns()
+        os.write(fd, (text + "\n").encode())
+        deadline = time.monotonic() + 3.0
+        while True:
+            line = reader.readline(max(0.0, deadline - time.monotonic()))
+            t1 = time.perf_counter_ns()
+            if line is None:
+                stats["lost"] += 1
+                return None
+            ev = json.loads(line)
+            if ev.get("kind") == "suppressed":
+                stats["suppressed"] += 1
+            if text in ev.get("text", ""):
+                return t1 - t0
+
+    for k, fd in enumerate(fds):
+        probe(fd, f"file-warm-{k:04d}")
+        time.sleep(gap_s)
+    stats["lost"] = 0
+    samples = []
+    for i in range(n_samples):
+        dt = probe(fds[i % n_monitors], f"file-probe-{i:06d}")
+        if dt is not None:
+            samples.append(dt)
+        time.sleep(gap_s)
+    for fd in fds:
+        os.close(fd)
+    return {"samples": samples, **stats}
 
 
 # --------------------------------------------------------------------------
@@ -519,6 +585,15 @@ def flood(home: Home, lines: int) -> dict:
     )
     wk_s = time.perf_counter() - t0
     events = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    from datetime import datetime
+
+    def ts(kind: str) -> float:
+        e = next(e for e in events if e["kind"] == kind)
+        return datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+
+    # The pipeline alone, by the daemon's clock: `started` to `stopped`
+    # (millisecond timestamps), without the CLI's start and printing.
+    pipe_s = ts("stopped") - ts("started")
     delivered = sum(len(e.get("lines", [])) for e in events if e["kind"] == "lines")
     suppressed = sum(e.get("count", 0) for e in events if e["kind"] == "suppressed")
     out_path = home.json("list")[0]["output_path"]
@@ -533,6 +608,7 @@ def flood(home: Home, lines: int) -> dict:
         "delivered": delivered,
         "suppressed": suppressed,
         "wakeful_s": wk_s,
+        "pipeline_s": pipe_s,
         "baseline_s": base_s,
         "peak_rss_mib": hwm_kib / 1024,
     }
@@ -644,6 +720,8 @@ def main() -> int:
         res["a0m"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latm", "bm", via="mcp")
         res["a_def"] = wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")
         res["a_tail"] = tailgrep_latency(ha, args.samples, 0.010)
+        res["a_tailcat"] = tailgrep_latency(ha, args.samples, 0.010, via_cat=True)
+        res["a_file"] = file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf")
         close(ha)
 
         # (d) a flood of 10,000,000 lines -------------------------------------
@@ -728,6 +806,8 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             (f"wakeful: `cat FIFO` monitor → `events --follow` (batch_ms 0, {LAT_MONITORS} monitors round-robin, 10 ms gap)", a0),
             ("wakeful, same but read from the socket by Python (no CLI process in the path)", res.get("a0s")),
             ("wakeful: same monitors → `wakeful mcp` → `notifications/claude/channel`", res.get("a0m")),
+            ("baseline: `cat FIFO >> file` → `tail -n0 -F | grep --line-buffered` (the same writer as the monitors, 10 ms gap)", res.get("a_tailcat")),
+            (f"wakeful: append to a followed file (`--file`, {LAT_MONITORS} monitors round-robin) → `events --follow`", res.get("a_file")),
             ("baseline: append to file → `tail -n0 -F | grep --line-buffered` (10 ms gap)", at),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
         ]
@@ -739,20 +819,25 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
                 print(f"| {name} | {len(r['samples'])} | {fmt(med)} | {fmt(p99)} | {fmt(mx)} | {r['lost']} | {r.get('suppressed', '—')} |")
             else:
                 print(f"| {name} | 0 | — | — | — | {r['lost']} | {r.get('suppressed', '—')} |")
-        if at["samples"]:
-            bm, bp = statistics.median(at["samples"]), pct(at["samples"], 99)
-            print("| ratio to the baseline | | median | p99 | | | |")
-            for name, key in (("`events --follow`", "a0"), ("socket", "a0s"), ("MCP channel", "a0m")):
-                r = res.get(key)
-                if r and r["samples"]:
-                    print(f"| {name} ÷ `tail -F \\| grep` | | {statistics.median(r['samples']) / bm:.2f} | {pct(r['samples'], 99) / bp:.2f} | | | |")
+        print("| ratio to its baseline | | median | p99 | | | |")
+        for name, key, base, base_name in (
+            ("`events --follow`", "a0", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+            ("socket", "a0s", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+            ("MCP channel", "a0m", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+            ("`events --follow`", "a0", "a_tail", "`tail -F \\| grep`"),
+            ("file source → `events --follow`", "a_file", "a_tail", "`tail -F \\| grep`"),
+        ):
+            r, b = res.get(key), res.get(base)
+            if r and r["samples"] and b and b["samples"]:
+                bm, bp = statistics.median(b["samples"]), pct(b["samples"], 99)
+                print(f"| {name} ÷ {base_name} | | {statistics.median(r['samples']) / bm:.2f} | {pct(r['samples'], 99) / bp:.2f} | | | |")
         print()
     if "d" in res:
         d = res["d"]
         print("### (d) Flood: `seq 10000000` as a monitor\n")
-        print("| output file sha256 = generator's | delivered + suppressed | daemon peak RSS (MiB) | wakeful (s) | `seq \\| cat \\| cat > file` (s) | throughput ratio |")
-        print("|---|---:|---:|---:|---:|---:|")
-        print(f"| {d['sha_equal']} | {d['delivered']:,} + {d['suppressed']:,} = {d['delivered'] + d['suppressed']:,} | {d['peak_rss_mib']:.1f} | {d['wakeful_s']:.2f} | {d['baseline_s']:.2f} | {d['baseline_s'] / d['wakeful_s']:.2f} |")
+        print("| output file sha256 = generator's | delivered + suppressed | daemon peak RSS (MiB) | `watch` wall (s) | `started` → `stopped` (s) | `seq \\| cat \\| cat > file` (s) | throughput ratio (wall / pipeline) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print(f"| {d['sha_equal']} | {d['delivered']:,} + {d['suppressed']:,} = {d['delivered'] + d['suppressed']:,} | {d['peak_rss_mib']:.1f} | {d['wakeful_s']:.2f} | {d['pipeline_s']:.2f} | {d['baseline_s']:.2f} | {d['baseline_s'] / d['wakeful_s']:.2f} / {d['baseline_s'] / max(d['pipeline_s'], 0.001):.2f} |")
         print()
     if "b_cli" in res:
         print("### (b) `list` round trip, 100 running monitors (ms)\n")
