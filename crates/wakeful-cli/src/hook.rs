@@ -558,11 +558,11 @@ async fn follow(
 /// it held acknowledged.
 pub(crate) async fn take_batch(
     paths: &Paths,
+    mut conn: Connection,
     request: Request,
     defer: impl Fn() -> bool,
     deliver: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<Option<usize>, Failure> {
-    let mut conn = connect(paths).await?;
     conn.send(request).await?;
     let mut events = Vec::new();
     let parent = parent_gone();
@@ -633,7 +633,8 @@ async fn rewake(
         exclusive: true,
         all: false,
     };
-    let taken = take_batch(paths, request, bridged, |text| {
+    let conn = connect(paths).await?;
+    let taken = take_batch(paths, conn, request, bridged, |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -670,6 +671,7 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
     };
     take_batch(
         paths,
+        connect(paths).await?,
         request,
         || false,
         |text| {

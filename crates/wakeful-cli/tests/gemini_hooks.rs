@@ -182,6 +182,17 @@ fn nothing_pending_prints_nothing() {
         let (code, out, err) = hook(&home, name, &fixture(input, "N"));
         assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""), "{name}");
     }
+    // They run on every tool call: without a daemon they start none.
+    assert!(!home.socket().exists());
+    // With one running and nothing pending, the same.
+    home.ok(&["status"]);
+    for (name, input) in [
+        ("gemini-after-tool", "after-tool"),
+        ("gemini-after-agent", "after-agent"),
+    ] {
+        let (code, out, err) = hook(&home, name, &fixture(input, "N"));
+        assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""), "{name}");
+    }
 }
 
 #[test]

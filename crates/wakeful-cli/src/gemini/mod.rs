@@ -44,7 +44,7 @@ pub mod settings;
 use std::io::Write;
 
 use serde_json::json;
-use wakeful_client::Paths;
+use wakeful_client::{connect_existing, Paths};
 use wakeful_protocol::Request;
 
 use crate::claude_mode::{nearest_ancestor, AgentProgram};
@@ -172,7 +172,20 @@ async fn drain(
         exclusive: false,
         all,
     };
-    hook::take_batch(paths, request, || false, |text| print_json(&render(text))).await?;
+    // A hook that runs after every tool call does not start a daemon: with
+    // none running, nothing is delivered now (what is stored waits for the
+    // next hook after any wakeful command started it).
+    let Ok(conn) = connect_existing(paths).await else {
+        return Ok(0);
+    };
+    hook::take_batch(
+        paths,
+        conn,
+        request,
+        || false,
+        |text| print_json(&render(text)),
+    )
+    .await?;
     Ok(0)
 }
 
