@@ -100,18 +100,33 @@ pub fn mode<S: AsRef<str>>(args: &[S], stdout_is_terminal: bool) -> Mode {
     }
 }
 
-/// Whether a process is Claude Code, from the target of its
+/// How an agent's CLI shows up as a process.
+pub struct AgentProgram {
+    /// Names of its executable or script (`claude`, `claude.exe`).
+    pub names: &'static [&'static str],
+    /// Its npm package's folder, as found in a script's path
+    /// (`/@anthropic-ai/claude-code/`).
+    pub package: &'static str,
+}
+
+/// Claude Code (the npm package links `.bin/claude` to `claude.exe`).
+pub const CLAUDE: AgentProgram = AgentProgram {
+    names: &["claude", "claude.exe"],
+    package: "/@anthropic-ai/claude-code/",
+};
+
+/// Whether a process is the agent `program`, from the target of its
 /// `/proc/<pid>/exe` (when readable) and its command line: the native
-/// binary (`claude` or `claude.exe`, whatever its folder; the npm package
-/// links `.bin/claude` to `claude.exe`), or Node.js or Bun running the npm
-/// package's script.
-pub fn is_claude<S: AsRef<str>>(exe: Option<&str>, argv: &[S]) -> bool {
+/// binary (named one of `program.names`, whatever its folder), or Node.js
+/// or Bun running the npm package's script (the runtime's own options, such
+/// as `--max-old-space-size=N`, may come before it).
+pub fn is_agent<S: AsRef<str>>(program: &AgentProgram, exe: Option<&str>, argv: &[S]) -> bool {
     fn base(path: &str) -> &str {
         // An executable replaced on disk (an update) reads "… (deleted)".
         let path = path.strip_suffix(" (deleted)").unwrap_or(path);
         path.rsplit('/').next().unwrap_or(path)
     }
-    let named = |path: &str| matches!(base(path), "claude" | "claude.exe");
+    let named = |path: &str| program.names.contains(&base(path));
     let argv0 = argv.first().map(AsRef::as_ref);
     if exe.is_some_and(named) || argv0.is_some_and(named) {
         return true;
@@ -122,9 +137,11 @@ pub fn is_claude<S: AsRef<str>>(exe: Option<&str>, argv: &[S]) -> bool {
         .any(|p| matches!(base(p), "node" | "nodejs" | "bun"));
     runtime
         && argv
-            .get(1)
+            .iter()
+            .skip(1)
             .map(AsRef::as_ref)
-            .is_some_and(|script| named(script) || script.contains("/@anthropic-ai/claude-code/"))
+            .find(|a| !a.starts_with('-'))
+            .is_some_and(|script| named(script) || script.contains(program.package))
 }
 
 /// The arguments in the text of a `/proc/<pid>/cmdline`.
@@ -204,9 +221,16 @@ fn cmdline(pid: u32) -> Option<Vec<String>> {
 
 /// The nearest ancestor of this process that is Claude Code.
 fn claude_ancestor() -> Option<(u32, Vec<String>)> {
+    nearest_ancestor(&CLAUDE)
+}
+
+/// The nearest ancestor of this process that is the agent `program`, with
+/// its arguments.
+pub fn nearest_ancestor(program: &AgentProgram) -> Option<(u32, Vec<String>)> {
     let mut pid = std::os::unix::process::parent_id();
-    // Hooks run as Claude Code's child or grandchild (`sh -c …`); the bound
-    // only guards against a loop.
+    // Hooks run as the agent's child or grandchild (`sh -c …`), shell tool
+    // commands a few levels further down; the bound only guards against a
+    // loop.
     for _ in 0..64 {
         if pid <= 1 {
             return None;
@@ -214,7 +238,7 @@ fn claude_ancestor() -> Option<(u32, Vec<String>)> {
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
         if let Some(argv) = cmdline(pid) {
             let exe = exe.as_ref().map(|p| p.to_string_lossy());
-            if is_claude(exe.as_deref(), &argv) {
+            if is_agent(program, exe.as_deref(), &argv) {
                 return Some((pid, argv));
             }
         }
@@ -425,7 +449,7 @@ mod tests {
             (None, none, false),
         ];
         for (exe, argv, want) in table {
-            assert_eq!(is_claude(*exe, argv), *want, "{exe:?} {argv:?}");
+            assert_eq!(is_agent(&CLAUDE, *exe, argv), *want, "{exe:?} {argv:?}");
         }
     }
 

@@ -550,6 +550,35 @@ pub enum HookCommand {
         after_help = "Example (as Claude Code runs it):\n  echo '{\"session_id\":\"S\",\"hook_event_name\":\"SessionStart\"}' | wakeful hook session-start"
     )]
     SessionStart,
+    /// Gemini CLI's SessionStart hook: records the session of the Gemini
+    /// process and prints the resume digest as additionalContext.
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id) on stdin; prints {\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}, or nothing when there is nothing to say. Exit 0, or 1 on an error (never 2).\n\nInstalled by `wakeful integrate gemini`."
+    )]
+    GeminiSessionStart,
+    /// Gemini CLI's AfterTool hook: appends the session's events that wake
+    /// (and the quieter ones before them) to the tool's result, without
+    /// waiting; nothing when there are none.
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id) on stdin; prints {\"hookSpecificOutput\":{\"hookEventName\":\"AfterTool\",\"additionalContext\":…}}. Exit 0, or 1 on an error (never 2).\n\nInstalled by `wakeful integrate gemini`."
+    )]
+    GeminiAfterTool {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        consumer: String,
+    },
+    /// Gemini CLI's AfterAgent hook: at the end of a turn, hands over every
+    /// unacknowledged event as {"decision":"deny","reason":…}, which Gemini
+    /// sends back as a new prompt; nothing when there are none or when the
+    /// input's stop_hook_active is true.
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id, stop_hook_active) on stdin. Exit 0, or 1 on an error (never 2).\n\nInstalled by `wakeful integrate gemini`."
+    )]
+    GeminiAfterAgent {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        consumer: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -560,6 +589,18 @@ pub enum IntegrateCommand {
         after_help = "Writes <state dir>/integrations/claude-code/ (overwritten on every run) and a marketplace in <state dir>/integrations/.\n\nExamples:\n  wakeful integrate claude-code\n  claude --plugin-dir \"$(wakeful integrate claude-code --json | jq -r .path)\""
     )]
     ClaudeCode,
+    /// Add wakeful's hooks to Gemini CLI's settings.json: the resume digest
+    /// at SessionStart, events after each tool call (AfterTool) and at the
+    /// end of a turn (AfterAgent, sent back as a new prompt).
+    #[command(
+        after_help = "Edits ~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini/settings.json when set), or <DIR>/.gemini/settings.json with --project DIR. Only wakeful's own hooks (named wakeful-*) are added or replaced; comments, key order and every other setting stay. Nothing is written when they are up to date; otherwise the file is first copied to settings.json.wakeful-backup-<UTC time>. A file that is not valid JSON (comments allowed) is not changed.\n\nExamples:\n  wakeful integrate gemini\n  wakeful integrate gemini --project . --json"
+    )]
+    Gemini {
+        /// Install into this project's .gemini/settings.json instead of the
+        /// user's (Gemini runs project hooks only in trusted folders).
+        #[arg(long, value_name = "DIR")]
+        project: Option<std::path::PathBuf>,
+    },
 }
 
 /// `wakeful wait`.
@@ -568,9 +609,10 @@ pub struct WaitArgs {
     /// Give up after this many milliseconds (exit 124).
     #[arg(long, value_name = "MS", value_parser = non_negative, allow_negative_numbers = true)]
     pub timeout_ms: Option<u64>,
-    /// Whose cursor to read and move.
-    /// Whose cursor to read and move [default: default, or with --monitor
-    /// the monitor id].
+    /// Whose cursor to read and move [default: default; with --monitor the
+    /// monitor id; in Gemini CLI's shell with the wakeful hooks installed:
+    /// gemini, the hooks' consumer, so that no event reaches the model
+    /// twice].
     #[arg(long, value_name = "NAME")]
     pub consumer: Option<String>,
     /// Keep waiting and printing after each batch.

@@ -20,9 +20,21 @@ use crate::{exit, render, Failure};
 
 /// Runs the parsed command line; returns the exit code.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
-    let session =
-        wakeful_core::session::resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok());
     let paths = Paths::from_env().map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+    // In Gemini CLI's shell, where nothing names the session, it is the one
+    // the Gemini process's hooks recorded (crate::gemini).
+    let named = cli.session.as_deref().is_some_and(|s| !s.is_empty())
+        || wakeful_core::session::SESSION_ENV_VARS
+            .iter()
+            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty()));
+    let gemini_session = if named {
+        None
+    } else {
+        crate::gemini::shell_session(&paths)
+    };
+    let session = gemini_session.clone().unwrap_or_else(|| {
+        wakeful_core::session::resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok())
+    });
     let json = cli.json;
     match cli.command {
         Command::Start {
@@ -77,7 +89,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             consumers(&paths, (!all_sessions).then_some(session), json).await
         }
         Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
-        Command::Wait(args) => wait(&paths, session, args, json).await,
+        Command::Wait(mut args) => {
+            if args.consumer.is_none() && gemini_session.is_some() {
+                args.consumer = Some(crate::gemini::CONSUMER.to_string());
+            }
+            wait(&paths, session, args, json).await
+        }
         Command::Output { id, range } => crate::output::output(&paths, id, &range).await,
         Command::Session(SessionCommand::End { session }) => {
             session_end(&paths, session, json).await
@@ -124,6 +141,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
+        }
+        Command::Integrate(crate::cli::IntegrateCommand::Gemini { project }) => {
+            crate::integrate::gemini(project.as_deref(), json)
         }
         Command::Export {
             monitor,

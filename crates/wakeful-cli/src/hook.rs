@@ -49,7 +49,6 @@
 //! `$CLAUDE_CODE_SESSION_ID`.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
@@ -60,6 +59,7 @@ use wakeful_protocol::{ErrorKind, Reply, Request};
 
 use crate::claude_mode;
 use crate::cli::HookCommand;
+use crate::process_record;
 use crate::{exit, Failure};
 
 /// The consumer all three paths share.
@@ -128,20 +128,25 @@ pub fn stop_may_block(input: &HookInput) -> bool {
 
 /// The session a hook or the bridge speaks for (see the module docs), or
 /// `None` when nothing names one. `recorded` is the session recorded for
-/// this Claude Code process.
+/// the agent's process, `agent_var` the agent's own session variable
+/// (`CLAUDE_CODE_SESSION_ID`, `GEMINI_SESSION_ID`).
 pub fn resolve_session(
     explicit: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
     recorded: Option<&str>,
     input: &HookInput,
+    agent_var: &str,
 ) -> Option<String> {
     let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(String::from);
     non_empty(explicit)
         .or_else(|| non_empty(env("WAKEFUL_SESSION").as_deref()))
         .or_else(|| non_empty(recorded))
         .or_else(|| non_empty(input.session_id.as_deref()))
-        .or_else(|| non_empty(env("CLAUDE_CODE_SESSION_ID").as_deref()))
+        .or_else(|| non_empty(env(agent_var).as_deref()))
 }
+
+/// Claude Code's session variable.
+const CLAUDE_VAR: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// The session id the hook or bridge itself runs in (not yet mapped to the
 /// process's recorded one).
@@ -165,26 +170,11 @@ pub fn env_file_line(session: &str) -> String {
     )
 }
 
-/// The start time (clock ticks since boot) of a process, from the text of
-/// its `/proc/<pid>/stat`.
-pub fn start_time_from_stat(stat: &str) -> Option<u64> {
-    // The command name (field 2) may hold spaces and parentheses: fields
-    // after it start after the last ')'. Start time is field 22.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// A process record: `<start time> <session>`.
-fn parse_record(text: &str) -> Option<(u64, String)> {
-    let (start, session) = text.trim().split_once(' ')?;
-    let session = session.trim();
-    (!session.is_empty()).then(|| Some((start.parse().ok()?, session.to_string())))?
-}
-
 // ------------------------------------------------------------ IO
 
-/// Runs `wakeful hook …`. A hook's failures exit 1 (never 2, which Claude
-/// Code reads as "show this to the model").
+/// Runs `wakeful hook …` (the Gemini CLI hooks are in [`crate::gemini`]).
+/// A hook's failures exit 1 (never 2, which Claude Code reads as "show this
+/// to the model" and Gemini CLI as "block").
 pub async fn run(
     paths: &Paths,
     explicit_session: Option<&str>,
@@ -198,6 +188,15 @@ pub async fn run(
         } => rewake(paths, explicit_session, &consumer, timeout_ms).await,
         HookCommand::Stop { consumer } => stop(paths, explicit_session, &consumer).await,
         HookCommand::SessionStart => session_start(paths, explicit_session).await,
+        HookCommand::GeminiSessionStart => {
+            crate::gemini::session_start(paths, explicit_session).await
+        }
+        HookCommand::GeminiAfterTool { consumer } => {
+            crate::gemini::after_tool(paths, explicit_session, &consumer).await
+        }
+        HookCommand::GeminiAfterAgent { consumer } => {
+            crate::gemini::after_agent(paths, explicit_session, &consumer).await
+        }
     };
     match result {
         Ok(code) => Ok(code),
@@ -214,7 +213,7 @@ fn env(k: &str) -> Option<String> {
 
 /// Reads the hook input from stdin (not from a terminal, and not longer
 /// than [`STDIN_TIMEOUT`]).
-async fn read_input() -> Result<HookInput, Failure> {
+pub(crate) async fn read_input() -> Result<HookInput, Failure> {
     if std::io::stdin().is_terminal() {
         return Ok(HookInput::default());
     }
@@ -246,7 +245,7 @@ fn session_for(
     } else {
         None
     };
-    resolve_session(explicit, env, recorded.as_deref(), input).ok_or_else(|| {
+    resolve_session(explicit, env, recorded.as_deref(), input, CLAUDE_VAR).ok_or_else(|| {
         Failure::new(
             exit::USAGE,
             "no session: run this from a Claude Code hook or monitor (session_id on stdin, or $CLAUDE_CODE_SESSION_ID), or pass --session",
@@ -259,65 +258,7 @@ fn session_for(
 /// the process is unknown (no `$CLAUDE_PID`, no `/proc`).
 fn process_session(paths: &Paths, current: &str) -> Option<String> {
     let pid: u32 = env("CLAUDE_PID")?.parse().ok()?;
-    let start = process_start(pid)?;
-    let dir = paths.state_dir.join("claude-code").join("processes");
-    let file = dir.join(pid.to_string());
-    if let Some((s, session)) = std::fs::read_to_string(&file)
-        .ok()
-        .and_then(|t| parse_record(&t))
-    {
-        if s == start {
-            return Some(session);
-        }
-    }
-    if let Err(e) = write_record(paths, &dir, &file, start, current) {
-        eprintln!("wakeful hook: cannot record the session of Claude Code process {pid}: {e}");
-    }
-    Some(current.to_string())
-}
-
-fn process_start(pid: u32) -> Option<u64> {
-    start_time_from_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-fn write_record(
-    paths: &Paths,
-    dir: &Path,
-    file: &Path,
-    start: u64,
-    session: &str,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    paths.prepare().map_err(std::io::Error::other)?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    // Records of processes that are gone (or whose pid was reused) go.
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let live = std::fs::read_to_string(entry.path())
-                .ok()
-                .and_then(|t| parse_record(&t))
-                .is_some_and(|(s, _)| process_start(pid) == Some(s));
-            if !live {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        file.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("record"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, format!("{start} {session}\n"))?;
-    std::fs::rename(&tmp, file)
+    process_record::recorded_or_record(paths, "claude-code", pid, current, "wakeful hook")
 }
 
 /// A file name for a session and consumer: safe characters kept, the rest
@@ -624,12 +565,12 @@ async fn follow(
 /// when there was nothing (timeout, superseded, or the daemon went away).
 /// `deliver` hands the framed text on; only when it succeeds are the events
 /// it held acknowledged.
-async fn take_batch(
+pub(crate) async fn take_batch(
     paths: &Paths,
+    mut conn: Connection,
     request: Request,
     deliver: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<Option<usize>, Failure> {
-    let mut conn = connect(paths).await?;
     conn.send(request).await?;
     let mut events = Vec::new();
     let parent = parent_gone();
@@ -695,7 +636,8 @@ async fn rewake(
         fallback: false,
         monitor: None,
     };
-    let taken = take_batch(paths, request, |text| {
+    let conn = connect(paths).await?;
+    let taken = take_batch(paths, conn, request, |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -732,7 +674,7 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
         fallback: false,
         monitor: None,
     };
-    take_batch(paths, request, |text| {
+    take_batch(paths, connect(paths).await?, request, |text| {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", stop_output(text))?;
         out.flush()
@@ -787,28 +729,28 @@ mod tests {
         };
         let all = vars(&[("WAKEFUL_SESSION", "w"), ("CLAUDE_CODE_SESSION_ID", "cc")]);
         assert_eq!(
-            resolve_session(Some("x"), all, Some("rec"), &input).as_deref(),
+            resolve_session(Some("x"), all, Some("rec"), &input, CLAUDE_VAR).as_deref(),
             Some("x")
         );
         assert_eq!(
-            resolve_session(None, all, Some("rec"), &input).as_deref(),
+            resolve_session(None, all, Some("rec"), &input, CLAUDE_VAR).as_deref(),
             Some("w")
         );
         let cc = vars(&[("CLAUDE_CODE_SESSION_ID", "cc"), ("WAKEFUL_SESSION", "")]);
         assert_eq!(
-            resolve_session(None, cc, Some("rec"), &input).as_deref(),
+            resolve_session(None, cc, Some("rec"), &input, CLAUDE_VAR).as_deref(),
             Some("rec")
         );
         assert_eq!(
-            resolve_session(None, cc, None, &input).as_deref(),
+            resolve_session(None, cc, None, &input, CLAUDE_VAR).as_deref(),
             Some("stdin")
         );
         assert_eq!(
-            resolve_session(None, cc, None, &HookInput::default()).as_deref(),
+            resolve_session(None, cc, None, &HookInput::default(), CLAUDE_VAR).as_deref(),
             Some("cc")
         );
         assert_eq!(
-            resolve_session(None, vars(&[]), None, &HookInput::default()),
+            resolve_session(None, vars(&[]), None, &HookInput::default(), CLAUDE_VAR),
             None
         );
         assert_eq!(current_session(cc, &input).as_deref(), Some("stdin"));
@@ -848,20 +790,5 @@ mod tests {
         assert_ne!(lock_name("a_b", "c"), lock_name("a b", "c"));
         assert_ne!(lock_name("a", "b.c"), lock_name("a.b", "c"));
         assert!(lock_name(&"x".repeat(500), "claude").len() < 120);
-    }
-
-    #[test]
-    fn process_start_time() {
-        let stat = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(start_time_from_stat(stat), Some(987654));
-        assert_eq!(start_time_from_stat("garbage"), None);
-        assert_eq!(
-            parse_record("987654 sess-1\n"),
-            Some((987654, "sess-1".into()))
-        );
-        assert_eq!(parse_record("x sess"), None);
-        assert_eq!(parse_record("12 "), None);
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(start_time_from_stat(&own).is_some());
     }
 }

@@ -2,7 +2,8 @@
 //! the repository (`integrations/claude-code/`, embedded in the binary, so a
 //! `cargo install`ed wakeful has it too) to
 //! `<state dir>/integrations/claude-code/`, with a local marketplace next to
-//! it, and says how to load or install it.
+//! it, and says how to load or install it. `wakeful integrate gemini`:
+//! wakeful's hooks in Gemini CLI's settings ([`crate::gemini::settings`]).
 
 use std::path::{Path, PathBuf};
 
@@ -163,6 +164,79 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
     outln!("  pushes events through the MCP server of a `.mcp.json`/`claude mcp add` setup. Not")?;
     outln!("  needed with this plugin, whose monitor already delivers every event; enabling")?;
     outln!("  both shows each event twice. Run this command again after upgrading wakeful.")?;
+    Ok(0)
+}
+
+/// `wakeful integrate gemini`: wakeful's hooks in Gemini CLI's settings.
+pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    use crate::gemini::settings;
+    let path = settings::settings_path(project)?;
+    let done = settings::install(&path)?;
+    let on_path = wakeful_on_path();
+    if json {
+        let v = json!({
+            "path": done.path,
+            "scope": if project.is_some() { "project" } else { "user" },
+            "created": done.created,
+            "changed": !done.changed.is_empty(),
+            "events": done.changed,
+            "backup": done.backup,
+            "warnings": done.warnings,
+            "wakeful_on_path": on_path,
+        });
+        outln!("{v}")?;
+        return Ok(0);
+    }
+    if done.changed.is_empty() {
+        outln!(
+            "The wakeful hooks in {} are up to date; nothing changed.",
+            done.path.display()
+        )?;
+    } else {
+        let verb = if done.created { "Created" } else { "Updated" };
+        outln!(
+            "{verb} {} ({} wakeful hook{}):",
+            done.path.display(),
+            done.changed.len(),
+            if done.changed.len() == 1 { "" } else { "s" }
+        )?;
+        if let Some(b) = &done.backup {
+            outln!("  backup of the previous file: {}", b.display())?;
+        }
+    }
+    outln!()?;
+    for (event, name, sub, _) in settings::HOOKS {
+        outln!("  {event:<13} {name:<22} wakeful hook {sub}")?;
+    }
+    outln!()?;
+    outln!("What they do, each event reaching Gemini once (consumer `gemini`):")?;
+    outln!(
+        "  SessionStart  the resume digest (running monitors, those that ended unseen) as context"
+    )?;
+    outln!("  AfterTool     events that arrived during the turn, appended to the tool's result")?;
+    outln!("  AfterAgent    events still unread when a turn ends, sent back as a new prompt")?;
+    outln!("Nothing wakes an idle Gemini session: to wait for a monitor, the agent runs")?;
+    outln!(
+        "`wakeful wait` (in Gemini's shell it reads the hooks' consumer, so nothing comes twice)."
+    )?;
+    if project.is_some() {
+        outln!()?;
+        outln!("Project hooks run only in folders Gemini trusts, and Gemini asks before running")?;
+        outln!("project hooks it has not seen.")?;
+    }
+    for w in &done.warnings {
+        outln!()?;
+        outln!("Warning: {w}")?;
+    }
+    if on_path.is_none() {
+        outln!()?;
+        outln!(
+            "Warning: `wakeful` is not on PATH, and the hooks run `wakeful` from PATH (they do"
+        )?;
+        outln!(
+            "  nothing without it). Install it: cargo install --locked --path crates/wakeful-cli"
+        )?;
+    }
     Ok(0)
 }
 

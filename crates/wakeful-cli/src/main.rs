@@ -23,6 +23,7 @@ mod cli;
 mod commands;
 mod doctor;
 mod export;
+mod gemini;
 mod hook;
 mod integrate;
 mod monitor_args;
@@ -30,6 +31,7 @@ mod otlp;
 mod output;
 mod package;
 mod plugin_cmd;
+mod process_record;
 mod render;
 
 /// `wakeful --version`: the package version, with the git revision when

@@ -9,11 +9,12 @@
 //! working included, fails the test. Without the variable it is skipped
 //! with a message. Needs python3 (standard library only).
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use common::E2e;
 
 const LIMIT: Duration = Duration::from_secs(600);
 
@@ -23,57 +24,12 @@ fn real_codex_wakes_idle_busy_and_unloaded_threads_and_refuses_exec_ones() {
         eprintln!("skipped: set WAKEFUL_CODEX_BIN to a Codex 0.171 executable to run it");
         return;
     };
-    let codex = PathBuf::from(codex);
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = repo.join("tests/e2e/codex/run.py");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("codex-e2e-{}", std::process::id()));
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .arg("--codex")
-        .arg(&codex)
-        .arg("--wakeful")
-        .arg(env!("CARGO_BIN_EXE_wakeful"))
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > LIMIT {
-            // The harness runs in its own process group, with what it started.
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            let _ = child.wait();
-            panic!("the Codex end-to-end run took more than {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    // Shown with --nocapture (and on failure).
-    println!("{stdout}");
+    let E2e {
+        status,
+        stdout,
+        stderr,
+        out,
+    } = common::run_e2e("codex", &[OsStr::new("--codex"), &codex], LIMIT);
     assert!(
         status.success(),
         "the Codex end-to-end run failed ({status}); logs in {}\n{stdout}\n{stderr}",

@@ -130,3 +130,75 @@ pub fn have(what: &str, check: &mut Command) -> bool {
     }
     ok
 }
+
+/// What an end-to-end harness run gave.
+pub struct E2e {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// Its `--out` folder (logs).
+    pub out: PathBuf,
+}
+
+/// Runs `python3 tests/e2e/<name>/run.py ARGS --wakeful <this build> --out
+/// <target tmp>/<name>-e2e-<pid>` in its own process group, killed with
+/// everything it started when it runs longer than `limit`.
+pub fn run_e2e(name: &str, args: &[&std::ffi::OsStr], limit: Duration) -> E2e {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = repo.join(format!("tests/e2e/{name}/run.py"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-e2e-{}", std::process::id()));
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .args(args)
+        .arg("--wakeful")
+        .arg(BIN)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            // The harness runs in its own process group, with what it started.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+            panic!("the {name} end-to-end run took more than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    // Shown with --nocapture (and on failure).
+    println!("{stdout}");
+    E2e {
+        status,
+        stdout,
+        stderr,
+        out,
+    }
+}
