@@ -26,6 +26,10 @@ pub struct Config {
     /// Wake behaviour.
     #[serde(default)]
     pub wake_options: WakeOptions,
+    /// The cluster link (docs/CLUSTER.md); none by default: nothing of it
+    /// runs.
+    #[serde(default)]
+    pub cluster: Option<wakeful_cluster::ClusterConfig>,
 }
 
 /// `[wake_options]`.
@@ -161,6 +165,9 @@ impl Config {
             return Err("limits.max_active_per_session must be at least 1".into());
         }
         config.wake_routes()?;
+        if let Some(cluster) = &config.cluster {
+            cluster.validate()?;
+        }
         Ok(config)
     }
 
@@ -250,6 +257,23 @@ mod tests {
             Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"webhook\"\nurl = \"http://\"\n")
                 .unwrap_err();
         assert!(err.contains("not a usable URL"), "{err}");
+    }
+
+    #[test]
+    fn the_cluster_table() {
+        assert_eq!(Config::parse("").unwrap().cluster, None);
+        let c = Config::parse(
+            "[cluster]\nurl = \"nats://127.0.0.1:4222\"\nhost = \"a\"\naccept_remote = true\n",
+        )
+        .unwrap();
+        let cluster = c.cluster.unwrap();
+        assert_eq!(cluster.host(), "a");
+        assert!(cluster.accept_remote);
+        let err = Config::parse("[cluster]\nhost = \"a\"\n").unwrap_err();
+        assert!(err.contains("url"), "{err}");
+        let err = Config::parse("[cluster]\nurl = \"nats://x:1\"\n[cluster.tls]\nkey = \"/k\"\n")
+            .unwrap_err();
+        assert!(err.contains("both cert and key"), "{err}");
     }
 
     #[test]
