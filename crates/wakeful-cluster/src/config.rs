@@ -7,6 +7,7 @@
 //! host = "build-1"                       # default: this machine's hostname
 //! creds = "/home/me/.config/wakeful/wakeful.creds"   # or: token = "…"
 //! accept_remote = false                  # `start --host` / `stop` from other hosts
+//! domain = "hub"                         # through a leaf node: the hub's JetStream domain
 //!
 //! [cluster.tls]                          # TLS with rustls (ring)
 //! ca = "/etc/wakeful/ca.pem"
@@ -39,6 +40,11 @@ pub struct ClusterConfig {
     /// TLS settings; `tls://` URLs or a `[cluster.tls]` table turn TLS on.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
+    /// The JetStream domain of the server that holds the stream, when this
+    /// host connects to a leaf node without JetStream of its own (the
+    /// hub's `jetstream { domain: … }`; docs/CLUSTER.md, leaf nodes).
+    #[serde(default)]
+    pub domain: Option<String>,
     /// Whether other hosts may start monitors here (`wakeful start --host`)
     /// and stop this host's monitors (default false).
     #[serde(default)]
@@ -110,6 +116,15 @@ impl ClusterConfig {
         check_host(&self.host()).map_err(|e| format!("[cluster] {e}"))?;
         if self.creds.is_some() && self.token.is_some() {
             return Err("[cluster] has both creds and token: keep one".into());
+        }
+        if let Some(d) = &self.domain {
+            if d.is_empty()
+                || !d
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(format!("[cluster] domain {d:?} must be letters, digits, `_` or `-` (the hub's `jetstream {{ domain: … }}`)"));
+            }
         }
         if self.token.as_deref() == Some("") {
             return Err("[cluster] token is empty".into());

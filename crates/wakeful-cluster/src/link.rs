@@ -157,6 +157,7 @@ pub(crate) fn reconnect_delay(n: usize) -> Duration {
 pub struct Link {
     shared: Arc<Shared>,
     client: async_nats::Client,
+    js: async_nats::jetstream::Context,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -200,7 +201,10 @@ impl Link {
             config,
         });
         let client = connect(&shared).await?;
-        let js = async_nats::jetstream::new(client.clone());
+        let js = match &shared.config.domain {
+            Some(domain) => async_nats::jetstream::with_domain(client.clone(), domain),
+            None => async_nats::jetstream::new(client.clone()),
+        };
         let setup = crate::directory::Setup::new(shared.clone(), js.clone());
         let tasks = vec![
             tokio::spawn(crate::ship::run(
@@ -226,6 +230,7 @@ impl Link {
         Ok(Link {
             shared,
             client,
+            js,
             tasks,
         })
     }
@@ -261,8 +266,7 @@ impl Link {
     /// This link and every host's last heartbeat.
     pub async fn cluster_status(&self) -> Result<ClusterStatus, LinkError> {
         self.check_up()?;
-        let js = async_nats::jetstream::new(self.client.clone());
-        let hosts = crate::directory::hosts(&js).await?;
+        let hosts = crate::directory::hosts(&self.js).await?;
         Ok(ClusterStatus {
             link: self.status(),
             hosts,
@@ -273,8 +277,7 @@ impl Link {
     /// host's as they are now); only `session`'s when given.
     pub async fn monitors(&self, session: Option<&str>) -> Result<Vec<HostMonitor>, LinkError> {
         self.check_up()?;
-        let js = async_nats::jetstream::new(self.client.clone());
-        let mut all = crate::directory::monitors(&js).await?;
+        let mut all = crate::directory::monitors(&self.js).await?;
         all.retain(|m| session.is_none_or(|s| m.monitor.session == s));
         Ok(all)
     }
