@@ -459,9 +459,11 @@ fn kill_9_of_either_daemon_at_random_instants_loses_nothing_and_repeats_nothing(
     let got = a_from_b();
     assert!(
         settled,
-        "b has {} events, a imported {} of them",
+        "b has {} events, a imported {} of them; b: {}; a: {}",
         want.len(),
-        got.len()
+        got.len(),
+        status(&b)["cluster"],
+        status(&a)["cluster"]
     );
     // Nothing twice: by origin, and by content.
     assert_eq!(got.len(), got.iter().collect::<BTreeSet<_>>().len());

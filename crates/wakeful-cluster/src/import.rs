@@ -10,6 +10,14 @@
 //! batch's last message acknowledged (AckPolicy::All acknowledges the
 //! batch). A daemon killed between the commit and the acknowledgement gets
 //! the batch again, and stores none of it twice.
+//!
+//! Acknowledging a message acknowledges every earlier one, so a reader must
+//! never acknowledge past messages it did not import: messages handed to an
+//! earlier reader (a killed daemon, a broken pull) that were not
+//! acknowledged would be. So each time the importer starts reading, and the
+//! consumer has messages delivered but not acknowledged, it makes the
+//! consumer again from its acknowledgement floor: those messages come again
+//! at once, in order ([`start_after`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -75,8 +83,21 @@ pub fn decode(subject: &str, msg_id: Option<&str>, payload: &[u8], own_host: &st
     }))
 }
 
-fn consumer_config(host: &str) -> consumer::pull::Config {
+/// Where a new reader must start: after the consumer's acknowledgement
+/// floor when messages were handed out and not acknowledged (`Some`), or
+/// where the consumer is (`None`).
+pub fn start_after(ack_floor: u64, ack_pending: usize) -> Option<u64> {
+    (ack_pending > 0).then_some(ack_floor)
+}
+
+fn consumer_config(host: &str, after: Option<u64>) -> consumer::pull::Config {
     let name = subject::consumer_name(host);
+    let deliver_policy = match after {
+        Some(floor) => consumer::DeliverPolicy::ByStartSequence {
+            start_sequence: floor + 1,
+        },
+        None => consumer::DeliverPolicy::All,
+    };
     consumer::pull::Config {
         durable_name: Some(name.clone()),
         name: Some(name),
@@ -84,7 +105,7 @@ fn consumer_config(host: &str) -> consumer::pull::Config {
             "wakeful: imports the other hosts' events into {host}"
         )),
         ack_policy: consumer::AckPolicy::All,
-        deliver_policy: consumer::DeliverPolicy::All,
+        deliver_policy,
         filter_subject: subject::EVENTS_ALL.into(),
         ack_wait: Duration::from_secs(30),
         max_ack_pending: 4 * BATCH as i64,
@@ -103,12 +124,32 @@ pub(crate) async fn run(
     loop {
         let ready = setup.get().await;
         shared.wait_up().await;
+        let name = subject::consumer_name(&shared.host);
+        if let Ok(info) = ready.stream.consumer_info(&name).await {
+            if let Some(floor) = start_after(info.ack_floor.stream_sequence, info.num_ack_pending) {
+                tracing::info!(
+                    "cluster: {} messages were handed out and not acknowledged; reading again after stream seq {floor}",
+                    info.num_ack_pending
+                );
+                let made = match ready.stream.delete_consumer(&name).await {
+                    Ok(_) => ready
+                        .stream
+                        .create_consumer(consumer_config(&shared.host, Some(floor)))
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(e) = made {
+                    shared.error(format!("cannot make the import consumer again: {e}"));
+                    backoff.wait().await;
+                    continue;
+                }
+            }
+        }
         let consumer: consumer::PullConsumer = match ready
             .stream
-            .get_or_create_consumer(
-                &subject::consumer_name(&shared.host),
-                consumer_config(&shared.host),
-            )
+            .get_or_create_consumer(&name, consumer_config(&shared.host, None))
             .await
         {
             Ok(c) => c,
@@ -210,6 +251,20 @@ mod tests {
     use super::*;
 
     const EVENT: &str = r#"{"seq":41,"session":"s.1","monitor_id":"mon-a","kind":"started","ts":"2026-11-30T12:00:00.000Z","text":"started"}"#;
+
+    #[test]
+    fn a_new_reader_starts_after_the_acknowledged_floor() {
+        assert_eq!(start_after(41, 0), None);
+        assert_eq!(start_after(41, 7), Some(41));
+        assert!(matches!(
+            consumer_config("a", Some(41)).deliver_policy,
+            consumer::DeliverPolicy::ByStartSequence { start_sequence: 42 }
+        ));
+        assert_eq!(
+            consumer_config("a", None).ack_policy,
+            consumer::AckPolicy::All
+        );
+    }
 
     #[test]
     fn messages_of_other_hosts_become_imports() {
