@@ -129,7 +129,7 @@ impl Shared {
     }
 }
 
-/// Exponential backoff for retries: 100 ms doubling up to 5 s.
+/// Exponential backoff for retries: 100 ms doubling up to 2 s.
 pub(crate) struct Backoff(u32);
 
 impl Backoff {
