@@ -174,6 +174,19 @@ fn lines_of(events: &[&Value]) -> Vec<String> {
         .collect()
 }
 
+/// A nats-server and two linked hosts, `a` and `b` (`b_extra` before b's
+/// `[cluster]`, `b_cluster` in it); `None` when there is no nats-server
+/// outside CI.
+fn linked_pair(b_extra: &str, b_cluster: &str) -> Option<(Nats, Home, Home)> {
+    let nats = Nats::jetstream()?;
+    let a = host(&nats.url(), "a", "", "");
+    let b = host(&nats.url(), "b", b_extra, b_cluster);
+    for h in [&a, &b] {
+        assert!(eventually(Duration::from_secs(20), || link_up(h)));
+    }
+    Some((nats, a, b))
+}
+
 /// The database of `home`, read-only: (seq, origin) of every event.
 fn origins(home: &Home) -> Vec<(u64, Option<String>)> {
     let db = rusqlite::Connection::open_with_flags(
@@ -215,14 +228,9 @@ fn running_pid(home: &Home) -> Option<i32> {
 
 #[test]
 fn a_line_on_b_wakes_wait_on_a_in_that_session_only() {
-    let Some(nats) = Nats::jetstream() else {
+    let Some((_nats, a, b)) = linked_pair("", "accept_remote = true") else {
         return;
     };
-    let a = host(&nats.url(), "a", "", "");
-    let b = host(&nats.url(), "b", "", "accept_remote = true");
-    for h in [&a, &b] {
-        assert!(eventually(Duration::from_secs(20), || link_up(h)));
-    }
     // Both waits are attached before b prints anything.
     let waiter = |session: &str, timeout: &str| {
         a.cmd(&[
@@ -322,14 +330,9 @@ fn a_line_on_b_wakes_wait_on_a_in_that_session_only() {
 
 #[test]
 fn an_outage_of_nats_loses_nothing_and_repeats_nothing() {
-    let Some(mut nats) = Nats::jetstream() else {
+    let Some((mut nats, a, b)) = linked_pair("", "") else {
         return;
     };
-    let a = host(&nats.url(), "a", "", "");
-    let b = host(&nats.url(), "b", "", "");
-    for h in [&a, &b] {
-        assert!(eventually(Duration::from_secs(20), || link_up(h)));
-    }
     nats.stop();
     let down = Instant::now();
     assert!(eventually(Duration::from_secs(10), || {
@@ -375,19 +378,9 @@ fn an_outage_of_nats_loses_nothing_and_repeats_nothing() {
 
 #[test]
 fn kill_9_of_either_daemon_at_random_instants_loses_nothing_and_repeats_nothing() {
-    let Some(nats) = Nats::jetstream() else {
+    let Some((_nats, a, b)) = linked_pair("[limits]\nmax_active_per_session = 64\n", "") else {
         return;
     };
-    let a = host(&nats.url(), "a", "", "");
-    let b = host(
-        &nats.url(),
-        "b",
-        "[limits]\nmax_active_per_session = 64\n",
-        "",
-    );
-    for h in [&a, &b] {
-        assert!(eventually(Duration::from_secs(20), || link_up(h)));
-    }
     // b keeps recording: short monitors, one after the other (each start
     // also starts b's daemon again after a kill).
     let stop_load = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -488,19 +481,9 @@ fn kill_9_of_either_daemon_at_random_instants_loses_nothing_and_repeats_nothing(
 
 #[test]
 fn remote_start_is_refused_by_default_and_accepted_when_configured() {
-    let Some(nats) = Nats::jetstream() else {
+    let Some((nats, a, b)) = linked_pair("[limits]\nmax_active_per_session = 1\n", "") else {
         return;
     };
-    let a = host(&nats.url(), "a", "", "");
-    let b = host(
-        &nats.url(),
-        "b",
-        "[limits]\nmax_active_per_session = 1\n",
-        "",
-    );
-    for h in [&a, &b] {
-        assert!(eventually(Duration::from_secs(20), || link_up(h)));
-    }
     let (code, _, err) = a.run(&["start", "--host", "b", "--", "echo remote-line"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("accept_remote = true"), "{err}");
