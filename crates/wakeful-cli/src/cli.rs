@@ -35,6 +35,11 @@ pub enum Command {
         monitor: MonitorArgs,
         #[command(flatten)]
         source: SourceArgs,
+        /// Start it on this host of the cluster ([cluster] in config.toml,
+        /// docs/CLUSTER.md); that host must have `accept_remote = true`. Its
+        /// events come back here. Refused: exit 2; unreachable: exit 1.
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
         /// The shell command (run with `sh -c`); not with --ws, --file, --terminal.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -98,11 +103,17 @@ pub enum Command {
     )]
     Wake(WakeCommand),
     /// List monitors: active first, then those that ended in the last hour.
-    #[command(after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json")]
+    #[command(
+        after_help = "Examples:\n  wakeful list\n  wakeful list --all-sessions --json\n  wakeful list --all-hosts          # every host of the cluster (docs/CLUSTER.md)"
+    )]
     List {
         /// Every session's monitors, not only this session's.
         #[arg(long)]
         all_sessions: bool,
+        /// The monitors of every host of the cluster, as each host last
+        /// published them (needs [cluster] in config.toml).
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// Consumers of the session's events: where each acknowledged up to, how
     /// many events it has not acknowledged, and how many waiters it has now.
@@ -154,9 +165,13 @@ pub enum Command {
     /// Session commands.
     #[command(subcommand, after_help = "Example:\n  wakeful session end my-session")]
     Session(SessionCommand),
-    /// Daemon facts: pid, version, socket, state directory, monitor counts.
+    /// Daemon facts: pid, version, socket, state directory, monitor counts,
+    /// and the cluster link when there is one.
     #[command(after_help = "Example:\n  wakeful status --json")]
     Status,
+    /// The cluster of hosts ([cluster] in config.toml, docs/CLUSTER.md).
+    #[command(subcommand, after_help = "Example:\n  wakeful cluster status")]
+    Cluster(ClusterCommand),
     /// Will a wake reach this session's agent? Checks the daemon, the state
     /// directory, what is attached to the session, the wake route's target
     /// and the Claude Code plugin, and prints a fix for each problem.
@@ -632,4 +647,15 @@ pub struct WaitArgs {
     /// that no other reader's cursor skips the other monitors' events.
     #[arg(long, value_name = "ID")]
     pub monitor: Option<String>,
+}
+
+/// `wakeful cluster …`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// This host's link, and every host seen: last heartbeat, events waiting
+    /// to ship, import lag.
+    #[command(
+        after_help = "Exit 1 when the link is down.\n\nExample:\n  wakeful cluster status --json"
+    )]
+    Status,
 }

@@ -40,8 +40,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Start {
             monitor,
             source,
+            host,
             command,
-        } => start(&paths, session, spec_of(&monitor, &source, command)?, json).await,
+        } => {
+            let spec = spec_of(&monitor, &source, command)?;
+            start(&paths, session, spec, host, json).await
+        }
         Command::Watch {
             monitor,
             source,
@@ -81,9 +85,14 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Terminal(TerminalCommand::Output { id, range }) => {
             crate::output::terminal_output(&paths, id, &range).await
         }
-        Command::List { all_sessions } => {
-            list(&paths, (!all_sessions).then_some(session), json).await
-        }
+        Command::List {
+            all_sessions,
+            all_hosts: true,
+        } => list_all_hosts(&paths, (!all_sessions).then_some(session), json).await,
+        Command::List {
+            all_sessions,
+            all_hosts: false,
+        } => list(&paths, (!all_sessions).then_some(session), json).await,
         Command::Stop { id } => stop(&paths, id, json).await,
         Command::Consumers { all_sessions } => {
             consumers(&paths, (!all_sessions).then_some(session), json).await
@@ -100,6 +109,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             session_end(&paths, session, json).await
         }
         Command::Status => status(&paths, json).await,
+        Command::Cluster(crate::cli::ClusterCommand::Status) => cluster_status(&paths, json).await,
         Command::Doctor => crate::doctor::doctor(&paths, session, json).await,
         Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
@@ -286,6 +296,7 @@ async fn start_request(
     paths: &Paths,
     session: String,
     spec: MonitorSpec,
+    host: Option<String>,
 ) -> Result<(Connection, StartResult), Failure> {
     check(&spec)?;
     let cwd = std::env::current_dir()?;
@@ -296,6 +307,7 @@ async fn start_request(
             spec: Box::new(spec),
             env: client_env(),
             cwd,
+            host,
         })
         .await?;
     Ok((conn, result))
@@ -305,9 +317,10 @@ async fn start(
     paths: &Paths,
     session: String,
     spec: MonitorSpec,
+    host: Option<String>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let (_, r) = start_request(paths, session, spec).await?;
+    let (_, r) = start_request(paths, session, spec, host).await?;
     if json {
         print_json(&json!({
             "id": r.id,
@@ -348,7 +361,7 @@ async fn watch(
     // action (death without stopping the monitor).
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let (mut conn, started) = start_request(paths, session.clone(), spec).await?;
+    let (mut conn, started) = start_request(paths, session.clone(), spec, None).await?;
     conn.send(Request::Events {
         session,
         after: started.after_seq,
@@ -476,6 +489,56 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
             outln!(
                 "wake undelivered: events #{events_from}–#{events_to} of session {session} did not reach the agent ({}); they go with the next wake",
                 wakeful_core::present::one_line(&reason)
+            )?;
+        }
+    }
+    Ok(0)
+}
+
+async fn list_all_hosts(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let list: Vec<wakeful_protocol::HostMonitor> =
+        conn.call_as(Request::ClusterMonitors { session }).await?;
+    if json {
+        print_json(&list)?;
+    } else if list.is_empty() {
+        outln!("no monitors on any host (active, or ended within the last hour)")?;
+    } else {
+        render::host_monitor_table(&mut std::io::stdout().lock(), &list)?;
+    }
+    Ok(0)
+}
+
+async fn cluster_status(paths: &Paths, json: bool) -> Result<u8, Failure> {
+    let mut conn = connect(paths).await?;
+    let s: wakeful_protocol::ClusterStatus = conn.call_as(Request::ClusterStatus {}).await?;
+    if json {
+        print_json(&s)?;
+    } else {
+        render::link_lines(&mut std::io::stdout().lock(), &s.link)?;
+        outln!(
+            "{:<16} {:<6} {:>12} {:>10} {:>8} {:>8}  REMOTE",
+            "HOST",
+            "ALIVE",
+            "HEARTBEAT",
+            "TO SHIP",
+            "LAG",
+            "RUNNING"
+        )?;
+        for h in &s.hosts {
+            outln!(
+                "{:<16} {:<6} {:>10}ms {:>10} {:>8} {:>8}  {}",
+                render::cell(&h.host),
+                if h.alive { "yes" } else { "no" },
+                h.age_ms,
+                h.waiting_to_ship,
+                h.import_lag.map_or("?".to_string(), |l| l.to_string()),
+                h.monitors_running,
+                if h.accept_remote {
+                    "accepted"
+                } else {
+                    "refused"
+                }
             )?;
         }
     }
@@ -700,6 +763,9 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
                 "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",
                 s.wakes_undelivered
             )?;
+        }
+        if let Some(link) = &s.cluster {
+            render::link_lines(&mut std::io::stdout().lock(), link)?;
         }
     }
     Ok(0)

@@ -372,6 +372,7 @@ pub async fn replay(
             spec: Box::new(spec),
             env: BTreeMap::new(),
             cwd: std::env::current_dir()?,
+            host: None,
         })
         .await?;
     if json {

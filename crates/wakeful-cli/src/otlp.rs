@@ -358,6 +358,7 @@ mod tests {
             body,
             wakes: false,
             replayed: true,
+            host: None,
         };
         let silent = ev(EventBody::MonitorSilent { quiet_ms: 60_000 });
         assert_eq!(severity(&silent), (13, "WARN"));

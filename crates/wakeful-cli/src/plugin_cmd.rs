@@ -146,6 +146,7 @@ pub async fn start(
                 spec: Box::new(spec),
                 env: env.clone(),
                 cwd: cwd.clone(),
+                host: None,
             })
             .await?;
         started.push((m.name.clone(), r));

@@ -6,7 +6,7 @@ use wakeful_core::present::{self, sanitize_for_model};
 use wakeful_core::{Event, MonitorStopReason};
 
 /// A table cell from user input: sanitized, newlines and tabs as spaces.
-fn cell(text: &str) -> String {
+pub fn cell(text: &str) -> String {
     sanitize_for_model(text).replace(['\n', '\t'], " ")
 }
 
@@ -74,17 +74,56 @@ pub fn monitor_table(
     out: &mut impl Write,
     list: &[wakeful_core::MonitorInfo],
 ) -> std::io::Result<()> {
+    table(out, list.iter().map(|m| (None, m)), false)
+}
+
+/// The monitor table with a HOST column, for `list --all-hosts`.
+pub fn host_monitor_table(
+    out: &mut impl Write,
+    list: &[wakeful_protocol::HostMonitor],
+) -> std::io::Result<()> {
+    table(
+        out,
+        list.iter().map(|m| (Some(m.host.as_str()), &m.monitor)),
+        true,
+    )
+}
+
+fn table<'a>(
+    out: &mut impl Write,
+    rows: impl Iterator<Item = (Option<&'a str>, &'a wakeful_core::MonitorInfo)>,
+    hosts: bool,
+) -> std::io::Result<()> {
+    let host_cell = |h: Option<&str>| {
+        if hosts {
+            let h: String = cell(h.unwrap_or("")).chars().take(16).collect();
+            format!("{h:<16} ")
+        } else {
+            String::new()
+        }
+    };
     writeln!(
         out,
-        "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  DESCRIPTION",
-        "ID", "STATE", "SESSION", "EVENTS", "LINES", "SUPPRESSED"
+        "{}{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  DESCRIPTION",
+        if hosts {
+            format!("{:<16} ", "HOST")
+        } else {
+            String::new()
+        },
+        "ID",
+        "STATE",
+        "SESSION",
+        "EVENTS",
+        "LINES",
+        "SUPPRESSED"
     )?;
-    for m in list {
+    for (host, m) in rows {
         let state = state_word(m.state, m.stop_reason.as_ref());
         let session: String = cell(&m.session).chars().take(14).collect();
         writeln!(
             out,
-            "{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
+            "{}{:<15} {:<8} {:<14} {:>6} {:>8} {:>10}  {}",
+            host_cell(host),
             cell(&m.id),
             state,
             session,
@@ -92,6 +131,44 @@ pub fn monitor_table(
             m.lines,
             m.suppressed_lines,
             cell(&m.description)
+        )?;
+    }
+    Ok(())
+}
+
+/// The cluster link's lines of `status` and `cluster status`.
+pub fn link_lines(out: &mut impl Write, l: &wakeful_protocol::LinkStatus) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "cluster:          host {} · link {} ({})",
+        cell(&l.host),
+        l.link,
+        cell(&l.url)
+    )?;
+    writeln!(
+        out,
+        "to ship:          {} event(s) waiting (shipped up to seq {}; {} shipped since start)",
+        l.waiting_to_ship, l.shipped_seq, l.shipped
+    )?;
+    writeln!(
+        out,
+        "import lag:       {} ({} imported since start, {} passed over, {} rejected)",
+        l.import_lag
+            .map_or("unknown yet".to_string(), |n| format!("{n} event(s)")),
+        l.imported,
+        l.import_skipped,
+        l.import_rejected
+    )?;
+    if l.publish_failures > 0 || l.reordered > 0 {
+        writeln!(
+            out,
+            "link trouble:     {} failed publication(s), {} event(s) out of order{}",
+            l.publish_failures,
+            l.reordered,
+            l.last_error
+                .as_deref()
+                .map(|e| format!("; last: {}", cell(e)))
+                .unwrap_or_default()
         )?;
     }
     Ok(())

@@ -7,6 +7,10 @@
 //! `replayed: true` marks an event of a replay monitor (`wakeful replay`):
 //! re-emitted from a recording, not something that happened now. The field
 //! is left out when false, so live events look as they always did.
+//!
+//! `host` names the host an event was recorded on when it came from another
+//! host through the cluster link (docs/CLUSTER.md); it is left out for this
+//! host's own events.
 
 use std::fmt;
 
@@ -273,6 +277,9 @@ pub struct PendingEvent {
     pub wakes: bool,
     /// Re-emitted from a recording by a replay monitor.
     pub replayed: bool,
+    /// The host it was recorded on, for an event of another host (the
+    /// cluster link); `None` for this host's own.
+    pub host: Option<String>,
 }
 
 impl PendingEvent {
@@ -287,6 +294,7 @@ impl PendingEvent {
             body: self.body,
             wakes: self.wakes,
             replayed: self.replayed,
+            host: self.host,
         }
     }
 }
@@ -313,6 +321,9 @@ pub struct Event {
     /// Re-emitted from a recording by a replay monitor (`replayed: true`
     /// on the wire; left out when false).
     pub replayed: bool,
+    /// The host it was recorded on, for an event that came from another
+    /// host (`host` on the wire; left out for this host's own events).
+    pub host: Option<String>,
 }
 
 impl Event {
@@ -360,6 +371,8 @@ struct WireEvent {
     wake: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     replayed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
 }
 
 fn yes() -> bool {
@@ -390,6 +403,7 @@ impl From<Event> for WireEvent {
             quiet_ms: None,
             wake: e.wakes,
             replayed: e.replayed,
+            host: e.host,
         };
         match e.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
@@ -517,6 +531,7 @@ impl TryFrom<WireEvent> for Event {
             body,
             wakes: w.wake,
             replayed: w.replayed,
+            host: w.host,
         })
     }
 }
@@ -536,6 +551,7 @@ mod tests {
             body,
             wakes: true,
             replayed: false,
+            host: None,
         }
     }
 

@@ -70,6 +70,12 @@ pub enum JournalEntry {
     },
     /// A terminal started or ended (insert or replace its row).
     Terminal(crate::terminal::TerminalInfo),
+    /// The cluster link shipped every event of this host up to `seq` (the
+    /// stream acknowledged them): its cursor, which never moves back.
+    Shipped {
+        /// The last shipped seq.
+        seq: u64,
+    },
 }
 
 impl fmt::Debug for JournalEntry {
@@ -98,6 +104,7 @@ impl fmt::Debug for JournalEntry {
             } => write!(f, "Ack({session}, {consumer}, {seq})"),
             JournalEntry::Terminal(t) => write!(f, "Terminal({})", t.id),
             JournalEntry::WakeRoute { session, .. } => write!(f, "WakeRoute({session})"),
+            JournalEntry::Shipped { seq } => write!(f, "Shipped({seq})"),
         }
     }
 }

@@ -106,13 +106,22 @@ fn skip_string(rest: &str) -> &str {
     }
 }
 
+/// The monitor an event is from, with the host it ran on when that is
+/// another host (`mon-…@build-host`; the cluster link), safe to show.
+pub fn monitor_name(event: &crate::Event) -> String {
+    match &event.host {
+        Some(host) => format!("{}@{}", one_line(&event.monitor_id), one_line(host)),
+        None => one_line(&event.monitor_id),
+    }
+}
+
 /// Which monitor an event is from and what it is, on one line, safe to show
 /// a model: `mon-… "description" · 3 lines (output lines 4–6)`, or
-/// `mon-… · stopped`.
+/// `mon-… · stopped` (`mon-…@host` for an event of another host).
 pub fn event_label(event: &crate::Event, description: Option<&str>) -> String {
     let name = match description.map(|d| sanitize_for_model(d).replace('\n', " ")) {
-        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", event.monitor_id, d.trim()),
-        _ => event.monitor_id.clone(),
+        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", monitor_name(event), d.trim()),
+        _ => monitor_name(event),
     };
     let what = match &event.body {
         crate::EventBody::MonitorEvent {
@@ -383,12 +392,13 @@ pub fn batch(
 }
 
 /// `<seq> <monitor-id> <text>` on one line, sanitized (`wakeful events`,
-/// `wakeful wait`).
+/// `wakeful wait`); `<seq> <monitor-id>@<host> <text>` for an event of
+/// another host.
 pub fn plain_line(event: &crate::Event) -> String {
     format!(
         "{} {} {}",
         event.seq,
-        one_line(&event.monitor_id),
+        monitor_name(event),
         one_line(&event.text)
     )
 }
@@ -430,6 +440,7 @@ mod framing_tests {
             body,
             wakes: true,
             replayed: false,
+            host: None,
         }
     }
 
@@ -443,6 +454,20 @@ mod framing_tests {
             },
             &ls.join("\n"),
         )
+    }
+
+    #[test]
+    fn an_event_of_another_host_names_it() {
+        let mut e = lines(42, &["error: x"], 3);
+        assert_eq!(plain_line(&e), "42 mon-abc error: x");
+        assert!(!serde_json::to_string(&e).unwrap().contains("host"));
+        e.host = Some("build\u{1b}[31m host".into());
+        assert_eq!(plain_line(&e), "42 mon-abc@build host error: x");
+        assert!(event_label(&e, Some("b")).starts_with("mon-abc@build host \"b\" · "));
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""host":"build\u001b[31m host""#), "{json}");
+        let back: Event = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, e);
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub struct Config {
     /// themselves; the daemon only checks it.
     #[serde(default)]
     pub view: wakeful_protocol::view::ViewConfig,
+    /// The cluster link (docs/CLUSTER.md); none by default: nothing of it
+    /// runs.
+    #[serde(default)]
+    pub cluster: Option<wakeful_cluster::ClusterConfig>,
 }
 
 /// `[wake_options]`.
@@ -167,6 +171,9 @@ impl Config {
         config.wake_routes()?;
         regex::Regex::new(&config.view.error_regex)
             .map_err(|e| format!("view.error_regex is not a valid regex: {e}"))?;
+        if let Some(cluster) = &config.cluster {
+            cluster.validate()?;
+        }
         Ok(config)
     }
 
@@ -269,6 +276,23 @@ mod tests {
         let err = Config::parse("[view]\nerror_regex = \"(\"\n").unwrap_err();
         assert!(err.contains("view.error_regex"), "{err}");
         assert!(Config::parse("[view]\ncolour = 1\n").is_err());
+    }
+
+    #[test]
+    fn the_cluster_table() {
+        assert_eq!(Config::parse("").unwrap().cluster, None);
+        let c = Config::parse(
+            "[cluster]\nurl = \"nats://127.0.0.1:4222\"\nhost = \"a\"\naccept_remote = true\n",
+        )
+        .unwrap();
+        let cluster = c.cluster.unwrap();
+        assert_eq!(cluster.host(), "a");
+        assert!(cluster.accept_remote);
+        let err = Config::parse("[cluster]\nhost = \"a\"\n").unwrap_err();
+        assert!(err.contains("url"), "{err}");
+        let err = Config::parse("[cluster]\nurl = \"nats://x:1\"\n[cluster.tls]\nkey = \"/k\"\n")
+            .unwrap_err();
+        assert!(err.contains("both cert and key"), "{err}");
     }
 
     #[test]

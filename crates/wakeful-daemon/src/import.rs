@@ -102,6 +102,7 @@ pub async fn import(
                 body: event.body,
                 wakes: event.wakes,
                 replayed: event.replayed,
+                host: event.host,
             },
         });
     }

@@ -12,7 +12,10 @@
 //! - [`server`]: one task per connection, answering requests.
 //! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
+//! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
+//!   configured, through `wakeful-cluster`.
 
+mod cluster;
 pub mod config;
 mod digest;
 pub mod import;
@@ -132,6 +135,12 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
         socket,
     } = daemon;
     let served = server::serve(listener, state.clone()).await;
+
+    // The link stops first: nothing is shipped or imported while the
+    // monitors end (the next daemon ships what is left, in order).
+    if let Some(link) = state.cluster.get() {
+        link.stop();
+    }
 
     // Persistent monitors are suspended (re-armed by the next daemon); the
     // others end with `daemon_stopped`.
@@ -323,6 +332,15 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             max_connections_per_process: config.limits.max_connections_per_process,
         },
     ));
+    // Without `[cluster]` nothing of the link runs.
+    if let Some(cluster) = config.cluster.clone() {
+        cluster::start_link(cluster, &state)
+            .await
+            .map_err(|e| config::ConfigError::Invalid {
+                path: paths.config_file.display().to_string(),
+                message: format!("[cluster]: {e}"),
+            })?;
+    }
     Ok((
         Daemon {
             listener,
@@ -408,6 +426,7 @@ fn recover(
             },
             wakes: true,
             replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),
+            host: None,
         }));
     }
     for mut t in reader.terminals()? {

@@ -43,6 +43,9 @@ pub struct State {
     limits: Limits,
     /// Event streams pushing to an agent woken by them, per session.
     pushers: std::sync::Mutex<HashMap<String, usize>>,
+    /// The cluster link, when `[cluster]` is configured (set once, after
+    /// the state exists: the link answers remote control through it).
+    pub(crate) cluster: std::sync::OnceLock<wakeful_cluster::Link>,
 }
 
 /// Counts a streaming connection while it lives.
@@ -259,6 +262,16 @@ impl State {
         Ok(out)
     }
 
+    /// The monitor registry.
+    pub(crate) fn registry(&self) -> &MonitorRegistry {
+        &self.registry
+    }
+
+    /// The store's reader.
+    pub(crate) fn reader(&self) -> &StoreReader {
+        &self.reader
+    }
+
     /// The daemon's shared state.
     pub fn new(
         registry: MonitorRegistry,
@@ -279,6 +292,7 @@ impl State {
             health: Health::default(),
             limits,
             pushers: std::sync::Mutex::new(HashMap::new()),
+            cluster: std::sync::OnceLock::new(),
         }
     }
 }
@@ -581,6 +595,62 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
     Ok(())
 }
 
+/// Starts a monitor on this host (`start`, and `start` from another host of
+/// the cluster, which brings no environment or working directory: the
+/// daemon's own apply).
+pub(crate) async fn start_here(
+    state: &State,
+    session: String,
+    spec: Box<MonitorSpec>,
+    env: Option<std::collections::BTreeMap<String, String>>,
+    cwd: Option<std::path::PathBuf>,
+) -> Result<StartResult, (ErrorKind, String)> {
+    let after_seq = state.registry.hub().latest();
+    // Inside Codex: route the session to its thread, unless it has a
+    // route or the configuration says no.
+    let thread = env
+        .as_ref()
+        .and_then(|e| e.get("CODEX_THREAD_ID"))
+        .filter(|t| !t.is_empty());
+    if let (Some(thread), Some(env)) = (thread, &env) {
+        if state.wakes.auto_codex && !state.wakes.has_route(&session) && spec.validate().is_ok() {
+            let route = wakeful_protocol::WakeAdapter::Codex {
+                thread: Some(thread.clone()),
+                binary: None,
+                codex_home: env.get("CODEX_HOME").map(std::path::PathBuf::from),
+            };
+            if let Err(e) = state
+                .wakes
+                .set(&session, route, wakeful_protocol::RouteSource::Auto)
+                .await
+            {
+                tracing::warn!("cannot route session {session} to Codex: {e}");
+            }
+        }
+    }
+    let opts = StartOptions {
+        session: Some(session.clone()),
+        base_env: env,
+        base_cwd: cwd,
+        ..StartOptions::default()
+    };
+    match state.registry.start_with(*spec, opts).await {
+        Ok(s) => Ok(StartResult {
+            id: s.info.id,
+            session: s.info.session,
+            already_running: s.already_running,
+            output_path: s.info.output_path,
+            after_seq: if s.already_running {
+                state.registry.hub().latest()
+            } else {
+                after_seq
+            },
+            wake: state.wake_report(&session).wake,
+        }),
+        Err(e) => Err((start_error(&e), e.to_string())),
+    }
+}
+
 fn start_error(e: &StartError) -> ErrorKind {
     match e {
         StartError::Invalid(_) | StartError::Cwd(_) => ErrorKind::Invalid,
@@ -618,6 +688,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                     nix::sys::resource::Resource::RLIMIT_NOFILE,
                 )
                 .map_or(0, |(soft, _)| soft),
+                cluster: state.cluster.get().map(|l| l.status()),
                 accept_errors: state
                     .health
                     .accept_errors
@@ -641,52 +712,15 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             spec,
             env,
             cwd,
+            host,
         } => {
-            let after_seq = state.registry.hub().latest();
-            // Inside Codex: route the session to its thread, unless it has a
-            // route or the configuration says no.
-            if let Some(thread) = env.get("CODEX_THREAD_ID").filter(|t| !t.is_empty()) {
-                if state.wakes.auto_codex
-                    && !state.wakes.has_route(&session)
-                    && spec.validate().is_ok()
-                {
-                    let route = wakeful_protocol::WakeAdapter::Codex {
-                        thread: Some(thread.clone()),
-                        binary: None,
-                        codex_home: env.get("CODEX_HOME").map(std::path::PathBuf::from),
-                    };
-                    if let Err(e) = state
-                        .wakes
-                        .set(&session, route, wakeful_protocol::RouteSource::Auto)
-                        .await
-                    {
-                        tracing::warn!("cannot route session {session} to Codex: {e}");
-                    }
-                }
-            }
-            let opts = StartOptions {
-                session: Some(session.clone()),
-                base_env: Some(env),
-                base_cwd: Some(cwd),
-                ..StartOptions::default()
+            let started = match host {
+                Some(host) => crate::cluster::start(state, &host, session, spec, env, cwd).await,
+                None => start_here(state, session, spec, Some(env), Some(cwd)).await,
             };
-            match state.registry.start_with(*spec, opts).await {
-                Ok(s) => {
-                    let result = StartResult {
-                        id: s.info.id,
-                        session: s.info.session,
-                        already_running: s.already_running,
-                        output_path: s.info.output_path,
-                        after_seq: if s.already_running {
-                            state.registry.hub().latest()
-                        } else {
-                            after_seq
-                        },
-                        wake: state.wake_report(&session).wake,
-                    };
-                    conn.ok(&result).await
-                }
-                Err(e) => conn.error(start_error(&e), e.to_string()).await,
+            match started {
+                Ok(result) => conn.ok(&result).await,
+                Err((kind, message)) => conn.error(kind, message).await,
             }
         }
         Request::List { session } => {
@@ -704,7 +738,11 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
         },
         Request::Stop { id } => match state.registry.stop(&id).await {
             Ok(info) => conn.ok(&info).await,
-            Err(e) => conn.error(ErrorKind::NotFound, e.to_string()).await,
+            // Not here: a monitor of another host of the cluster?
+            Err(e) => match crate::cluster::stop(state, &id, e.to_string()).await {
+                Ok(info) => conn.ok(&info).await,
+                Err((kind, message)) => conn.error(kind, message).await,
+            },
         },
         Request::Events {
             session,
@@ -818,6 +856,16 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             match crate::import::import(&state.registry, &state.reader, events, monitors).await {
                 Ok(result) => conn.ok(&result).await,
                 Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+            }
+        }
+        Request::ClusterStatus {} => match crate::cluster::status(state).await {
+            Ok(s) => conn.ok(&s).await,
+            Err((kind, message)) => conn.error(kind, message).await,
+        },
+        Request::ClusterMonitors { session } => {
+            match crate::cluster::monitors(state, session.as_deref()).await {
+                Ok(list) => conn.ok(&list).await,
+                Err((kind, message)) => conn.error(kind, message).await,
             }
         }
         Request::Shutdown {} => {

@@ -267,6 +267,7 @@ pub(crate) fn stamp(
                 body: e.body,
                 wakes: e.wakes,
                 replayed,
+                host: None,
             })
         })
         .collect()

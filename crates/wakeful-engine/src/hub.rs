@@ -551,6 +551,7 @@ mod tests {
                 to_line: n as u64,
             },
             replayed: false,
+            host: None,
         })
     }
 

@@ -260,6 +260,7 @@ mod tests {
             text: text.into(),
             body,
             replayed: false,
+            host: None,
         }
     }
 

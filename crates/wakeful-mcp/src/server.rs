@@ -223,6 +223,7 @@ impl WakefulServer {
                 spec: Box::new(spec),
                 env: self.env_for(call),
                 cwd: self.inner.cwd.clone(),
+                host: None,
             })
             .await
             .map_err(daemon_error)?;

@@ -7,6 +7,8 @@
 //!
 //! - [`request`]: what a client asks ([`Request`], in an [`Envelope`] with
 //!   the [`PROTOCOL_VERSION`]).
+//! - [`cluster`]: what the cluster link shows (`status`'s `cluster`,
+//!   `cluster_status`, `cluster_monitors`).
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
 //!   with their exit codes, and one typed result per request).
 //! - [`paths`]: where state, socket and configuration live.
@@ -17,12 +19,14 @@
 //! The wire format is one JSON object a line in each direction over a Unix
 //! stream socket; `docs/PROTOCOL.md` documents every message with examples.
 
+pub mod cluster;
 pub mod liveness;
 pub mod paths;
 pub mod reply;
 pub mod request;
 pub mod view;
 
+pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{

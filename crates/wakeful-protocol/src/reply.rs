@@ -62,18 +62,28 @@ pub enum ErrorKind {
     Denied,
     /// Anything else (exit 1).
     Internal,
+    /// Another host of the cluster refused the request (it does not accept
+    /// remote control, or its limits or policy said no) (exit 2).
+    Refused,
+    /// The host named is not reachable through the cluster (no daemon of
+    /// that name answers, or NATS is down) (exit 1).
+    Unreachable,
 }
 
 impl ErrorKind {
     /// The command-line exit code for this failure.
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorKind::Invalid => 2,
+            ErrorKind::Invalid | ErrorKind::Refused => 2,
             ErrorKind::NotFound => 3,
             ErrorKind::Limit => 4,
             ErrorKind::Timeout => 124,
             ErrorKind::Superseded => 0,
-            ErrorKind::Busy | ErrorKind::Denied | ErrorKind::Version | ErrorKind::Internal => 1,
+            ErrorKind::Busy
+            | ErrorKind::Denied
+            | ErrorKind::Version
+            | ErrorKind::Internal
+            | ErrorKind::Unreachable => 1,
         }
     }
 }
@@ -127,6 +137,9 @@ pub struct Status {
     /// file descriptor left).
     #[serde(default)]
     pub connections_refused: u64,
+    /// The cluster link, when `[cluster]` is configured (docs/CLUSTER.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::LinkStatus>,
 }
 
 /// Result of [`Request::Start`] (`start --json`).

@@ -32,6 +32,14 @@ pub enum Request {
         env: BTreeMap<String, String>,
         /// The client's working directory.
         cwd: PathBuf,
+        /// Start it on this host of the cluster instead (docs/CLUSTER.md):
+        /// the request goes to that host's daemon, which starts it only when
+        /// its configuration says `accept_remote = true`, with its own
+        /// limits, `[network]` policy, environment and working directory
+        /// (`env` and `cwd` here are not sent). Errors `refused`,
+        /// `unreachable`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
     /// Monitors: active first, then those ended in the last hour. Reply: `ok`
     /// with an array of [`MonitorInfo`].
@@ -204,6 +212,17 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         monitors: Vec<MonitorInfo>,
     },
+    /// This host's cluster link and every host's last heartbeat. Reply:
+    /// `ok` with a [`crate::ClusterStatus`]; error `invalid` without
+    /// `[cluster]`, `unreachable` when NATS cannot be asked.
+    ClusterStatus {},
+    /// The monitors of every host of the cluster, as each host last
+    /// published them. Reply: `ok` with an array of [`crate::HostMonitor`];
+    /// errors as for `cluster_status`.
+    ClusterMonitors {
+        /// Only this session's; `None` for all sessions.
+        session: Option<String>,
+    },
 }
 
 /// An event recorded elsewhere, for [`Request::Import`].
@@ -264,6 +283,8 @@ impl Request {
             Request::WakeShow { .. } => "wake_show",
             Request::WakeClear { .. } => "wake_clear",
             Request::Import { .. } => "import",
+            Request::ClusterStatus {} => "cluster_status",
+            Request::ClusterMonitors { .. } => "cluster_monitors",
         }
     }
 }

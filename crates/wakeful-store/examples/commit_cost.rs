@@ -25,6 +25,7 @@ fn main() {
                 to_line: i,
             },
             replayed: false,
+            host: None,
         })];
         let t = Instant::now();
         writer.append(&batch).expect("append");

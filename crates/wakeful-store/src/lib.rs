@@ -17,6 +17,12 @@
 //! index: the writer stores at most one event per origin (schema 2; a
 //! database of schema 1 gets the column when it is opened).
 //!
+//! The cluster link (docs/CLUSTER.md) ships this host's own events (those
+//! without an origin) in seq order; its cursor, the *shipped mark*, is a row
+//! of `marks` written through the same writer ([`JournalEntry::Shipped`])
+//! and read with [`StoreReader::shipped_mark`] and
+//! [`StoreReader::local_events_after`].
+//!
 //! Durability: `synchronous = NORMAL` in WAL mode. A committed transaction
 //! survives the daemon being killed (even `kill -9`): it is in the WAL file.
 //! Only an operating-system crash or power loss may lose the last
@@ -71,6 +77,7 @@ CREATE TABLE IF NOT EXISTS wake_routes (
     session TEXT PRIMARY KEY,
     route   TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
@@ -305,6 +312,13 @@ impl StoreWriter {
                             params![t.id, t.session, to_json(t)?, t.state == MonitorState::Running],
                         )?;
                     }
+                    JournalEntry::Shipped { seq } => {
+                        tx.execute(
+                            "INSERT INTO marks(name, seq) VALUES ('shipped', ?1)
+                             ON CONFLICT(name) DO UPDATE SET seq = max(seq, excluded.seq)",
+                            [*seq as i64],
+                        )?;
+                    }
                     JournalEntry::WakeRoute { session, route } => match route {
                         Some(r) => {
                             tx.execute(
@@ -369,6 +383,20 @@ impl Journal for StoreWriter {
     }
 }
 
+/// One of this host's own events as stored (see
+/// [`StoreReader::local_events_after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalEvent {
+    /// Its seq here.
+    pub seq: u64,
+    /// Its session.
+    pub session: String,
+    /// Its monitor.
+    pub monitor_id: String,
+    /// The event's JSON as stored (what `events --json` prints).
+    pub json: String,
+}
+
 /// Queries; cheap to clone, usable from any task (each call is short).
 #[derive(Clone)]
 pub struct StoreReader {
@@ -393,6 +421,55 @@ impl StoreReader {
             path: self.path.clone(),
             detail: detail.into(),
         }
+    }
+
+    /// How far the cluster link shipped this host's events: every event of
+    /// this host up to it is in the stream (0 when nothing was shipped).
+    pub fn shipped_mark(&self) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM marks WHERE name = 'shipped'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|v| v as u64)
+    }
+
+    /// This host's own events (recorded here: no origin) with seq > `after`,
+    /// in order, at most `limit`: `(seq, session, monitor id, stored JSON)`.
+    pub fn local_events_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LocalEvent>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, session, monitor_id, json FROM events
+                 WHERE seq > ?1 AND origin IS NULL ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after as i64, limit as i64], |r| {
+                Ok(LocalEvent {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    session: r.get(1)?,
+                    monitor_id: r.get(2)?,
+                    json: r.get(3)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// How many of this host's own events have a seq above `after`.
+    pub fn count_local_after(&self, after: u64) -> Result<u64, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM events WHERE seq > ?1 AND origin IS NULL",
+                [after as i64],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| n as u64)
     }
 
     /// The seq of the last event (0 for an empty log).
@@ -724,6 +801,7 @@ mod tests {
             text: "t".into(),
             body,
             replayed: false,
+            host: None,
         })
     }
 
@@ -814,6 +892,7 @@ mod tests {
                 body,
                 wakes: true,
                 replayed: false,
+                host: None,
             },
         };
         let mut ended = info("m1");
@@ -891,6 +970,7 @@ mod tests {
                 body: EventBody::MonitorStarted,
                 wakes: true,
                 replayed: false,
+                host: None,
             },
         };
         assert_eq!(w.append(&[entry()]).unwrap()[0].event.seq, 2);
@@ -907,6 +987,44 @@ mod tests {
         // Opening again changes nothing.
         let (_, r) = open(&db).unwrap();
         assert_eq!(r.latest_seq().unwrap(), 2);
+    }
+
+    #[test]
+    fn the_shipped_mark_and_local_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
+        assert_eq!(r.shipped_mark().unwrap(), 0);
+        let imported = JournalEntry::Imported {
+            origin: "h/1".into(),
+            event: PendingEvent {
+                session: "s".into(),
+                monitor_id: "far".into(),
+                ts: Utc::now(),
+                text: "t".into(),
+                body: EventBody::MonitorStarted,
+                wakes: true,
+                replayed: false,
+                host: Some("h".into()),
+            },
+        };
+        let batch = vec![
+            pending("m1", EventBody::MonitorStarted),
+            imported,
+            pending("m1", EventBody::MonitorRearmed),
+        ];
+        w.append(&batch).unwrap();
+        let local = r.local_events_after(0, 10).unwrap();
+        assert_eq!(local.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(local[0].monitor_id, "m1");
+        assert!(local[1].json.contains(r#""kind":"rearmed""#));
+        assert_eq!(r.count_local_after(1).unwrap(), 1);
+        // The imported event keeps its host.
+        let far = r.events_after(None, Some("far"), 0, 10).unwrap();
+        assert_eq!(far[0].host.as_deref(), Some("h"));
+        w.append(&[JournalEntry::Shipped { seq: 3 }]).unwrap();
+        w.append(&[JournalEntry::Shipped { seq: 1 }]).unwrap();
+        assert_eq!(r.shipped_mark().unwrap(), 3);
+        assert_eq!(r.count_local_after(3).unwrap(), 0);
     }
 
     #[test]

@@ -345,6 +345,7 @@ pub(crate) mod tests {
             body,
             wakes: true,
             replayed: false,
+            host: None,
         }
     }
 

