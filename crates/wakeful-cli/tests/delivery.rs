@@ -10,19 +10,36 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::Home;
+use common::{eventually, Home};
 use serde_json::Value;
 
 const CONSUMER: &str = "rnd";
 
-/// The consumer's cursor (0 before its first acknowledgement).
-fn cursor(home: &Home) -> u64 {
+/// The consumer's entry in `consumers`, if it has one yet.
+fn consumer(home: &Home) -> Option<Value> {
     home.json(&["consumers"])
         .as_array()
         .unwrap()
         .iter()
         .find(|c| c["consumer"] == CONSUMER)
-        .map_or(0, |c| c["acked_seq"].as_u64().unwrap())
+        .cloned()
+}
+
+/// The consumer's cursor (0 before its first acknowledgement).
+fn cursor(home: &Home) -> u64 {
+    consumer(home).map_or(0, |c| c["acked_seq"].as_u64().unwrap())
+}
+
+/// Until the daemon has seen the killed waiter's connection close: it
+/// reads a connection in order, so an acknowledgement the waiter sent before
+/// it died has been applied by then (or never will be).
+fn waiter_gone(home: &Home) {
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            consumer(home).is_none_or(|c| c["waiters"] == 0)
+        }),
+        "the killed waiter is still attached"
+    );
 }
 
 /// The seqs of the complete event lines a waiter wrote.
@@ -81,6 +98,7 @@ fn waiters_killed_at_random_instants_lose_nothing_and_repeat_nothing_acknowledge
         }
         let _ = waiter.kill();
         let _ = waiter.wait();
+        waiter_gone(&home);
         let mut out = Vec::new();
         waiter.stdout.take().unwrap().read_to_end(&mut out).unwrap();
         let seqs = seqs_of(&out);
