@@ -1,10 +1,12 @@
 //! The file source: follow a file like `tail -F`.
 //!
 //! - It starts at the file's end (or waits for a file that does not exist yet).
-//! - The file's directory is watched with inotify, read in the monitor's own
-//!   task (no watcher thread, no hand-over): a change of the file's name in
-//!   that directory wakes the follower, which then reads everything new. No
-//!   polling.
+//! - inotify, read in the monitor's own task (no watcher thread, no
+//!   hand-over), watches the file itself for writes and the file's directory
+//!   only for names coming and going (create, delete, move): an append to
+//!   another file of the same directory wakes nobody, so twenty followers of
+//!   twenty files in one directory wake once per line, not twenty times. A
+//!   change wakes the follower, which then reads everything new. No polling.
 //! - Rotation (the path now names another file): the old file is read to its
 //!   end, then the new one from its start.
 //! - Truncation (the file got shorter than what was read): reading restarts at
@@ -20,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use futures_util::StreamExt;
-use inotify::{EventStream, Inotify, WatchMask};
+use inotify::{EventStream, Inotify, WatchDescriptor, WatchMask, Watches};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
@@ -37,8 +39,24 @@ pub(crate) struct Follower {
     identity: Option<(u64, u64)>,
     offset: u64,
     events: EventStream<Vec<u8>>,
+    /// The watch on the open file (writes, truncation, attributes).
+    file_watch: Option<WatchDescriptor>,
+    /// inotify events read so far (each one a wake-up of this task).
+    #[cfg(test)]
+    seen: usize,
     buf: Vec<u8>,
 }
+
+/// What the directory watch reports: names coming and going.
+const DIR_MASK: WatchMask = WatchMask::CREATE
+    .union(WatchMask::DELETE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO);
+
+/// What the file watch reports: writes, truncation, attributes.
+const FILE_MASK: WatchMask = WatchMask::MODIFY
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::ATTRIB);
 
 impl Follower {
     /// Starts following `path` (absolute) from its current end.
@@ -60,19 +78,7 @@ impl Follower {
             .to_os_string();
         let cannot = |e: std::io::Error| format!("cannot watch {}: {e}", dir.display());
         let inotify = Inotify::init().map_err(cannot)?;
-        inotify
-            .watches()
-            .add(
-                &dir,
-                WatchMask::MODIFY
-                    | WatchMask::CLOSE_WRITE
-                    | WatchMask::CREATE
-                    | WatchMask::DELETE
-                    | WatchMask::MOVED_FROM
-                    | WatchMask::MOVED_TO
-                    | WatchMask::ATTRIB,
-            )
-            .map_err(cannot)?;
+        inotify.watches().add(&dir, DIR_MASK).map_err(cannot)?;
         let events = inotify.into_event_stream(vec![0u8; 4096]).map_err(cannot)?;
         let mut f = Follower {
             path,
@@ -81,9 +87,14 @@ impl Follower {
             identity: None,
             offset: 0,
             events,
+            file_watch: None,
+            #[cfg(test)]
+            seen: 0,
             buf: vec![0; READ_CHUNK],
         };
-        // Follow from the end of what is there now.
+        // Follow from the end of what is there now (the watch first, so
+        // that no write after the end was taken goes unnoticed).
+        f.watch_file();
         if let Ok(file) = File::open(&f.path) {
             if let Ok(meta) = file.metadata() {
                 f.identity = Some((meta.dev(), meta.ino()));
@@ -92,6 +103,18 @@ impl Follower {
             f.file = Some(file);
         }
         Ok(f)
+    }
+
+    /// Watches the file the path names now, instead of the one before. A
+    /// path that names nothing (yet) is left to the directory watch, whose
+    /// create or move brings the follower back here.
+    fn watch_file(&mut self) {
+        let mut watches: Watches = self.events.watches();
+        if let Some(old) = self.file_watch.take() {
+            // Gone already when the old file was deleted.
+            let _ = watches.remove(old);
+        }
+        self.file_watch = watches.add(&self.path, FILE_MASK).ok();
     }
 
     /// Reads what is new into the buffer, following rotation and
@@ -107,7 +130,8 @@ impl Follower {
                     let id = (meta.dev(), meta.ino());
                     if Some(id) != self.identity {
                         // Rotated, or created (again): read the new file from
-                        // its start.
+                        // its start, watched before it is read.
+                        self.watch_file();
                         match File::open(&self.path) {
                             Ok(file) => {
                                 self.file = Some(file);
@@ -148,6 +172,10 @@ impl Follower {
         loop {
             match self.events.next().await {
                 Some(Ok(e)) => {
+                    #[cfg(test)]
+                    {
+                        self.seen += 1;
+                    }
                     let ours = e.name.as_deref().is_none_or(|n| n == self.name.as_os_str());
                     if ours || e.mask.contains(inotify::EventMask::Q_OVERFLOW) {
                         return Ok(());
@@ -179,5 +207,79 @@ impl InputSource for Follower {
                 return Input::End(SourceEnd::Failed(e).into());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn append(path: &std::path::Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// The next chunk, or a failure after 10 s (a change nobody noticed).
+    async fn next_text(f: &mut Follower) -> String {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), f.next());
+        match next.await.expect("no wake-up within 10 s") {
+            Input::Chunk(_, bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            _ => panic!("the follower ended"),
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_to_other_files_of_the_directory_wake_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.log");
+        append(&ours, "before\n");
+        let mut f = Follower::new(ours.clone()).unwrap();
+        // The follower waits first (joined futures are polled in order),
+        // then the writes come. Alternating names, so that inotify cannot
+        // merge the events.
+        let writes = async {
+            for i in 0..20 {
+                append(&dir.path().join(format!("other-{}.log", i % 2)), "x\n");
+            }
+            append(&ours, "line\n");
+        };
+        let (got, ()) = tokio::join!(next_text(&mut f), writes);
+        assert_eq!(got, "line\n");
+        // The two creations of other files are name events; the 20 writes
+        // to them are not seen at all.
+        assert!(f.seen <= 4, "{} inotify events read", f.seen);
+    }
+
+    #[tokio::test]
+    async fn a_rotated_file_is_followed_by_its_new_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("app.log");
+        let rotated = dir.path().join("app.log.1");
+        append(&ours, "old\n");
+        let mut f = Follower::new(ours.clone()).unwrap();
+        // Each time the follower waits first, then the file changes.
+        let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "a\n") });
+        assert_eq!(got, "a\n");
+        let rotate = async {
+            std::fs::rename(&ours, &rotated).unwrap();
+            append(&ours, "b\n");
+        };
+        let (got, ()) = tokio::join!(next_text(&mut f), rotate);
+        assert_eq!(got, "b\n");
+        // The new file's writes wake it through the new file's watch; the
+        // rotated file is no longer read.
+        let (got, ()) = tokio::join!(next_text(&mut f), async {
+            append(&rotated, "late\n");
+            append(&ours, "c\n");
+        });
+        assert_eq!(got, "c\n");
+        let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "d\n") });
+        assert_eq!(got, "d\n");
     }
 }
