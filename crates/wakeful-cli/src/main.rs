@@ -112,11 +112,20 @@ pub mod exit {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // The daemon and the live views run many tasks at once: two worker
+    // threads. A client (`events --follow`, `wait`, `list`, `wakeful mcp`, a
+    // hook …) runs a few tasks that hand each event on: on one thread, each
+    // hand-over is a plain task switch instead of a wake-up of another
+    // thread, and no worker threads are started.
+    let mut builder = match cli.command {
+        cli::Command::Daemon(_) | cli::Command::Tui { .. } | cli::Command::Web { .. } => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("wakeful: cannot start the async runtime: {e}");
