@@ -100,7 +100,7 @@ fn tls_or_io(config: &ClusterConfig, kind: ConnectErrorKind, detail: &str) -> St
     }
     if has("corrupt message") || has("InvalidContentType") || has("HandshakeFailure") {
         return format!(
-            "the TLS handshake with NATS at {url} failed ({detail}): if the server does not serve TLS, use a nats:// URL without [cluster.tls]; retrying"
+            "the TLS handshake with NATS at {url} failed ({detail}): the server does not seem to serve TLS; give it a `tls {{ … }}` block, or use a nats:// URL without [cluster.tls] here, {RESTART}"
         );
     }
     if has("onnection refused") {
@@ -152,6 +152,8 @@ mod tests {
         let r = io("IO error: invalid peer certificate: UnknownIssuer");
         assert!(r.contains("/etc/ca.pem did not sign it"), "{r}");
         assert!(r.contains("UnknownIssuer"), "{r}");
+        let r = io("IO error: received corrupt message of type InvalidContentType");
+        assert!(r.contains("does not seem to serve TLS"), "{r}");
         let r = io("IO error: Connection refused (os error 111)");
         assert!(r.contains("is nats-server running"), "{r}");
         let r = explain(&c, ConnectErrorKind::Tls, "TLS error: no certificates");
