@@ -67,7 +67,8 @@ impl Nats {
     fn with_config(bin: &Path, port: u16, config: &str) -> Nats {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("nats.conf");
-        let config = config.replace("STORE", dir.path().join("js").to_str().unwrap());
+        let store = format!("\"{}\"", dir.path().join("js").display());
+        let config = config.replace("\"STORE\"", &store);
         std::fs::write(&file, config).unwrap();
         let args = vec!["-c".to_string(), file.to_str().unwrap().to_string()];
         Nats::run(bin.to_path_buf(), args, port, dir)
@@ -108,6 +109,16 @@ impl Nats {
             .is_ok()),
             "nats-server did not listen on {port}"
         );
+    }
+
+    /// Stops the server, gives it `config` (it must have been started
+    /// with one) and starts it again.
+    fn restart_with(&mut self, config: &str) {
+        self.stop();
+        assert_eq!(self.args[0], "-c");
+        let store = format!("\"{}\"", self._dir.path().join("js").display());
+        std::fs::write(&self.args[1], config.replace("\"STORE\"", &store)).unwrap();
+        self.start();
     }
 
     fn stop(&mut self) {
@@ -597,4 +608,135 @@ fn hosts_on_leaf_nodes_of_a_hub() {
     let got = wait_until(&a, "leaf", has_line);
     assert!(has_line(&got), "{got:?}");
     assert!(got.iter().all(|e| e["host"] == "b"));
+}
+
+/// `home`'s daemon log.
+fn daemon_log(home: &Home) -> String {
+    std::fs::read_to_string(home.path().join("daemon.log")).unwrap_or_default()
+}
+
+/// The configuration of a nats-server on `port` that requires `auth` (a
+/// configuration block, e.g. `authorization { token: "…" }` or `tls { … }`),
+/// with JetStream.
+fn config_with(port: u16, auth: &str) -> String {
+    format!("listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"STORE\" }}\n{auth}\n")
+}
+
+/// A nats-server of [`config_with`].
+fn nats_with(bin: &Path, auth: &str) -> Nats {
+    let port = free_port();
+    Nats::with_config(bin, port, &config_with(port, auth))
+}
+
+/// A line printed by a monitor on `b` reaches `a`'s log with `"host":"b"`.
+fn b_ships_to_a(a: &Home, b: &Home, session: &str, line: &str) {
+    b.ok(&["start", "--session", session, "--", &format!("echo {line}")]);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let got = events(a, session);
+            lines_of(&of_host(&got, "b")).contains(&line.to_string())
+        }),
+        "{line} did not reach a: {:?}; a: {}; b: {}",
+        events(a, session),
+        status(a)["cluster"],
+        status(b)["cluster"]
+    );
+}
+
+/// Waits until `home`'s link is down with a reason containing every one of
+/// `words`, and checks that the daemon lives on, that plain `status`,
+/// `cluster status` and the daemon log say it too; returns the reason.
+fn refused(home: &Home, words: &[&str]) -> String {
+    let has_all = |text: &str| words.iter().all(|w| text.contains(w));
+    // (A client starts the daemon when none runs: the same pid at the end
+    // is what shows that it stayed up.)
+    let pid = home.daemon_pid();
+    assert!(pid.is_some());
+    let mut last = Value::Null;
+    let down = eventually(Duration::from_secs(10), || {
+        last = status(home)["cluster"].clone();
+        last["link"] == "down" && last["down_reason"].as_str().is_some_and(has_all)
+    });
+    assert!(down, "expected the link down because of {words:?}: {last}");
+    let reason = last["down_reason"].as_str().unwrap().to_string();
+    eprintln!("refused as it should be: {reason}");
+    // The daemon stays up, and says why in every place a person looks.
+    let text = home.ok(&["status"]);
+    assert!(text.contains("link down") && has_all(&text), "{text}");
+    let (code, _, err) = home.run(&["cluster", "status"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(has_all(&err), "{err}");
+    assert!(
+        eventually(Duration::from_secs(5), || has_all(&daemon_log(home))),
+        "{}",
+        daemon_log(home)
+    );
+    assert_eq!(status(home)["cluster"]["connects"], 0);
+    assert_eq!(home.daemon_pid(), pid, "the daemon did not stay up");
+    reason
+}
+
+#[test]
+fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let auth = "authorization { token: \"s3cret-t0ken\" }";
+    let mut nats = nats_with(&bin, auth);
+    let a = host(&nats.url(), "a", "", "token = \"s3cret-t0ken\"");
+    let b = host(&nats.url(), "b", "", "token = \"s3cret-t0ken\"");
+    let wrong = host(&nats.url(), "wrong", "", "token = \"not-the-token\"");
+    let none = host(&nats.url(), "none", "", "");
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "tok", "through-the-token");
+
+    let reason = refused(&wrong, &["authorization violation", "[cluster] token"]);
+    assert!(
+        !reason.contains("not-the-token"),
+        "the token leaked: {reason}"
+    );
+    assert!(!daemon_log(&wrong).contains("not-the-token"));
+    refused(&none, &["authorization violation", "token or creds"]);
+    // What the refused host records waits in its log to ship.
+    wrong.ok(&["start", "--session", "tok", "--", "echo from-wrong"]);
+    assert!(eventually(Duration::from_secs(10), || {
+        status(&wrong)["cluster"]["waiting_to_ship"].as_u64() >= Some(3)
+    }));
+
+    // The server's token changes under a linked host: its reconnections
+    // are refused, and status says why (the client reports only the kind
+    // of failure then). With the old token back it links again by itself.
+    nats.restart_with(&config_with(
+        nats.port,
+        "authorization { token: \"rotated\" }",
+    ));
+    let mut last = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            last = status(&a)["cluster"].clone();
+            last["link"] == "down"
+                && last["down_reason"].as_str().is_some_and(|r| {
+                    r.contains("authorization violation") && r.contains("[cluster] token")
+                })
+        }),
+        "{last}"
+    );
+    nats.restart_with(&config_with(nats.port, auth));
+    assert!(
+        eventually(Duration::from_secs(10), || link_up(&a)),
+        "{}",
+        status(&a)
+    );
+    let link = &status(&a)["cluster"];
+    assert!(link.get("down_reason").is_none(), "{link}");
+    assert!(link["connects"].as_u64() >= Some(2), "{link}");
+    b_ships_to_a(&a, &b, "tok", "after-the-server-came-back");
+    // Nothing of the refused hosts reached the others.
+    assert!(events(&a, "tok").iter().all(|e| e["host"] == "b"));
 }
