@@ -740,3 +740,307 @@ fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
     // Nothing of the refused hosts reached the others.
     assert!(events(&a, "tok").iter().all(|e| e["host"] == "b"));
 }
+
+/// A throwaway certificate authority, made in the test (rcgen, ring).
+struct Ca {
+    pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Ca {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `names` (the first is its common name) that this
+    /// CA signed, for a server or a client, written as `<dir>/<file>.pem`
+    /// and `<dir>/<file>-key.pem`; returns the two paths.
+    fn issue(&self, dir: &Path, file: &str, names: &[&str], server: bool) -> (PathBuf, PathBuf) {
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, names[0]);
+        params.use_authority_key_identifier_extension = true;
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![if server {
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth
+        } else {
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth
+        }];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (c, k) = (
+            dir.join(format!("{file}.pem")),
+            dir.join(format!("{file}-key.pem")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (c, k)
+    }
+
+    fn write(&self, dir: &Path, file: &str) -> PathBuf {
+        let path = dir.join(format!("{file}.pem"));
+        std::fs::write(&path, &self.pem).unwrap();
+        path
+    }
+}
+
+/// `[cluster.tls]` with `ca` and, when given, a client certificate.
+fn tls_table(ca: &Path, client: Option<&(PathBuf, PathBuf)>) -> String {
+    let mut t = format!("[cluster.tls]\nca = {:?}\n", ca.display().to_string());
+    if let Some((cert, key)) = client {
+        t += &format!(
+            "cert = {:?}\nkey = {:?}\n",
+            cert.display().to_string(),
+            key.display().to_string()
+        );
+    }
+    t
+}
+
+#[test]
+fn mutual_tls_links_and_a_host_without_the_right_certificate_is_refused() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    let ca = Ca::new("wakeful test CA");
+    let ca_file = ca.write(dir, "ca");
+    let (server_cert, server_key) = ca.issue(dir, "server", &["127.0.0.1", "localhost"], true);
+    let client = ca.issue(dir, "client", &["wakeful-host"], false);
+    // Another CA, which the server does not trust, and its client.
+    let stranger = Ca::new("another CA");
+    let stranger_file = stranger.write(dir, "stranger-ca");
+    let stranger_client = stranger.issue(dir, "stranger-client", &["intruder"], false);
+    let nats = nats_with(
+        &bin,
+        &format!(
+            "tls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true, timeout: 2 }}",
+            server_cert.display().to_string(),
+            server_key.display().to_string(),
+            ca_file.display().to_string()
+        ),
+    );
+    let url = format!("tls://127.0.0.1:{}", nats.port);
+    let good = tls_table(&ca_file, Some(&client));
+    let a = host(&url, "a", "", &good);
+    let b = host(&url, "b", "", &good);
+    let no_cert = host(&url, "nocert", "", &tls_table(&ca_file, None));
+    let foreign_cert = host(
+        &url,
+        "foreign",
+        "",
+        &tls_table(&ca_file, Some(&stranger_client)),
+    );
+    let wrong_ca = host(
+        &url,
+        "wrongca",
+        "",
+        &tls_table(&stranger_file, Some(&client)),
+    );
+    // nats:// to a server that requires TLS: the client upgrades, and
+    // trusts only the system's CAs.
+    let no_tls = host(&nats.url(), "notls", "", "");
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "tls", "over-mutual-tls");
+
+    refused(
+        &no_cert,
+        &["requires a client certificate", "[cluster.tls] cert"],
+    );
+    refused(&foreign_cert, &["does not accept the client certificate"]);
+    refused(
+        &wrong_ca,
+        &["not trusted", "stranger-ca.pem did not sign it"],
+    );
+    refused(&no_tls, &["not trusted", "no [cluster.tls] ca"]);
+    // TLS asked of a server without it.
+    let plain = nats_with(&bin, "");
+    let tls_to_plain = host(
+        &format!("tls://127.0.0.1:{}", plain.port),
+        "tlsplain",
+        "",
+        &good,
+    );
+    refused(&tls_to_plain, &["does not seem to serve TLS"]);
+}
+
+/// Operator mode, which nats-server needs for credentials files, made here
+/// with NKeys: JWTs signed the way `nsc` signs them (a test helper, not a
+/// part of wakeful). `jti` is any unique id: the server does not check it.
+mod operator {
+    use base64::Engine;
+    use serde_json::{json, Value};
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// A JWT with the `nats` claims about `subject`, signed by `issuer`.
+    pub fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: Value) -> String {
+        let header = b64(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+        let iat = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = json!({
+            "jti": format!("{:016X}{:016X}", fastrand::u64(..), fastrand::u64(..)),
+            "iat": iat,
+            "iss": issuer.public_key(),
+            "name": name,
+            "sub": subject,
+            "nats": nats,
+        });
+        let signed = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+        let signature = issuer.sign(signed.as_bytes()).unwrap();
+        format!("{signed}.{}", b64(&signature))
+    }
+
+    /// An account's JWT, signed by `operator`; with JetStream or without.
+    pub fn account(
+        operator: &nkeys::KeyPair,
+        account: &nkeys::KeyPair,
+        name: &str,
+        jetstream: bool,
+    ) -> String {
+        let mut limits = json!({
+            "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+            "wildcards": true, "conn": -1, "leaf": -1,
+        });
+        if jetstream {
+            for k in ["mem_storage", "disk_storage", "streams", "consumer"] {
+                limits[k] = json!(-1);
+            }
+        }
+        jwt(
+            operator,
+            &account.public_key(),
+            name,
+            json!({"type": "account", "version": 2, "limits": limits,
+                   "default_permissions": {"pub": {}, "sub": {}}}),
+        )
+    }
+
+    /// A credentials file for a new user of `account`, as `nsc generate
+    /// creds` writes it.
+    pub fn creds(account: &nkeys::KeyPair, name: &str) -> String {
+        let user = nkeys::KeyPair::new_user();
+        let jwt = jwt(
+            account,
+            &user.public_key(),
+            name,
+            json!({"type": "user", "version": 2, "pub": {}, "sub": {},
+                   "subs": -1, "data": -1, "payload": -1}),
+        );
+        let seed = user.seed().unwrap();
+        format!(
+            "-----BEGIN NATS USER JWT-----\n{jwt}\n------END NATS USER JWT------\n\n\
+             ************************* IMPORTANT *************************\n\
+             NKEY Seed printed below can be used to sign and prove identity.\n\
+             NKEYs are sensitive and should be treated as secrets.\n\n\
+             -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n\n\
+             *************************************************************\n"
+        )
+    }
+
+    /// The server configuration (everything but `listen` and `jetstream`)
+    /// of an operator with a system account and the account `app`, known
+    /// through the memory resolver.
+    pub fn server(operator: &nkeys::KeyPair, app: &nkeys::KeyPair) -> String {
+        let sys = nkeys::KeyPair::new_account();
+        let op = jwt(
+            operator,
+            &operator.public_key(),
+            "wakeful-test-operator",
+            json!({"type": "operator", "version": 2, "system_account": sys.public_key()}),
+        );
+        format!(
+            "operator: \"{op}\"\nsystem_account: \"{sys_pub}\"\nresolver: MEMORY\n\
+             resolver_preload: {{\n  \"{sys_pub}\": \"{sys_jwt}\"\n  \"{app_pub}\": \"{app_jwt}\"\n}}\n",
+            sys_pub = sys.public_key(),
+            sys_jwt = account(operator, &sys, "SYS", false),
+            app_pub = app.public_key(),
+            app_jwt = account(operator, app, "APP", true),
+        )
+    }
+}
+
+#[test]
+fn credentials_files_of_an_operator_account_link_and_a_stranger_is_refused() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let operator = nkeys::KeyPair::new_operator();
+    let app = nkeys::KeyPair::new_account();
+    let nats = nats_with(&bin, &operator::server(&operator, &app));
+    let files = tempfile::tempdir().unwrap();
+    let creds = |file: &str, account: &nkeys::KeyPair| {
+        let path = files.path().join(file);
+        std::fs::write(&path, operator::creds(account, file)).unwrap();
+        format!("creds = {:?}", path.display().to_string())
+    };
+    let a = host(&nats.url(), "a", "", &creds("a.creds", &app));
+    let b = host(&nats.url(), "b", "", &creds("b.creds", &app));
+    // A user of an account this server's operator never signed.
+    let stranger = host(
+        &nats.url(),
+        "stranger",
+        "",
+        &creds("stranger.creds", &nkeys::KeyPair::new_account()),
+    );
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "creds", "with-a-credentials-file");
+    refused(
+        &stranger,
+        &[
+            "authorization violation",
+            "[cluster] creds",
+            "stranger.creds",
+        ],
+    );
+
+    // A file that is not a credentials file stops the daemon from
+    // starting, with what is wrong.
+    let broken = host(
+        &nats.url(),
+        "broken",
+        "",
+        &format!("creds = {:?}", "/etc/hostname"),
+    );
+    let (code, _, err) = broken.run(&["status"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("/etc/hostname") && err.contains("credentials file"),
+        "{err}"
+    );
+}
