@@ -709,13 +709,20 @@ fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
         status(&wrong)["cluster"]["waiting_to_ship"].as_u64() >= Some(3)
     }));
 
-    // The server's token changes under a linked host: its reconnections
-    // are refused, and status says why (the client reports only the kind
-    // of failure then). With the old token back it links again by itself.
-    nats.restart_with(&config_with(
-        nats.port,
-        "authorization { token: \"rotated\" }",
-    ));
+    // The server's token becomes the one `wrong` has: `wrong`, refused so
+    // far, links without a restart and ships what waited; `a`, linked, is
+    // refused when it reconnects, and says why (the client reports only
+    // the kind of failure then).
+    let rotated = "authorization { token: \"not-the-token\" }";
+    nats.restart_with(&config_with(nats.port, rotated));
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let link = &status(&wrong)["cluster"];
+            link["link"] == "up" && link["waiting_to_ship"] == 0
+        }),
+        "{}",
+        status(&wrong)
+    );
     let mut last = Value::Null;
     assert!(
         eventually(Duration::from_secs(10), || {
@@ -727,6 +734,8 @@ fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
         }),
         "{last}"
     );
+    // And back: `a` links again by itself, and imports what `wrong`
+    // shipped meanwhile.
     nats.restart_with(&config_with(nats.port, auth));
     assert!(
         eventually(Duration::from_secs(10), || link_up(&a)),
@@ -736,9 +745,16 @@ fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
     let link = &status(&a)["cluster"];
     assert!(link.get("down_reason").is_none(), "{link}");
     assert!(link["connects"].as_u64() >= Some(2), "{link}");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let got = events(&a, "tok");
+            lines_of(&of_host(&got, "wrong")) == ["from-wrong"]
+        }),
+        "{:?}",
+        events(&a, "tok")
+    );
     b_ships_to_a(&a, &b, "tok", "after-the-server-came-back");
-    // Nothing of the refused hosts reached the others.
-    assert!(events(&a, "tok").iter().all(|e| e["host"] == "b"));
+    assert!(events(&a, "tok").iter().all(|e| e["host"] != "none"));
 }
 
 /// A throwaway certificate authority, made in the test (rcgen, ring).
@@ -802,9 +818,13 @@ impl Ca {
     }
 }
 
-/// `[cluster.tls]` with `ca` and, when given, a client certificate.
+/// The token of the TLS test's server, and `[cluster.tls]` with `ca` and,
+/// when given, a client certificate.
 fn tls_table(ca: &Path, client: Option<&(PathBuf, PathBuf)>) -> String {
-    let mut t = format!("[cluster.tls]\nca = {:?}\n", ca.display().to_string());
+    let mut t = format!(
+        "token = \"tls-and-token\"\n[cluster.tls]\nca = {:?}\n",
+        ca.display().to_string()
+    );
     if let Some((cert, key)) = client {
         t += &format!(
             "cert = {:?}\nkey = {:?}\n",
@@ -830,10 +850,12 @@ fn mutual_tls_links_and_a_host_without_the_right_certificate_is_refused() {
     let stranger = Ca::new("another CA");
     let stranger_file = stranger.write(dir, "stranger-ca");
     let stranger_client = stranger.issue(dir, "stranger-client", &["intruder"], false);
+    // TLS with a client certificate, and a token on top.
     let nats = nats_with(
         &bin,
         &format!(
-            "tls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true, timeout: 2 }}",
+            "authorization {{ token: \"tls-and-token\" }}\n\
+             tls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true, timeout: 2 }}",
             server_cert.display().to_string(),
             server_key.display().to_string(),
             ca_file.display().to_string()
@@ -858,7 +880,14 @@ fn mutual_tls_links_and_a_host_without_the_right_certificate_is_refused() {
     );
     // nats:// to a server that requires TLS: the client upgrades, and
     // trusts only the system's CAs.
-    let no_tls = host(&nats.url(), "notls", "", "");
+    let no_tls = host(&nats.url(), "notls", "", "token = \"tls-and-token\"");
+    // The right certificate, the wrong token.
+    let bad_token = host(
+        &url,
+        "badtoken",
+        "",
+        &good.replace("tls-and-token", "not-it"),
+    );
     for h in [&a, &b] {
         assert!(
             eventually(Duration::from_secs(10), || link_up(h)),
@@ -878,6 +907,7 @@ fn mutual_tls_links_and_a_host_without_the_right_certificate_is_refused() {
         &["not trusted", "stranger-ca.pem did not sign it"],
     );
     refused(&no_tls, &["not trusted", "no [cluster.tls] ca"]);
+    refused(&bad_token, &["authorization violation", "[cluster] token"]);
     // TLS asked of a server without it.
     let plain = nats_with(&bin, "");
     let tls_to_plain = host(
