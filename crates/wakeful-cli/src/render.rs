@@ -145,6 +145,9 @@ pub fn link_lines(out: &mut impl Write, l: &wakeful_protocol::LinkStatus) -> std
         l.link,
         cell(&l.url)
     )?;
+    if let Some(reason) = &l.down_reason {
+        writeln!(out, "link down:        {}", cell(reason))?;
+    }
     writeln!(
         out,
         "to ship:          {} event(s) waiting (shipped up to seq {}; {} shipped since start)",

@@ -67,7 +67,8 @@ impl Nats {
     fn with_config(bin: &Path, port: u16, config: &str) -> Nats {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("nats.conf");
-        let config = config.replace("STORE", dir.path().join("js").to_str().unwrap());
+        let store = format!("\"{}\"", dir.path().join("js").display());
+        let config = config.replace("\"STORE\"", &store);
         std::fs::write(&file, config).unwrap();
         let args = vec!["-c".to_string(), file.to_str().unwrap().to_string()];
         Nats::run(bin.to_path_buf(), args, port, dir)
@@ -108,6 +109,16 @@ impl Nats {
             .is_ok()),
             "nats-server did not listen on {port}"
         );
+    }
+
+    /// Stops the server, gives it `config` (it must have been started
+    /// with one) and starts it again.
+    fn restart_with(&mut self, config: &str) {
+        self.stop();
+        assert_eq!(self.args[0], "-c");
+        let store = format!("\"{}\"", self._dir.path().join("js").display());
+        std::fs::write(&self.args[1], config.replace("\"STORE\"", &store)).unwrap();
+        self.start();
     }
 
     fn stop(&mut self) {
@@ -597,4 +608,469 @@ fn hosts_on_leaf_nodes_of_a_hub() {
     let got = wait_until(&a, "leaf", has_line);
     assert!(has_line(&got), "{got:?}");
     assert!(got.iter().all(|e| e["host"] == "b"));
+}
+
+/// `home`'s daemon log.
+fn daemon_log(home: &Home) -> String {
+    std::fs::read_to_string(home.path().join("daemon.log")).unwrap_or_default()
+}
+
+/// The configuration of a nats-server on `port` that requires `auth` (a
+/// configuration block, e.g. `authorization { token: "…" }` or `tls { … }`),
+/// with JetStream.
+fn config_with(port: u16, auth: &str) -> String {
+    format!("listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: \"STORE\" }}\n{auth}\n")
+}
+
+/// A nats-server of [`config_with`].
+fn nats_with(bin: &Path, auth: &str) -> Nats {
+    let port = free_port();
+    Nats::with_config(bin, port, &config_with(port, auth))
+}
+
+/// A line printed by a monitor on `b` reaches `a`'s log with `"host":"b"`.
+fn b_ships_to_a(a: &Home, b: &Home, session: &str, line: &str) {
+    b.ok(&["start", "--session", session, "--", &format!("echo {line}")]);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let got = events(a, session);
+            lines_of(&of_host(&got, "b")).contains(&line.to_string())
+        }),
+        "{line} did not reach a: {:?}; a: {}; b: {}",
+        events(a, session),
+        status(a)["cluster"],
+        status(b)["cluster"]
+    );
+}
+
+/// Waits until `home`'s link is down with a reason containing every one of
+/// `words`, and checks that the daemon lives on, that plain `status`,
+/// `cluster status` and the daemon log say it too; returns the reason.
+fn refused(home: &Home, words: &[&str]) -> String {
+    let has_all = |text: &str| words.iter().all(|w| text.contains(w));
+    // (A client starts the daemon when none runs: the same pid at the end
+    // is what shows that it stayed up.)
+    let pid = home.daemon_pid();
+    assert!(pid.is_some());
+    let mut last = Value::Null;
+    let down = eventually(Duration::from_secs(10), || {
+        last = status(home)["cluster"].clone();
+        last["link"] == "down" && last["down_reason"].as_str().is_some_and(has_all)
+    });
+    assert!(down, "expected the link down because of {words:?}: {last}");
+    let reason = last["down_reason"].as_str().unwrap().to_string();
+    eprintln!("refused as it should be: {reason}");
+    // The daemon stays up, and says why in every place a person looks.
+    let text = home.ok(&["status"]);
+    assert!(text.contains("link down") && has_all(&text), "{text}");
+    let (code, _, err) = home.run(&["cluster", "status"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(has_all(&err), "{err}");
+    assert!(
+        eventually(Duration::from_secs(5), || has_all(&daemon_log(home))),
+        "{}",
+        daemon_log(home)
+    );
+    assert_eq!(status(home)["cluster"]["connects"], 0);
+    assert_eq!(home.daemon_pid(), pid, "the daemon did not stay up");
+    reason
+}
+
+#[test]
+fn a_token_links_and_a_wrong_or_missing_token_is_refused_with_the_reason() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let auth = "authorization { token: \"s3cret-t0ken\" }";
+    let mut nats = nats_with(&bin, auth);
+    let a = host(&nats.url(), "a", "", "token = \"s3cret-t0ken\"");
+    let b = host(&nats.url(), "b", "", "token = \"s3cret-t0ken\"");
+    let wrong = host(&nats.url(), "wrong", "", "token = \"not-the-token\"");
+    let none = host(&nats.url(), "none", "", "");
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "tok", "through-the-token");
+
+    let reason = refused(&wrong, &["authorization violation", "[cluster] token"]);
+    assert!(
+        !reason.contains("not-the-token"),
+        "the token leaked: {reason}"
+    );
+    assert!(!daemon_log(&wrong).contains("not-the-token"));
+    refused(&none, &["authorization violation", "token or creds"]);
+    // What the refused host records waits in its log to ship.
+    wrong.ok(&["start", "--session", "tok", "--", "echo from-wrong"]);
+    assert!(eventually(Duration::from_secs(10), || {
+        status(&wrong)["cluster"]["waiting_to_ship"].as_u64() >= Some(3)
+    }));
+
+    // The server's token becomes the one `wrong` has: `wrong`, refused so
+    // far, links without a restart and ships what waited; `a`, linked, is
+    // refused when it reconnects, and says why (the client reports only
+    // the kind of failure then).
+    let rotated = "authorization { token: \"not-the-token\" }";
+    nats.restart_with(&config_with(nats.port, rotated));
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let link = &status(&wrong)["cluster"];
+            link["link"] == "up" && link["waiting_to_ship"] == 0
+        }),
+        "{}",
+        status(&wrong)
+    );
+    let mut last = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            last = status(&a)["cluster"].clone();
+            last["link"] == "down"
+                && last["down_reason"].as_str().is_some_and(|r| {
+                    r.contains("authorization violation") && r.contains("[cluster] token")
+                })
+        }),
+        "{last}"
+    );
+    // And back: `a` links again by itself, and imports what `wrong`
+    // shipped meanwhile.
+    nats.restart_with(&config_with(nats.port, auth));
+    assert!(
+        eventually(Duration::from_secs(10), || link_up(&a)),
+        "{}",
+        status(&a)
+    );
+    let link = &status(&a)["cluster"];
+    assert!(link.get("down_reason").is_none(), "{link}");
+    assert!(link["connects"].as_u64() >= Some(2), "{link}");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let got = events(&a, "tok");
+            lines_of(&of_host(&got, "wrong")) == ["from-wrong"]
+        }),
+        "{:?}",
+        events(&a, "tok")
+    );
+    b_ships_to_a(&a, &b, "tok", "after-the-server-came-back");
+    assert!(events(&a, "tok").iter().all(|e| e["host"] != "none"));
+}
+
+/// A throwaway certificate authority, made in the test (rcgen, ring).
+struct Ca {
+    pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Ca {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `names` (the first is its common name) that this
+    /// CA signed, for a server or a client, written as `<dir>/<file>.pem`
+    /// and `<dir>/<file>-key.pem`; returns the two paths.
+    fn issue(&self, dir: &Path, file: &str, names: &[&str], server: bool) -> (PathBuf, PathBuf) {
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, names[0]);
+        params.use_authority_key_identifier_extension = true;
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![if server {
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth
+        } else {
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth
+        }];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (c, k) = (
+            dir.join(format!("{file}.pem")),
+            dir.join(format!("{file}-key.pem")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (c, k)
+    }
+
+    fn write(&self, dir: &Path, file: &str) -> PathBuf {
+        let path = dir.join(format!("{file}.pem"));
+        std::fs::write(&path, &self.pem).unwrap();
+        path
+    }
+}
+
+/// The token of the TLS test's server, and `[cluster.tls]` with `ca` and,
+/// when given, a client certificate.
+fn tls_table(ca: &Path, client: Option<&(PathBuf, PathBuf)>) -> String {
+    let mut t = format!(
+        "token = \"tls-and-token\"\n[cluster.tls]\nca = {:?}\n",
+        ca.display().to_string()
+    );
+    if let Some((cert, key)) = client {
+        t += &format!(
+            "cert = {:?}\nkey = {:?}\n",
+            cert.display().to_string(),
+            key.display().to_string()
+        );
+    }
+    t
+}
+
+#[test]
+fn mutual_tls_links_and_a_host_without_the_right_certificate_is_refused() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    let ca = Ca::new("wakeful test CA");
+    let ca_file = ca.write(dir, "ca");
+    let (server_cert, server_key) = ca.issue(dir, "server", &["127.0.0.1", "localhost"], true);
+    let client = ca.issue(dir, "client", &["wakeful-host"], false);
+    // Another CA, which the server does not trust, and its client.
+    let stranger = Ca::new("another CA");
+    let stranger_file = stranger.write(dir, "stranger-ca");
+    let stranger_client = stranger.issue(dir, "stranger-client", &["intruder"], false);
+    // TLS with a client certificate, and a token on top.
+    let nats = nats_with(
+        &bin,
+        &format!(
+            "authorization {{ token: \"tls-and-token\" }}\n\
+             tls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true, timeout: 2 }}",
+            server_cert.display().to_string(),
+            server_key.display().to_string(),
+            ca_file.display().to_string()
+        ),
+    );
+    let url = format!("tls://127.0.0.1:{}", nats.port);
+    let good = tls_table(&ca_file, Some(&client));
+    let a = host(&url, "a", "", &good);
+    let b = host(&url, "b", "", &good);
+    let no_cert = host(&url, "nocert", "", &tls_table(&ca_file, None));
+    let foreign_cert = host(
+        &url,
+        "foreign",
+        "",
+        &tls_table(&ca_file, Some(&stranger_client)),
+    );
+    let wrong_ca = host(
+        &url,
+        "wrongca",
+        "",
+        &tls_table(&stranger_file, Some(&client)),
+    );
+    // nats:// to a server that requires TLS: the client upgrades, and
+    // trusts only the system's CAs.
+    let no_tls = host(&nats.url(), "notls", "", "token = \"tls-and-token\"");
+    // The right certificate, the wrong token.
+    let bad_token = host(
+        &url,
+        "badtoken",
+        "",
+        &good.replace("tls-and-token", "not-it"),
+    );
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "tls", "over-mutual-tls");
+
+    refused(
+        &no_cert,
+        &["requires a client certificate", "[cluster.tls] cert"],
+    );
+    refused(&foreign_cert, &["does not accept the client certificate"]);
+    refused(
+        &wrong_ca,
+        &["not trusted", "stranger-ca.pem did not sign it"],
+    );
+    refused(&no_tls, &["not trusted", "no [cluster.tls] ca"]);
+    refused(&bad_token, &["authorization violation", "[cluster] token"]);
+    // TLS asked of a server without it.
+    let plain = nats_with(&bin, "");
+    let tls_to_plain = host(
+        &format!("tls://127.0.0.1:{}", plain.port),
+        "tlsplain",
+        "",
+        &good,
+    );
+    refused(&tls_to_plain, &["does not seem to serve TLS"]);
+}
+
+/// Operator mode, which nats-server needs for credentials files, made here
+/// with NKeys: JWTs signed the way `nsc` signs them (a test helper, not a
+/// part of wakeful). `jti` is any unique id: the server does not check it.
+mod operator {
+    use base64::Engine;
+    use serde_json::{json, Value};
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// A JWT with the `nats` claims about `subject`, signed by `issuer`.
+    pub fn jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: Value) -> String {
+        let header = b64(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+        let iat = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = json!({
+            "jti": format!("{:016X}{:016X}", fastrand::u64(..), fastrand::u64(..)),
+            "iat": iat,
+            "iss": issuer.public_key(),
+            "name": name,
+            "sub": subject,
+            "nats": nats,
+        });
+        let signed = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+        let signature = issuer.sign(signed.as_bytes()).unwrap();
+        format!("{signed}.{}", b64(&signature))
+    }
+
+    /// An account's JWT, signed by `operator`; with JetStream or without.
+    pub fn account(
+        operator: &nkeys::KeyPair,
+        account: &nkeys::KeyPair,
+        name: &str,
+        jetstream: bool,
+    ) -> String {
+        let mut limits = json!({
+            "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+            "wildcards": true, "conn": -1, "leaf": -1,
+        });
+        if jetstream {
+            for k in ["mem_storage", "disk_storage", "streams", "consumer"] {
+                limits[k] = json!(-1);
+            }
+        }
+        jwt(
+            operator,
+            &account.public_key(),
+            name,
+            json!({"type": "account", "version": 2, "limits": limits,
+                   "default_permissions": {"pub": {}, "sub": {}}}),
+        )
+    }
+
+    /// A credentials file for a new user of `account`, as `nsc generate
+    /// creds` writes it.
+    pub fn creds(account: &nkeys::KeyPair, name: &str) -> String {
+        let user = nkeys::KeyPair::new_user();
+        let jwt = jwt(
+            account,
+            &user.public_key(),
+            name,
+            json!({"type": "user", "version": 2, "pub": {}, "sub": {},
+                   "subs": -1, "data": -1, "payload": -1}),
+        );
+        let seed = user.seed().unwrap();
+        format!(
+            "-----BEGIN NATS USER JWT-----\n{jwt}\n------END NATS USER JWT------\n\n\
+             ************************* IMPORTANT *************************\n\
+             NKEY Seed printed below can be used to sign and prove identity.\n\
+             NKEYs are sensitive and should be treated as secrets.\n\n\
+             -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n\n\
+             *************************************************************\n"
+        )
+    }
+
+    /// The server configuration (everything but `listen` and `jetstream`)
+    /// of an operator with a system account and the account `app`, known
+    /// through the memory resolver.
+    pub fn server(operator: &nkeys::KeyPair, app: &nkeys::KeyPair) -> String {
+        let sys = nkeys::KeyPair::new_account();
+        let op = jwt(
+            operator,
+            &operator.public_key(),
+            "wakeful-test-operator",
+            json!({"type": "operator", "version": 2, "system_account": sys.public_key()}),
+        );
+        format!(
+            "operator: \"{op}\"\nsystem_account: \"{sys_pub}\"\nresolver: MEMORY\n\
+             resolver_preload: {{\n  \"{sys_pub}\": \"{sys_jwt}\"\n  \"{app_pub}\": \"{app_jwt}\"\n}}\n",
+            sys_pub = sys.public_key(),
+            sys_jwt = account(operator, &sys, "SYS", false),
+            app_pub = app.public_key(),
+            app_jwt = account(operator, app, "APP", true),
+        )
+    }
+}
+
+#[test]
+fn credentials_files_of_an_operator_account_link_and_a_stranger_is_refused() {
+    let Some(bin) = nats_bin() else {
+        return;
+    };
+    let operator = nkeys::KeyPair::new_operator();
+    let app = nkeys::KeyPair::new_account();
+    let nats = nats_with(&bin, &operator::server(&operator, &app));
+    let files = tempfile::tempdir().unwrap();
+    let creds = |file: &str, account: &nkeys::KeyPair| {
+        let path = files.path().join(file);
+        std::fs::write(&path, operator::creds(account, file)).unwrap();
+        format!("creds = {:?}", path.display().to_string())
+    };
+    let a = host(&nats.url(), "a", "", &creds("a.creds", &app));
+    let b = host(&nats.url(), "b", "", &creds("b.creds", &app));
+    // A user of an account this server's operator never signed.
+    let stranger = host(
+        &nats.url(),
+        "stranger",
+        "",
+        &creds("stranger.creds", &nkeys::KeyPair::new_account()),
+    );
+    for h in [&a, &b] {
+        assert!(
+            eventually(Duration::from_secs(10), || link_up(h)),
+            "{}",
+            status(h)
+        );
+    }
+    b_ships_to_a(&a, &b, "creds", "with-a-credentials-file");
+    refused(
+        &stranger,
+        &[
+            "authorization violation",
+            "[cluster] creds",
+            "stranger.creds",
+        ],
+    );
+
+    // A file that is not a credentials file stops the daemon from
+    // starting, with what is wrong.
+    let broken = host(
+        &nats.url(),
+        "broken",
+        "",
+        &format!("creds = {:?}", "/etc/hostname"),
+    );
+    let (code, _, err) = broken.run(&["status"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("/etc/hostname") && err.contains("credentials file"),
+        "{err}"
+    );
 }

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -37,10 +37,13 @@ pub trait Node: Send + Sync + 'static {
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
     /// NATS is not connected now.
-    #[error("the cluster link is down (NATS at {url} is not reachable); events wait in the local log and ship when it is back")]
+    #[error(
+        "the cluster link is down: {reason}. Events wait in the local log and ship once it is up"
+    )]
     Down {
-        /// The configured URL.
-        url: String,
+        /// Why: the last failed connection attempt, in words that say what
+        /// to do, or that NATS at the configured URL is not connected yet.
+        reason: String,
     },
     /// No daemon of that host answered.
     #[error("host {host} is unreachable: {detail}")]
@@ -53,6 +56,11 @@ pub enum LinkError {
     /// NATS answered with an error.
     #[error("NATS: {0}")]
     Nats(String),
+    /// The configuration cannot be used (a credentials file that is not
+    /// one, a server address that does not parse); the message says what
+    /// to fix.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Counters and state shared by the link's tasks.
@@ -73,6 +81,9 @@ pub(crate) struct Shared {
     /// `u64::MAX` until known.
     pub(crate) import_lag: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Why the link is not up (the last failed connection attempt); `None`
+    /// while it is up or before the first attempt failed.
+    pub(crate) down_reason: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -80,6 +91,30 @@ impl Shared {
         let text = what.to_string();
         tracing::warn!("cluster: {text}");
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
+    }
+
+    /// Records why a connection attempt failed: the link is down, and the
+    /// log says so whenever the reason changes (not at every retry).
+    pub(crate) fn refused(&self, reason: String) {
+        let mut slot = self.down_reason.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_deref() != Some(reason.as_str()) {
+            tracing::warn!("cluster link down: {reason}");
+            *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
+            *slot = Some(reason);
+        }
+        drop(slot);
+        self.state.send_if_modified(|s| {
+            let was = *s;
+            *s = LinkState::Down;
+            was != LinkState::Down
+        });
+    }
+
+    fn down_reason(&self) -> Option<String> {
+        self.down_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn up(&self) -> bool {
@@ -125,6 +160,7 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
+            down_reason: if self.up() { None } else { self.down_reason() },
         }
     }
 }
@@ -153,26 +189,33 @@ pub(crate) fn reconnect_delay(n: usize) -> Duration {
     Duration::from_millis(100u64 << n.min(5)).min(Duration::from_secs(2))
 }
 
+/// The connection, once it was made (the client reconnects by itself
+/// from then on).
+struct Connection {
+    client: async_nats::Client,
+    js: async_nats::jetstream::Context,
+}
+
 /// A running cluster link; see the crate docs. Dropping it stops its tasks.
 pub struct Link {
     shared: Arc<Shared>,
-    client: async_nats::Client,
-    js: async_nats::jetstream::Context,
-    tasks: Vec<JoinHandle<()>>,
+    connection: Arc<OnceLock<Connection>>,
+    /// `None` once stopped: nothing is started after that.
+    tasks: Arc<Mutex<Option<Vec<JoinHandle<()>>>>>,
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
+        self.stop();
     }
 }
 
 impl Link {
     /// Starts the link: connects (in the background, retrying with
-    /// backoff), then ships, imports, publishes the directory and answers
-    /// remote control. Fails only for a configuration it cannot use.
+    /// backoff; each failed attempt's reason is in [`Link::status`] and the
+    /// log), then ships, imports, publishes the directory and answers
+    /// remote control. Fails only for a configuration it cannot use (a
+    /// credentials file it cannot read, an address it cannot parse).
     pub async fn start(
         config: ClusterConfig,
         node: Arc<dyn Node>,
@@ -198,39 +241,27 @@ impl Link {
             disconnects: AtomicU64::new(0),
             import_lag: AtomicU64::new(u64::MAX),
             last_error: Mutex::new(None),
+            down_reason: Mutex::new(None),
             config,
         });
-        let client = connect(&shared).await?;
-        let js = match &shared.config.domain {
-            Some(domain) => async_nats::jetstream::with_domain(client.clone(), domain),
-            None => async_nats::jetstream::new(client.clone()),
-        };
-        let setup = crate::directory::Setup::new(shared.clone(), js.clone());
-        let tasks = vec![
-            tokio::spawn(crate::ship::run(
-                shared.clone(),
-                js.clone(),
-                hub.clone(),
-                setup.clone(),
-            )),
-            tokio::spawn(crate::import::run(
-                shared.clone(),
-                js.clone(),
-                node.clone(),
-                setup.clone(),
-            )),
-            tokio::spawn(crate::directory::run(
-                shared.clone(),
-                node.clone(),
-                hub,
-                setup.clone(),
-            )),
-            tokio::spawn(crate::control::serve(shared.clone(), client.clone(), node)),
-        ];
+        let (opts, addrs) = options(&shared).await?;
+        let connection = Arc::new(OnceLock::new());
+        let tasks = Arc::new(Mutex::new(Some(Vec::new())));
+        let connecting = tokio::spawn(connect(
+            shared.clone(),
+            opts,
+            addrs,
+            connection.clone(),
+            tasks.clone(),
+            node,
+            hub,
+        ));
+        if let Some(list) = tasks.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            list.push(connecting);
+        }
         Ok(Link {
             shared,
-            client,
-            js,
+            connection,
             tasks,
         })
     }
@@ -238,7 +269,8 @@ impl Link {
     /// Stops the link's tasks (the daemon is stopping). What was not
     /// shipped or imported yet waits for the next daemon.
     pub fn stop(&self) {
-        for t in &self.tasks {
+        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).take();
+        for t in tasks.into_iter().flatten() {
             t.abort();
         }
     }
@@ -253,20 +285,22 @@ impl Link {
         self.shared.status()
     }
 
-    fn check_up(&self) -> Result<(), LinkError> {
-        if self.shared.up() {
-            Ok(())
-        } else {
-            Err(LinkError::Down {
-                url: self.shared.config.url.clone(),
-            })
+    /// The connection when the link is up.
+    fn up(&self) -> Result<&Connection, LinkError> {
+        match self.connection.get() {
+            Some(c) if self.shared.up() => Ok(c),
+            _ => Err(LinkError::Down {
+                reason: self.shared.down_reason().unwrap_or_else(|| {
+                    format!("NATS at {} is not connected yet", self.shared.config.url)
+                }),
+            }),
         }
     }
 
     /// This link and every host's last heartbeat.
     pub async fn cluster_status(&self) -> Result<ClusterStatus, LinkError> {
-        self.check_up()?;
-        let hosts = crate::directory::hosts(&self.js).await?;
+        let c = self.up()?;
+        let hosts = crate::directory::hosts(&c.js).await?;
         Ok(ClusterStatus {
             link: self.status(),
             hosts,
@@ -276,8 +310,8 @@ impl Link {
     /// The monitors of every host, as each last published them (this
     /// host's as they are now); only `session`'s when given.
     pub async fn monitors(&self, session: Option<&str>) -> Result<Vec<HostMonitor>, LinkError> {
-        self.check_up()?;
-        let mut all = crate::directory::monitors(&self.js).await?;
+        let c = self.up()?;
+        let mut all = crate::directory::monitors(&c.js).await?;
         all.retain(|m| session.is_none_or(|s| m.monitor.session == s));
         Ok(all)
     }
@@ -285,19 +319,89 @@ impl Link {
     /// Sends `request` (`start`, `stop`) to `host`'s daemon and returns
     /// its reply.
     pub async fn remote(&self, host: &str, request: Request) -> Result<Reply, LinkError> {
-        self.check_up()?;
-        crate::control::request(&self.client, host, request).await
+        let c = self.up()?;
+        crate::control::request(&c.client, host, request).await
     }
 }
 
-/// Connects with the configured credentials and TLS, reconnecting forever
-/// with backoff; the link's state follows the connection.
-async fn connect(shared: &Arc<Shared>) -> Result<async_nats::Client, LinkError> {
+/// Connects, retrying with backoff until the server takes this host (each
+/// failure's reason goes to the status and, when it changes, the log),
+/// then starts the tasks that use the connection. From then on the client
+/// reconnects by itself.
+async fn connect(
+    shared: Arc<Shared>,
+    opts: async_nats::ConnectOptions,
+    addrs: Vec<async_nats::ServerAddr>,
+    connection: Arc<OnceLock<Connection>>,
+    tasks: Arc<Mutex<Option<Vec<JoinHandle<()>>>>>,
+    node: Arc<dyn Node>,
+    hub: Hub,
+) {
+    tracing::info!(
+        "cluster: host {} connecting to {}",
+        shared.host,
+        shared.config.url
+    );
+    let mut backoff = Backoff::new();
+    let client = loop {
+        match opts.clone().connect(addrs.clone()).await {
+            Ok(client) => break client,
+            Err(e) => {
+                shared.refused(crate::diagnose::connect_error(&shared.config, &e));
+                backoff.wait().await;
+            }
+        }
+    };
+    let js = match &shared.config.domain {
+        Some(domain) => async_nats::jetstream::with_domain(client.clone(), domain),
+        None => async_nats::jetstream::new(client.clone()),
+    };
+    let setup = crate::directory::Setup::new(shared.clone(), js.clone());
+    let mut tasks = tasks.lock().unwrap_or_else(|p| p.into_inner());
+    // Stopped meanwhile: start nothing.
+    let Some(tasks) = tasks.as_mut() else {
+        return;
+    };
+    tasks.extend([
+        tokio::spawn(crate::ship::run(
+            shared.clone(),
+            js.clone(),
+            hub.clone(),
+            setup.clone(),
+        )),
+        tokio::spawn(crate::import::run(
+            shared.clone(),
+            js.clone(),
+            node.clone(),
+            setup.clone(),
+        )),
+        tokio::spawn(crate::directory::run(
+            shared.clone(),
+            node.clone(),
+            hub,
+            setup.clone(),
+        )),
+        tokio::spawn(crate::control::serve(shared.clone(), client.clone(), node)),
+    ]);
+    let _ = connection.set(Connection { client, js });
+}
+
+/// The connection options from the configured credentials and TLS, and
+/// the server addresses; the client reconnects forever with backoff once
+/// connected, and the link's state follows the connection.
+async fn options(
+    shared: &Arc<Shared>,
+) -> Result<(async_nats::ConnectOptions, Vec<async_nats::ServerAddr>), LinkError> {
     let config = &shared.config;
     let mut opts = match &config.creds {
         Some(path) => async_nats::ConnectOptions::with_credentials_file(path)
             .await
-            .map_err(|e| LinkError::Nats(format!("creds {}: {e}", path.display())))?,
+            .map_err(|e| {
+                LinkError::Config(format!(
+                    "creds {}: {e}; it must be a NATS credentials file (a user JWT and its seed, as `nsc generate creds` writes it)",
+                    path.display()
+                ))
+            })?,
         None => async_nats::ConnectOptions::new(),
     };
     if let Some(token) = &config.token {
@@ -315,7 +419,6 @@ async fn connect(shared: &Arc<Shared>) -> Result<async_nats::Client, LinkError> 
     let events = shared.clone();
     opts = opts
         .name(format!("wakeful {}", shared.host))
-        .retry_on_initial_connect()
         .max_reconnects(None)
         .reconnect_delay_callback(reconnect_delay)
         .connection_timeout(Duration::from_secs(5))
@@ -328,11 +431,13 @@ async fn connect(shared: &Arc<Shared>) -> Result<async_nats::Client, LinkError> 
         .iter()
         .map(|u| u.parse())
         .collect::<Result<_, _>>()
-        .map_err(|e| LinkError::Nats(format!("url {}: {e}", config.url)))?;
-    tracing::info!("cluster: host {} connecting to {}", shared.host, config.url);
-    opts.connect(addrs)
-        .await
-        .map_err(|e| LinkError::Nats(e.to_string()))
+        .map_err(|e| {
+            LinkError::Config(format!(
+                "url {}: {e}; e.g. nats://host:4222 or tls://host:4222",
+                config.url
+            ))
+        })?;
+    Ok((opts, addrs))
 }
 
 fn on_event(shared: &Shared, event: async_nats::Event) {
@@ -344,6 +449,7 @@ fn on_event(shared: &Shared, event: async_nats::Event) {
                 shared.host,
                 shared.config.url
             );
+            *shared.down_reason.lock().unwrap_or_else(|p| p.into_inner()) = None;
             shared.state.send_replace(LinkState::Up);
         }
         async_nats::Event::Disconnected => {
@@ -356,6 +462,11 @@ fn on_event(shared: &Shared, event: async_nats::Event) {
         }
         async_nats::Event::Closed => {
             shared.state.send_replace(LinkState::Down);
+        }
+        // A reconnection attempt failed; the client says only what kind
+        // of failure it was.
+        async_nats::Event::ClientError(async_nats::ClientError::Other(kind)) if !shared.up() => {
+            shared.refused(crate::diagnose::reconnect_error(&shared.config, &kind));
         }
         other => shared.error(other),
     }

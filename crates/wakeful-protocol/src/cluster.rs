@@ -12,8 +12,9 @@ pub enum LinkState {
     Connecting,
     /// Connected: events ship and import.
     Up,
-    /// The connection was lost; reconnecting with backoff. Events wait in
-    /// the local log.
+    /// Not connected: the connection was lost, or an attempt to connect
+    /// failed (`LinkStatus::down_reason` says why); retrying with backoff.
+    /// Events wait in the local log.
     Down,
 }
 
@@ -67,6 +68,12 @@ pub struct LinkStatus {
     /// The last error of the link, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Why the link is not up: the last failed connection attempt (the
+    /// server's refusal, a TLS failure, an unreachable address) in words
+    /// that say what to do. Absent while the link is up, and before an
+    /// attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_reason: Option<String>,
 }
 
 /// One host as its last heartbeat described it (`cluster_status`).

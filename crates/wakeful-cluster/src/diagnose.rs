@@ -1,0 +1,167 @@
+//! Why the link is not up, in words that say what to do: a failed
+//! connection attempt turned into the reason `status` shows (`down_reason`)
+//! and the daemon log keeps.
+//!
+//! async-nats reports the first connection's failure with its cause (the
+//! server's `-ERR`, the TLS alert or certificate error, the socket error);
+//! a failed *reconnection* only by its kind ("authorization violation",
+//! "TLS error", "IO error", …), so those reasons are shorter.
+
+use async_nats::ConnectErrorKind;
+
+use crate::config::ClusterConfig;
+
+/// What to do after changing `config.toml`.
+const RESTART: &str =
+    "then restart the daemon (`wakeful daemon stop`; the next command starts it again)";
+
+/// The reason for a failed first connection attempt.
+pub(crate) fn connect_error(config: &ClusterConfig, e: &async_nats::ConnectError) -> String {
+    explain(config, e.kind(), &e.to_string())
+}
+
+/// The reason for a failed reconnection, of which the client tells only
+/// the kind (its text).
+pub(crate) fn reconnect_error(config: &ClusterConfig, kind: &str) -> String {
+    let kind = [
+        ConnectErrorKind::AuthorizationViolation,
+        ConnectErrorKind::Authentication,
+        ConnectErrorKind::Tls,
+        ConnectErrorKind::TimedOut,
+        ConnectErrorKind::Dns,
+        ConnectErrorKind::ServerParse,
+    ]
+    .into_iter()
+    .find(|k| k.to_string() == kind)
+    .unwrap_or(ConnectErrorKind::Io);
+    let detail = kind.to_string();
+    explain(config, kind, &detail)
+}
+
+/// `detail` is the client's whole message (kind, then cause).
+fn explain(config: &ClusterConfig, kind: ConnectErrorKind, detail: &str) -> String {
+    let url = &config.url;
+    match kind {
+        ConnectErrorKind::AuthorizationViolation => {
+            let fix = match (&config.token, &config.creds) {
+                (Some(_), _) => "the server does not take the token in [cluster] token: set it to the server's `authorization { token }`".to_string(),
+                (None, Some(path)) => format!(
+                    "the server does not take the user in [cluster] creds {} (a user of an account the server does not know, of another operator, expired or revoked): point creds at a credentials file of a user of this server's operator and account",
+                    path.display()
+                ),
+                (None, None) => "the server requires authentication and this host gives none: set [cluster] token or creds".to_string(),
+            };
+            format!("NATS at {url} refused this host: authorization violation; {fix} in config.toml, {RESTART}")
+        }
+        ConnectErrorKind::Authentication => format!(
+            "cannot answer the challenge of NATS at {url} with the seed in [cluster] creds ({detail}): the file must hold the user's JWT and seed, {RESTART}"
+        ),
+        ConnectErrorKind::TimedOut => format!(
+            "NATS at {url} did not complete the connection within 5 s (timed out): check [cluster] url and the network; retrying"
+        ),
+        ConnectErrorKind::Dns => format!(
+            "cannot resolve the server of {url} ({detail}): check [cluster] url; retrying"
+        ),
+        ConnectErrorKind::ServerParse => format!(
+            "the server list of {url} cannot be used ({detail}): check [cluster] url, {RESTART}"
+        ),
+        ConnectErrorKind::Tls | ConnectErrorKind::Io | ConnectErrorKind::MaxReconnects => {
+            tls_or_io(config, kind, detail)
+        }
+    }
+}
+
+fn tls_or_io(config: &ClusterConfig, kind: ConnectErrorKind, detail: &str) -> String {
+    let url = &config.url;
+    let has = |what: &str| detail.contains(what);
+    if has("CertificateRequired") {
+        return format!(
+            "NATS at {url} requires a client certificate and this host sent none ({detail}): set [cluster.tls] cert and key to a certificate signed by a CA the server trusts (its `tls {{ ca_file }}`), {RESTART}"
+        );
+    }
+    if has("received fatal alert") {
+        return format!(
+            "NATS at {url} refused this host's TLS connection ({detail}): the server does not accept the client certificate in [cluster.tls] cert (it must be signed by a CA in the server's `tls {{ ca_file }}`, and be valid now), {RESTART}"
+        );
+    }
+    if has("invalid peer certificate") {
+        let ca = match config.tls.as_ref().and_then(|t| t.ca.as_ref()) {
+            Some(ca) => format!("[cluster.tls] ca {} did not sign it", ca.display()),
+            None => "no [cluster.tls] ca is set, so only the system's CAs are trusted".to_string(),
+        };
+        return format!(
+            "the TLS certificate of NATS at {url} is not trusted ({detail}; {ca}): set [cluster.tls] ca to the PEM file of the CA that signed the server's certificate, and use a URL with the name or address the certificate is for, {RESTART}"
+        );
+    }
+    if matches!(kind, ConnectErrorKind::Tls) {
+        return format!(
+            "cannot set up TLS for NATS at {url} ({detail}): check that [cluster.tls] ca, cert and key are PEM files (a certificate chain, and its private key), {RESTART}"
+        );
+    }
+    if has("corrupt message") || has("InvalidContentType") || has("HandshakeFailure") {
+        return format!(
+            "the TLS handshake with NATS at {url} failed ({detail}): the server does not seem to serve TLS; give it a `tls {{ … }}` block, or use a nats:// URL without [cluster.tls] here, {RESTART}"
+        );
+    }
+    if has("onnection refused") {
+        return format!(
+            "cannot reach NATS at {url} (connection refused): is nats-server running there? Retrying with backoff; events wait in the local log"
+        );
+    }
+    format!(
+        "cannot connect to NATS at {url} ({detail}); retrying with backoff, events wait in the local log"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> ClusterConfig {
+        toml::from_str(&format!(
+            "url = \"tls://127.0.0.1:4222\"\nhost = \"a\"\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn authorization_names_what_to_fix() {
+        let e = |c: &ClusterConfig| reconnect_error(c, "authorization violation");
+        let token = e(&config("token = \"secret-x\""));
+        assert!(token.contains("authorization violation"), "{token}");
+        assert!(token.contains("[cluster] token"), "{token}");
+        assert!(!token.contains("secret-x"), "{token}");
+        let creds = e(&config("creds = \"/etc/w.creds\""));
+        assert!(creds.contains("[cluster] creds /etc/w.creds"), "{creds}");
+        let none = e(&config(""));
+        assert!(none.contains("token or creds"), "{none}");
+        assert!(none.contains("wakeful daemon stop"), "{none}");
+    }
+
+    #[test]
+    fn tls_failures_name_the_side_at_fault() {
+        let c = config("[tls]\nca = \"/etc/ca.pem\"");
+        let io = |detail: &str| explain(&c, ConnectErrorKind::Io, detail);
+        let r = io("IO error: received fatal alert: CertificateRequired");
+        assert!(
+            r.contains("sent none") && r.contains("[cluster.tls] cert"),
+            "{r}"
+        );
+        let r = io("IO error: received fatal alert: BadCertificate");
+        assert!(r.contains("does not accept the client certificate"), "{r}");
+        let r = io("IO error: invalid peer certificate: UnknownIssuer");
+        assert!(r.contains("/etc/ca.pem did not sign it"), "{r}");
+        assert!(r.contains("UnknownIssuer"), "{r}");
+        let r = io("IO error: received corrupt message of type InvalidContentType");
+        assert!(r.contains("does not seem to serve TLS"), "{r}");
+        let r = io("IO error: Connection refused (os error 111)");
+        assert!(r.contains("is nats-server running"), "{r}");
+        let r = explain(&c, ConnectErrorKind::Tls, "TLS error: no certificates");
+        assert!(r.contains("PEM"), "{r}");
+        let r = reconnect_error(&c, "IO error");
+        assert!(
+            r.contains("cannot connect") && r.contains("IO error"),
+            "{r}"
+        );
+    }
+}
