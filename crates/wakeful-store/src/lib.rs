@@ -94,7 +94,22 @@ fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
     if !has_origin {
         conn.execute_batch("ALTER TABLE events ADD COLUMN origin TEXT")?;
     }
-    conn.execute_batch("CREATE UNIQUE INDEX IF NOT EXISTS events_by_origin ON events(origin)")?;
+    // Only imported events have an origin: a partial index, so that this
+    // host's own events (origin NULL) cost no index entry. An index of an
+    // older build covered every row; it is made again.
+    let full_origin_index = conn
+        .prepare(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_by_origin'
+             AND sql NOT LIKE '%WHERE%'",
+        )?
+        .exists([])?;
+    if full_origin_index {
+        conn.execute_batch("DROP INDEX events_by_origin")?;
+    }
+    conn.execute_batch(
+        "CREATE UNIQUE INDEX IF NOT EXISTS events_by_origin ON events(origin)
+         WHERE origin IS NOT NULL",
+    )?;
     conn.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema' AND CAST(value AS INTEGER) < ?1",
         [SCHEMA_VERSION],
@@ -231,7 +246,8 @@ impl StoreWriter {
                         let stored = tx
                             .prepare_cached(
                                 "INSERT INTO events(seq, session, monitor_id, kind, json, origin)
-                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(origin) DO NOTHING",
+                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                                 ON CONFLICT(origin) WHERE origin IS NOT NULL DO NOTHING",
                             )?
                             .execute(params![
                                 seq as i64,
@@ -300,11 +316,11 @@ impl StoreWriter {
                         consumer,
                         seq,
                     } => {
-                        tx.execute(
+                        tx.prepare_cached(
                             "INSERT INTO cursors(session, consumer, seq) VALUES (?1, ?2, ?3)
                              ON CONFLICT(session, consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
-                            params![session, consumer, *seq as i64],
-                        )?;
+                        )?
+                        .execute(params![session, consumer, *seq as i64])?;
                     }
                     JournalEntry::Terminal(t) => {
                         tx.execute(
@@ -313,11 +329,11 @@ impl StoreWriter {
                         )?;
                     }
                     JournalEntry::Shipped { seq } => {
-                        tx.execute(
+                        tx.prepare_cached(
                             "INSERT INTO marks(name, seq) VALUES ('shipped', ?1)
                              ON CONFLICT(name) DO UPDATE SET seq = max(seq, excluded.seq)",
-                            [*seq as i64],
-                        )?;
+                        )?
+                        .execute([*seq as i64])?;
                     }
                     JournalEntry::WakeRoute { session, route } => match route {
                         Some(r) => {
@@ -348,20 +364,18 @@ fn update_info(
     id: &str,
     f: impl FnOnce(&mut MonitorInfo),
 ) -> Result<(), rusqlite::Error> {
+    // Cached statements: this runs with every event (its counters).
     let row: Option<String> = tx
-        .query_row("SELECT info FROM monitors WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
+        .prepare_cached("SELECT info FROM monitors WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
         .optional()?;
     let Some(json) = row else { return Ok(()) };
     let Ok(mut info) = serde_json::from_str::<MonitorInfo>(&json) else {
         return Ok(());
     };
     f(&mut info);
-    tx.execute(
-        "UPDATE monitors SET info = ?2, running = ?3 WHERE id = ?1",
-        params![id, to_json(&info)?, info.is_active()],
-    )?;
+    tx.prepare_cached("UPDATE monitors SET info = ?2, running = ?3 WHERE id = ?1")?
+        .execute(params![id, to_json(&info)?, info.is_active()])?;
     Ok(())
 }
 
@@ -987,6 +1001,48 @@ mod tests {
         // Opening again changes nothing.
         let (_, r) = open(&db).unwrap();
         assert_eq!(r.latest_seq().unwrap(), 2);
+    }
+
+    #[test]
+    fn an_origin_index_of_every_row_becomes_partial() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("v2.db");
+        drop(open(&db).unwrap());
+        // As the first schema-2 build left it: every row in the index.
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX events_by_origin;
+                 CREATE UNIQUE INDEX events_by_origin ON events(origin);",
+            )
+            .unwrap();
+        let (mut w, r) = open(&db).unwrap();
+        let sql: String = r
+            .with(|c| {
+                c.query_row(
+                    "SELECT sql FROM sqlite_master WHERE name = 'events_by_origin'",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert!(sql.contains("WHERE origin IS NOT NULL"), "{sql}");
+        // Still one event per origin.
+        let entry = || JournalEntry::Imported {
+            origin: "h/1".into(),
+            event: PendingEvent {
+                session: "s".into(),
+                monitor_id: "m".into(),
+                ts: Utc::now(),
+                text: "t".into(),
+                body: EventBody::MonitorStarted,
+                wakes: true,
+                replayed: false,
+                host: None,
+            },
+        };
+        assert_eq!(w.append(&[entry()]).unwrap().len(), 1);
+        assert!(w.append(&[entry(), entry()]).unwrap().is_empty());
     }
 
     #[test]
