@@ -12,10 +12,10 @@
 use std::io::Write;
 
 use serde_json::json;
+use wakeful_core::export::Export;
 use wakeful_core::text::sanitize_for_model;
 use wakeful_core::{Event, EventBody};
 
-use crate::export::Exported;
 use crate::{exit, Failure};
 
 /// Narrowest and widest terminal a recording asks for.
@@ -43,14 +43,11 @@ struct Env {
 }
 
 /// The monitor an asciicast records: the one exported, else the only one.
-fn target(x: &Exported) -> Result<&str, Failure> {
+fn target(x: &Export) -> Result<&str, Failure> {
     if let Some(id) = &x.header.monitor {
         return Ok(id);
     }
-    let mut ids: Vec<&str> = x.events.iter().map(|e| e.monitor_id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    match ids.as_slice() {
+    match x.monitor_ids().as_slice() {
         [one] => Ok(one),
         [] => Err(Failure::new(
             exit::USAGE,
@@ -96,7 +93,7 @@ pub fn keep_colours(line: &str) -> String {
 }
 
 /// Writes the recording of the exported monitor.
-pub fn write(out: &mut impl Write, x: &Exported) -> Result<(), Failure> {
+pub fn write(out: &mut impl Write, x: &Export) -> Result<(), Failure> {
     let id = target(x)?;
     let events: Vec<&Event> = x.events.iter().filter(|e| e.monitor_id == id).collect();
     let Some(first) = events.first() else {

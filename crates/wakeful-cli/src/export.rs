@@ -58,16 +58,6 @@ pub fn host_name() -> String {
     }
 }
 
-/// What an export holds, read from the daemon.
-pub struct Exported {
-    /// The header line.
-    pub header: ExportHeader,
-    /// The events, in seq order.
-    pub events: Vec<Event>,
-    /// The monitors of those events.
-    pub monitors: Vec<MonitorInfo>,
-}
-
 /// Which events to export.
 pub struct Selection {
     /// The session (unless `monitor` is given).
@@ -83,7 +73,7 @@ async fn get_monitor(conn: &mut Connection, id: &str) -> Result<MonitorInfo, Fai
 }
 
 /// Reads the selected events and their monitors from the daemon.
-pub async fn collect(paths: &Paths, sel: Selection) -> Result<Exported, Failure> {
+pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
     let mut conn = connect(paths).await?;
     let session = match &sel.monitor {
         Some(id) => get_monitor(&mut conn, id).await?.session,
@@ -140,7 +130,7 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Exported, Failure>
         monitor: sel.monitor,
         since: sel.since,
     };
-    Ok(Exported {
+    Ok(Export {
         header,
         events,
         monitors,
@@ -152,7 +142,7 @@ fn json_err(e: serde_json::Error) -> Failure {
 }
 
 /// The jsonl export (docs/EXPORT.md).
-pub fn write_jsonl(out: &mut impl Write, x: &Exported) -> Result<(), Failure> {
+pub fn write_jsonl(out: &mut impl Write, x: &Export) -> Result<(), Failure> {
     writeln!(
         out,
         "{}",
@@ -299,14 +289,7 @@ fn replay_target<'a>(export: &'a Export, asked: Option<&'a str>) -> Result<&'a s
     if let Some(id) = asked {
         return Ok(id);
     }
-    let mut ids: Vec<&str> = export
-        .events
-        .iter()
-        .map(|e| e.monitor_id.as_str())
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    match ids.as_slice() {
+    match export.monitor_ids().as_slice() {
         [one] => Ok(one),
         [] => Err(Failure::new(
             exit::USAGE,

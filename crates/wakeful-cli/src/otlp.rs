@@ -17,9 +17,9 @@
 //! that exporting again gives the same ids.
 
 use serde_json::{json, Value};
+use wakeful_core::export::Export;
 use wakeful_core::{Event, EventBody, EventKind, MonitorInfo, MonitorStopReason};
 
-use crate::export::Exported;
 use crate::{exit, Failure};
 
 /// The `wakeful` instrumentation scope.
@@ -240,7 +240,7 @@ fn log_record(e: &Event) -> Value {
 
 /// The `ExportTraceServiceRequest` and the `ExportLogsServiceRequest` of
 /// an export.
-pub fn requests(x: &Exported) -> (Value, Value) {
+pub fn requests(x: &Export) -> (Value, Value) {
     let spans: Vec<Value> = x
         .monitors
         .iter()

@@ -166,6 +166,14 @@ impl Export {
     pub fn events_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
         self.events.iter().filter(move |e| e.monitor_id == id)
     }
+
+    /// The monitors that have events in it, each once, sorted.
+    pub fn monitor_ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.events.iter().map(|e| e.monitor_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
 }
 
 #[cfg(test)]

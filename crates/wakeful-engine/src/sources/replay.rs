@@ -72,13 +72,7 @@ impl Replayer {
     ) -> Result<Self, String> {
         let events: Vec<_> = export.events_of(monitor).collect();
         let Some(first) = events.first() else {
-            let mut ids: Vec<&str> = export
-                .events
-                .iter()
-                .map(|e| e.monitor_id.as_str())
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
+            let ids = export.monitor_ids();
             return Err(format!(
                 "{} holds no events of monitor {monitor}; it holds {}",
                 file.display(),
