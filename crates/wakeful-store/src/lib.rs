@@ -505,23 +505,8 @@ impl StoreReader {
         after: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
-        // The limit is part of the SQL text, not a bound parameter: SQLite
-        // plans a bound LIMIT with its value, so re-binding it would make
-        // the cached statement re-prepare on every call.
-        let sql = format!(
-            "SELECT json FROM events WHERE seq > ?1
-               AND (?2 IS NULL OR session = ?2)
-               AND (?3 IS NULL OR monitor_id = ?3)
-             ORDER BY seq LIMIT {limit}"
-        );
-        let rows: Vec<String> = self.with(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![after as i64, session, monitor], |r| r.get(0))?;
-            rows.collect()
-        })?;
-        rows.iter()
-            .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("event: {e}"))))
-            .collect()
+        let recorded = self.recorded_after(session, monitor, after, limit)?;
+        Ok(recorded.into_iter().map(|r| r.event).collect())
     }
 
     /// Like [`StoreReader::events_after`], with each event's stored JSON
@@ -533,6 +518,9 @@ impl StoreReader {
         after: u64,
         limit: usize,
     ) -> Result<Vec<Recorded>, StoreError> {
+        // The limit is part of the SQL text, not a bound parameter: SQLite
+        // plans a bound LIMIT with its value, so re-binding it would make
+        // the cached statement re-prepare on every call.
         let sql = format!(
             "SELECT json FROM events WHERE seq > ?1
                AND (?2 IS NULL OR session = ?2)
