@@ -565,6 +565,22 @@ async fn follow(
 /// when there was nothing (timeout, superseded, or the daemon went away).
 /// `deliver` hands the framed text on; only when it succeeds are the events
 /// it held acknowledged.
+/// A `wait` for what `consumer` has now, without waiting (the hooks that
+/// run at a point of the turn); `all`: every unacknowledged event, not only
+/// up to the last one that wakes.
+pub(crate) fn take_now(session: String, consumer: &str, all: bool) -> Request {
+    Request::Wait {
+        session,
+        consumer: consumer.to_string(),
+        timeout_ms: Some(0),
+        follow: false,
+        exclusive: false,
+        all,
+        fallback: false,
+        monitor: None,
+    }
+}
+
 pub(crate) async fn take_batch(
     paths: &Paths,
     mut conn: Connection,
@@ -663,17 +679,8 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
         return Ok(0);
     }
     let session = session_for(paths, explicit, &input)?;
-    let request = Request::Wait {
-        session,
-        consumer: consumer.to_string(),
-        timeout_ms: Some(0),
-        follow: false,
-        exclusive: false,
-        // The end of the turn: events that did not wake are read now.
-        all: true,
-        fallback: false,
-        monitor: None,
-    };
+    // The end of the turn: events that did not wake are read now.
+    let request = take_now(session, consumer, true);
     take_batch(paths, connect(paths).await?, request, |text| {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", stop_output(text))?;

@@ -45,7 +45,6 @@ use std::io::Write;
 
 use serde_json::json;
 use wakeful_client::{connect_existing, Paths};
-use wakeful_protocol::Request;
 
 use crate::claude_mode::{nearest_ancestor, AgentProgram};
 use crate::hook::{self, HookInput};
@@ -164,16 +163,7 @@ async fn drain(
     all: bool,
     render: fn(&str) -> String,
 ) -> Result<u8, Failure> {
-    let request = Request::Wait {
-        session,
-        consumer: consumer.to_string(),
-        timeout_ms: Some(0),
-        follow: false,
-        exclusive: false,
-        all,
-        fallback: false,
-        monitor: None,
-    };
+    let request = hook::take_now(session, consumer, all);
     // A hook that runs after every tool call does not start a daemon: with
     // none running, nothing is delivered now (what is stored waits for the
     // next hook after any wakeful command started it).
