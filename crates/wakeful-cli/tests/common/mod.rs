@@ -202,3 +202,45 @@ pub fn run_e2e(name: &str, args: &[&std::ffi::OsStr], limit: Duration) -> E2e {
         out,
     }
 }
+
+/// Runs the end-to-end harness `tests/e2e/<name>/` against the real agent
+/// that the environment variable `var` names (passed as `flag`), and checks
+/// that every one of `scenarios` printed `PASS <scenario>` and that stdout
+/// names `version` (the pinned release). Without `var` it is skipped with a
+/// message, except under CI (which installs the agent): there it fails.
+pub fn e2e_scenarios(
+    name: &str,
+    var: &str,
+    flag: &str,
+    scenarios: &[&str],
+    version: &str,
+    limit: Duration,
+) {
+    let Some(agent) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{var} is not set in CI: .ci/run installs {name} and sets it"
+        );
+        eprintln!("skipped: set {var} to the {name} executable ({version}) to run it");
+        return;
+    };
+    let E2e {
+        status,
+        stdout,
+        stderr,
+        out,
+    } = run_e2e(name, &[std::ffi::OsStr::new(flag), &agent], limit);
+    assert!(
+        status.success(),
+        "the {name} end-to-end run failed ({status}); logs in {}\n{stdout}\n{stderr}",
+        out.display()
+    );
+    for scenario in scenarios {
+        assert!(
+            stdout.contains(&format!("PASS {scenario} ")),
+            "{scenario} did not pass:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains(version), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
+}
