@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import signal
@@ -55,6 +54,9 @@ import threading
 import time
 from pathlib import Path
 
+# Shared with the daemon benchmark (same folder).
+from daemon_bench import BenchTimeout, kill_by_env, pct
+
 REPO = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WALL_LIMIT_S = 300
@@ -62,18 +64,8 @@ PROBES = 10
 PROBE_EVERY_S = 0.2
 
 
-class BenchTimeout(Exception):
-    pass
-
-
 def _alarm(_signum, _frame):
     raise BenchTimeout(f"benchmark exceeded {WALL_LIMIT_S} s")
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))
-    return s[k]
 
 
 def cpu_ticks(pid: int) -> int:
@@ -113,27 +105,6 @@ def status_kb(pid: int, key: str) -> int:
     except OSError:
         pass
     return 0
-
-
-def kill_by_env(name: str, value: str) -> int:
-    needle = f"{name}={value}".encode() + b"\0"
-    me = os.getpid()
-    n = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open(f"/proc/{d}/environ", "rb") as f:
-                env = f.read() + b"\0"
-        except OSError:
-            continue
-        if b"\0" + needle in b"\0" + env:
-            try:
-                os.kill(int(d), signal.SIGKILL)
-                n += 1
-            except ProcessLookupError:
-                pass
-    return n
 
 
 class Home:
