@@ -29,18 +29,14 @@ Every request is logged to the --log file as one JSON line:
    | "side", "user": newest user message text, "answer": what was answered,
    "body": the request body}
 """
-import argparse
 import json
-import re
+import os
 import sys
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-START = time.time()
-LOCK = threading.Lock()
-STATE = {"n": 0, "log": None, "rules": []}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fake_model import JsonHandler, log, serve, turn_answer  # noqa: E402
 
 
 def text_of(content):
@@ -103,13 +99,7 @@ def decide(body):
     items = body.get("input") or []
     if isinstance(items, list) and items and is_tool_output(items[-1]):
         return "tool-output", {"text": "done"}
-    user = newest_user_text(body)
-    for rule in STATE["rules"]:
-        if re.search(rule["match"], user):
-            if "shell" in rule:
-                return "turn", {"shell": rule["shell"]}
-            return "turn", {"text": rule.get("text", "ok")}
-    return "turn", {"text": "ok"}
+    return turn_answer(newest_user_text(body))
 
 
 def output_item(body, answer):
@@ -144,40 +134,16 @@ def sse(body, item):
     return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
 
 
-def log(entry):
-    with LOCK:
-        entry = dict(i=STATE["n"], t=round(time.time() - START, 3), **entry)
-        STATE["n"] += 1
-        with open(STATE["log"], "a") as f:
-            f.write(json.dumps(entry) + "\n")
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def reply(self, data, ctype="application/json"):
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         if self.path.split("?")[0].endswith("/models"):
             return self.reply(b'{"models": [], "data": []}')
         self.reply(b"{}")
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = self.body()
         if not self.path.split("?")[0].endswith("/responses"):
             return self.reply(b"{}")
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = {}
         kind, answer = decide(body)
         try:
             turn = json.loads(self.headers.get("x-codex-turn-metadata") or "{}").get("turn_id")
@@ -192,34 +158,10 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(sse(body, item), "text/event-stream")
 
 
-def dump(path):
-    for line in open(path):
-        e = json.loads(line)
-        print(f"[{e['i']} +{e['t']}s] thread={e['thread']} turn={e['turn']} {e['kind']} "
-              f"user={e['user'][-100:]!r} answer={e['answer']}")
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--log", help="request log (JSONL)")
-    ap.add_argument("--rules", default="[]", help="JSON list of rules, see above")
-    ap.add_argument("--dump", metavar="LOG", help="summarise a request log and exit")
-    args = ap.parse_args()
-    if args.dump:
-        return dump(args.dump)
-    if not args.log:
-        ap.error("--log is required")
-    STATE["log"] = args.log
-    STATE["rules"] = json.loads(args.rules)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+def dump(e):
+    return (f"[{e['i']} +{e['t']}s] thread={e['thread']} turn={e['turn']} {e['kind']} "
+            f"user={e['user'][-100:]!r} answer={e['answer']}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(__doc__, Handler, dump))

@@ -30,17 +30,12 @@ Every request is logged to the --log file as one JSON line:
   {"i": n, "t": seconds since start, "path", "kind": "turn" | "tool-output" | "side",
    "user": text of the newest content, "answer": what was answered, "body": the body}
 """
-import argparse
 import json
-import re
+import os
 import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-START = time.time()
-LOCK = threading.Lock()
-STATE = {"n": 0, "log": None, "rules": []}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fake_model import JsonHandler, log, serve, turn_answer  # noqa: E402
 
 
 def content_text(content):
@@ -103,13 +98,7 @@ def decide(body):
     last = newest(body)
     if is_function_response(last):
         return "tool-output", {"text": "done"}
-    user = content_text(last)
-    for rule in STATE["rules"]:
-        if re.search(rule["match"], user):
-            if "shell" in rule:
-                return "turn", {"shell": rule["shell"]}
-            return "turn", {"text": rule.get("text", "ok")}
-    return "turn", {"text": "ok"}
+    return turn_answer(content_text(last))
 
 
 def response(answer):
@@ -126,38 +115,14 @@ def response(answer):
             "modelVersion": "gemini-fake"}
 
 
-def log(entry):
-    with LOCK:
-        entry = dict(i=STATE["n"], t=round(time.time() - START, 3), **entry)
-        STATE["n"] += 1
-        with open(STATE["log"], "a") as f:
-            f.write(json.dumps(entry) + "\n")
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def reply(self, data, ctype="application/json"):
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         log({"path": self.path, "kind": "get", "user": "", "answer": None, "body": None})
         self.reply(b'{"models": []}')
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = self.body()
         path = self.path.split("?")[0]
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = {}
         if path.endswith(":countTokens"):
             log({"path": self.path, "kind": "count", "user": "", "answer": None, "body": body})
             return self.reply(b'{"totalTokens": 10}')
@@ -173,33 +138,10 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(data.encode())
 
 
-def dump(path):
-    for line in open(path):
-        e = json.loads(line)
-        print(f"[{e['i']} +{e['t']}s] {e['kind']} {e['path'].split('/')[-1]} "
-              f"user={e['user'][-120:]!r} answer={e['answer']}")
-
-
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--log")
-    p.add_argument("--rules", default="[]")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--dump")
-    a = p.parse_args()
-    if a.dump:
-        return dump(a.dump)
-    if not a.log:
-        p.error("--log is required")
-    STATE["log"] = a.log
-    STATE["rules"] = json.loads(a.rules)
-    server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+def dump(e):
+    return (f"[{e['i']} +{e['t']}s] {e['kind']} {e['path'].split('/')[-1]} "
+            f"user={e['user'][-120:]!r} answer={e['answer']}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(__doc__, Handler, dump))
