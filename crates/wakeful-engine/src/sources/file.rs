@@ -7,6 +7,9 @@
 //!   another file of the same directory wakes nobody, so twenty followers of
 //!   twenty files in one directory wake once per line, not twenty times. A
 //!   change wakes the follower, which then reads everything new. No polling.
+//!   When the file itself cannot be watched (the system's inotify watch
+//!   limit), the directory watch reports writes too, with a warning in the
+//!   log: slower, never deaf.
 //! - Rotation (the path now names another file): the old file is read to its
 //!   end, then the new one from its start.
 //! - Truncation (the file got shorter than what was read): reading restarts at
@@ -39,8 +42,16 @@ pub(crate) struct Follower {
     identity: Option<(u64, u64)>,
     offset: u64,
     events: EventStream<Vec<u8>>,
+    /// The followed file's directory.
+    dir: PathBuf,
     /// The watch on the open file (writes, truncation, attributes).
     file_watch: Option<WatchDescriptor>,
+    /// The directory watch reports writes too: a watch on the file itself
+    /// could not be added (the system's inotify watch limit, say).
+    dir_reports_writes: bool,
+    /// Makes the file watch fail, to test the fallback.
+    #[cfg(test)]
+    refuse_file_watch: bool,
     /// inotify events read so far (each one a wake-up of this task).
     #[cfg(test)]
     seen: usize,
@@ -87,7 +98,11 @@ impl Follower {
             identity: None,
             offset: 0,
             events,
+            dir,
             file_watch: None,
+            dir_reports_writes: false,
+            #[cfg(test)]
+            refuse_file_watch: false,
             #[cfg(test)]
             seen: 0,
             buf: vec![0; READ_CHUNK],
@@ -114,7 +129,30 @@ impl Follower {
             // Gone already when the old file was deleted.
             let _ = watches.remove(old);
         }
-        self.file_watch = watches.add(&self.path, FILE_MASK).ok();
+        #[cfg(test)]
+        let added = match self.refuse_file_watch {
+            true => Err(std::io::Error::other("the inotify watch limit (a test)")),
+            false => watches.add(&self.path, FILE_MASK),
+        };
+        #[cfg(not(test))]
+        let added = watches.add(&self.path, FILE_MASK);
+        match added {
+            Ok(wd) => self.file_watch = Some(wd),
+            // Not there (yet): the directory watch sees it come.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if !self.dir_reports_writes => {
+                // Never miss a write: the directory watch reports the
+                // writes of every file in it, as it did before file watches.
+                tracing::warn!(
+                    "cannot watch {} itself ({e}); watching the writes of its whole directory instead",
+                    self.path.display()
+                );
+                if watches.add(&self.dir, DIR_MASK | FILE_MASK).is_ok() {
+                    self.dir_reports_writes = true;
+                }
+            }
+            Err(_) => {}
+        }
     }
 
     /// Reads what is new into the buffer, following rotation and
@@ -215,6 +253,23 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+
+    #[tokio::test]
+    async fn without_a_watch_on_the_file_its_directory_reports_the_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.log");
+        append(&ours, "before\n");
+        let mut f = Follower::new(ours.clone()).unwrap();
+        // As if the watch limit had been reached when the file was watched.
+        f.refuse_file_watch = true;
+        f.watch_file();
+        assert!(f.file_watch.is_none() && f.dir_reports_writes);
+        // The old watch's removal is an event: taken first, so that only a
+        // write can wake the follower below.
+        f.changed().await.unwrap();
+        let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "line\n") });
+        assert_eq!(got, "line\n");
+    }
 
     fn append(path: &std::path::Path, text: &str) {
         let mut f = std::fs::OpenOptions::new()
