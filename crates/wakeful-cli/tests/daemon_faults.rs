@@ -393,3 +393,66 @@ fn the_daemon_log_says_what_happened() {
         "debug lines with WAKEFUL_LOG=debug"
     );
 }
+
+/// An event is handed out once it is in the store's redo log; the tables
+/// get it a moment later (here the fold is held back for ten minutes). A
+/// daemon killed with SIGKILL in between loses nothing: the next daemon
+/// puts the event into the tables under the seq its reader saw, says so in
+/// its log, and numbers on after it.
+#[test]
+fn an_event_a_reader_saw_survives_kill_9_before_it_reached_the_tables() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[store]\nfold_delay_ms = 600000\n",
+    )
+    .unwrap();
+    let fifo = home.path().join("in.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    home.json(&[
+        "start",
+        "--batch-ms",
+        "0",
+        "--",
+        "cat",
+        fifo.to_str().unwrap(),
+    ]);
+    // Read and write: opening does not wait for the monitor's `cat`.
+    let mut writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let mut follower = home
+        .cmd(&["--json", "events", "--follow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+    writeln!(writer, "survivor").unwrap();
+    let seen = loop {
+        let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if v["kind"] == "lines" {
+            break v;
+        }
+    };
+    let pid = home.daemon_pid().unwrap();
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    assert!(eventually(Duration::from_secs(10), || !alive(pid)));
+    let _ = follower.kill();
+    let _ = follower.wait();
+
+    // The next daemon starts with this command.
+    let events = home.json_lines(&["events"]);
+    let again: Vec<&Value> = events.iter().filter(|e| e["kind"] == "lines").collect();
+    assert_eq!(again.len(), 1, "{events:?}");
+    assert_eq!(again[0]["seq"], seen["seq"]);
+    assert_eq!(again[0]["text"], "survivor");
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let log = std::fs::read_to_string(home.path().join("daemon.log")).unwrap();
+    assert!(
+        log.contains("events from the redo log into the database"),
+        "the log does not say the event came from the redo log:\n{log}"
+    );
+}

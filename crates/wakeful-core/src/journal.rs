@@ -155,7 +155,25 @@ pub trait Journal: Send + 'static {
     /// Takes a batch of entries, in order, and returns the events among them
     /// with their `seq`. On error nothing of the batch was kept, and the
     /// same batch is offered again.
+    /// The events it returns are in the log: a journal that persists them
+    /// has them where a crash of the process cannot take them back.
     fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError>;
+
+    /// Whether entries taken by `append` wait for [`Journal::flush`]:
+    /// durable, but not yet where the journal keeps them for good (a
+    /// store: its redo log, not yet its tables).
+    fn needs_flush(&self) -> bool {
+        false
+    }
+
+    /// Finishes what `append` began for every entry that waits. Callers
+    /// choose the moment (the engine: shortly after the append, once the
+    /// readers it woke have run); a journal must also stay correct if it
+    /// never comes. On error the entries keep waiting and the next flush
+    /// tries again.
+    fn flush(&mut self) -> Result<(), JournalError> {
+        Ok(())
+    }
 }
 
 /// The in-memory journal of an embedded registry: numbers events from 1 and

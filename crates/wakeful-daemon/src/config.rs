@@ -16,6 +16,9 @@ pub struct Config {
     /// How monitors are stopped.
     #[serde(default)]
     pub monitors: MonitorDefaults,
+    /// The store.
+    #[serde(default)]
+    pub store: StoreOptions,
     /// Which private addresses network sources may reach.
     #[serde(default)]
     pub network: Network,
@@ -89,6 +92,24 @@ impl Default for MonitorDefaults {
         MonitorDefaults {
             grace_ms: 2_000,
             cgroups: true,
+        }
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreOptions {
+    /// Milliseconds an event waits in the redo log (durable already) before
+    /// it is put into the database's tables, in one transaction with every
+    /// other waiting event (default 50). Reads never see the difference.
+    pub fold_delay_ms: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            fold_delay_ms: wakeful_engine::DEFAULT_FOLD_DELAY.as_millis() as u64,
         }
     }
 }

@@ -251,11 +251,18 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     })?;
     let launch_net = net.clone();
     let (mut writer, reader) = wakeful_store::open(&paths.database())?;
+    if writer.recovered() > 0 {
+        tracing::warn!(
+            "put {} events from the redo log into the database (the daemon before ended after handing them out, before they were in the tables)",
+            writer.recovered()
+        );
+    }
     let to_rearm = recover(&mut writer, &reader, cgroups.as_ref())?;
     let latest = reader.latest_seq()?;
 
     let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
     let hub = wakeful_engine::Hub::new(writer, latest, Some(replay));
+    hub.set_fold_delay(Duration::from_millis(config.store.fold_delay_ms));
     let registry = MonitorRegistry::with_hub(
         RegistryConfig {
             session: wakeful_core::session::DEFAULT_SESSION.into(),

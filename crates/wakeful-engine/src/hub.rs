@@ -24,7 +24,7 @@
 //! journal that stored it ([`Committed::json`]).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -36,6 +36,14 @@ use wakeful_core::Event;
 const RING_EVENTS: usize = 1024;
 /// Bytes of event text kept in memory for followers that catch up.
 const RING_BYTES: usize = 8 * 1024 * 1024;
+/// How long after handing out events the journal is flushed (the store:
+/// folds its redo log into its tables, one transaction for everything
+/// waiting). A line's reader is often woken on the daemon's processor:
+/// flushing at once would make it wait for the transaction; and a
+/// transaction for every line cost as much as the rest of the line's way.
+/// Nothing is at risk meanwhile: the events are durable, and every read of
+/// the store flushes first.
+pub const DEFAULT_FOLD_DELAY: Duration = Duration::from_millis(50);
 /// Events a follower may have waiting before it is marked lagged.
 const FOLLOWER_QUEUE: usize = 4096;
 /// Events read from the ring or the store at a time while catching up.
@@ -166,6 +174,9 @@ struct Inner {
     latest: watch::Sender<u64>,
     replay: Option<Arc<dyn Replay>>,
     failures: AtomicU64,
+    /// A caller of [`Hub::claim_flush`] will flush.
+    flush_claimed: AtomicBool,
+    fold_delay_ms: AtomicU64,
 }
 
 /// The event hub; see the module docs. Cloning gives another handle.
@@ -200,6 +211,8 @@ impl Hub {
                 latest: watch::channel(latest).0,
                 replay,
                 failures: AtomicU64::new(0),
+                flush_claimed: AtomicBool::new(false),
+                fold_delay_ms: AtomicU64::new(DEFAULT_FOLD_DELAY.as_millis() as u64),
             }),
         }
     }
@@ -218,6 +231,41 @@ impl Hub {
     /// it took it).
     pub fn failures(&self) -> u64 {
         self.inner.failures.load(Ordering::SeqCst)
+    }
+
+    /// When the caller should call [`Hub::flush`], from now: `Some` when
+    /// the journal holds appended entries that wait for it (see
+    /// [`Journal::needs_flush`]) and no other caller has taken that on
+    /// since the last flush. One flush at a time is scheduled, for all.
+    pub fn claim_flush(&self) -> Option<Duration> {
+        let due = lock(&self.inner.journal).needs_flush()
+            && !self.inner.flush_claimed.swap(true, Ordering::SeqCst);
+        due.then(|| Duration::from_millis(self.inner.fold_delay_ms.load(Ordering::Relaxed)))
+    }
+
+    /// How long after an append the journal is flushed (default
+    /// [`DEFAULT_FOLD_DELAY`]).
+    pub fn set_fold_delay(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.inner.fold_delay_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Lets the journal finish its appends (the store folds its redo log
+    /// into its tables). Monitors call it a moment after their events were
+    /// handed out (the delay [`Hub::claim_flush`] gives), so that the readers
+    /// those events woke run first, and one transaction takes the events of
+    /// many lines. A failure is counted and logged; the
+    /// entries stay durable and wait for the next flush.
+    pub fn flush(&self) {
+        self.inner.flush_claimed.store(false, Ordering::SeqCst);
+        let flushed = lock(&self.inner.journal).flush();
+        if let Err(e) = flushed {
+            let n = self.inner.failures.fetch_add(1, Ordering::SeqCst) + 1;
+            tracing::error!(
+                "the event journal failed to finish its appends ({n} failures so far): {e}; \
+                 they are safe and wait for the next try"
+            );
+        }
     }
 
     /// Commits `entries` (see the module docs) and returns once they are
@@ -250,10 +298,12 @@ impl Hub {
         let _ = self.append(Vec::new()).await;
     }
 
-    /// Stops taking entries (what was appended is committed first); every
-    /// follower ends with [`FollowError::Closed`] once it has read all.
+    /// Stops taking entries (what was appended is committed and flushed
+    /// first); every follower ends with [`FollowError::Closed`] once it has
+    /// read all.
     pub async fn close(&self) {
         self.sync().await;
+        self.flush();
         let followers = {
             let mut st = lock(&self.inner.state);
             st.closed = true;
@@ -778,5 +828,67 @@ mod tests {
         assert_eq!(f.next().await.unwrap().seq(), 1);
         assert_eq!(f.next().await.unwrap_err(), FollowError::Closed);
         assert_eq!(hub.append(vec![entry("a", 2)]).await, Err(Closed));
+    }
+
+    /// A journal whose appends wait for a flush, counting flushes (and
+    /// failing the first `fail` of them).
+    struct TwoStep {
+        waiting: usize,
+        flushes: Arc<AtomicU64>,
+        fail: u32,
+        inner: MemoryJournal,
+    }
+
+    impl Journal for TwoStep {
+        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+            self.waiting += batch.len();
+            self.inner.append(batch)
+        }
+
+        fn needs_flush(&self) -> bool {
+            self.waiting > 0
+        }
+
+        fn flush(&mut self) -> Result<(), JournalError> {
+            if self.fail > 0 {
+                self.fail -= 1;
+                return Err(JournalError::Store("disk full (test)".into()));
+            }
+            self.flushes.fetch_add(1, Ordering::SeqCst);
+            self.waiting = 0;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn one_flush_at_a_time_is_claimed_and_closing_flushes() {
+        let flushes = Arc::new(AtomicU64::new(0));
+        let hub = Hub::new(
+            TwoStep {
+                waiting: 0,
+                flushes: flushes.clone(),
+                fail: 1,
+                inner: MemoryJournal::default(),
+            },
+            0,
+            None,
+        );
+        assert_eq!(hub.claim_flush(), None, "nothing waits");
+        hub.append(vec![entry("a", 1)]).await.unwrap();
+        assert_eq!(hub.claim_flush(), Some(DEFAULT_FOLD_DELAY));
+        hub.append(vec![entry("a", 2)]).await.unwrap();
+        assert_eq!(hub.claim_flush(), None, "claimed already");
+        // A failed flush is counted; the entries wait, and can be claimed
+        // again.
+        hub.flush();
+        assert_eq!(hub.failures(), 1);
+        hub.set_fold_delay(Duration::from_millis(7));
+        assert_eq!(hub.claim_flush(), Some(Duration::from_millis(7)));
+        hub.flush();
+        assert_eq!(flushes.load(Ordering::SeqCst), 1);
+        assert_eq!(hub.claim_flush(), None);
+        hub.append(vec![entry("a", 3)]).await.unwrap();
+        hub.close().await;
+        assert_eq!(flushes.load(Ordering::SeqCst), 2, "closing flushes");
     }
 }

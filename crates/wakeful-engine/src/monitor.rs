@@ -208,6 +208,8 @@ async fn drive<S: InputSource>(
     let mut suspended = false;
     let mut stopping = false;
     let mut failure: Option<String> = None;
+    // When the journal should finish what this monitor's events began.
+    let mut fold_at: Option<tokio::time::Instant> = None;
     // A stop requested before the source even started.
     let early = stop_rx.borrow_and_update().clone();
     let mut control = early;
@@ -238,6 +240,11 @@ async fn drive<S: InputSource>(
             .map(tokio::time::Instant::from_std);
         let mut step = Step::default();
         tokio::select! {
+            _ = sleep_until_opt(fold_at), if fold_at.is_some() => {
+                fold_at = None;
+                feed.hub.flush();
+                continue;
+            }
             changed = stop_rx.changed(), if !stopping => {
                 control = if changed.is_ok() {
                     stop_rx.borrow().clone()
@@ -267,23 +274,34 @@ async fn drive<S: InputSource>(
                 step = feed.machine.on_tick(Instant::now());
             }
         }
+        let emitted = !step.emits.is_empty();
         feed.emit(step.emits).await;
-    }
-    src.close().await;
-    if suspended {
-        return;
-    }
-    let now = Instant::now();
-    for stream in [Stream::Stdout, Stream::Stderr] {
-        if let Ok(step) = feed.end_stream(now, stream) {
-            feed.emit(step.emits).await;
+        if emitted && fold_at.is_none() {
+            fold_at = feed
+                .hub
+                .claim_flush()
+                .map(|delay| tokio::time::Instant::now() + delay);
         }
     }
-    // A decided stop (user, timeout, until…) wins over how the source ended.
-    let Ended { end, survivors } = ended.unwrap_or_else(|| SourceEnd::Exited(0).into());
-    let end = match failure {
-        Some(f) => SourceEnd::Failed(f),
-        None => end,
-    };
-    feed.finish_with(end, survivors).await;
+    src.close().await;
+    if !suspended {
+        let now = Instant::now();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            if let Ok(step) = feed.end_stream(now, stream) {
+                feed.emit(step.emits).await;
+            }
+        }
+        // A decided stop (user, timeout, until…) wins over how the source ended.
+        let Ended { end, survivors } = ended.unwrap_or_else(|| SourceEnd::Exited(0).into());
+        let end = match failure {
+            Some(f) => SourceEnd::Failed(f),
+            None => end,
+        };
+        feed.finish_with(end, survivors).await;
+    }
+    // A flush this monitor took on must not end with it; its last events
+    // are in the tables when it is gone.
+    if fold_at.is_some() || feed.hub.claim_flush().is_some() {
+        feed.hub.flush();
+    }
 }

@@ -5,12 +5,16 @@
 //! database in WAL mode.
 //!
 //! - [`StoreWriter`] is the only writer. It implements the engine's
-//!   [`Journal`]: each batch of entries is one transaction, events get their
-//!   `seq` (global, strictly increasing, never reused: events are never
-//!   deleted) and monitor rows follow their events (a final event ends the
-//!   monitor's row).
+//!   [`Journal`](wakeful_core::journal::Journal): events get their `seq`
+//!   (global, strictly increasing, never reused: events are never deleted)
+//!   and are durable once they are in the *redo log* ([`redo`]: one write),
+//!   which is when they are handed out; they are put into the tables a
+//!   moment later (`Journal::flush`), and monitor rows follow their events
+//!   (a final event ends the monitor's row). Other entries are written in a
+//!   transaction of their own, after every event appended before them.
 //! - [`StoreReader`] answers queries from any task; WAL lets it read while
-//!   the writer writes.
+//!   the writer writes. A read first puts whatever the redo log holds
+//!   beyond the tables into them: every query sees every event handed out.
 //!
 //! Events recorded elsewhere (`wakeful import`) keep their *origin*
 //! (`<host>/<seq there>`) in the nullable `origin` column, under a UNIQUE
@@ -19,14 +23,15 @@
 //!
 //! The cluster link (docs/CLUSTER.md) ships this host's own events (those
 //! without an origin) in seq order; its cursor, the *shipped mark*, is a row
-//! of `marks` written through the same writer ([`JournalEntry::Shipped`])
+//! of `marks` written through the same writer ([`JournalEntry::Shipped`](wakeful_core::journal::JournalEntry::Shipped))
 //! and read with [`StoreReader::shipped_mark`] and
 //! [`StoreReader::local_events_after`].
 //!
 //! Durability: `synchronous = NORMAL` in WAL mode. A committed transaction
-//! survives the daemon being killed (even `kill -9`): it is in the WAL file.
-//! Only an operating-system crash or power loss may lose the last
-//! transactions.
+//! survives the daemon being killed (even `kill -9`): it is in the WAL file;
+//! so does an event in the redo log: opening the store puts it into the
+//! tables. Only an operating-system crash or power loss may lose the last
+//! events.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,9 +39,16 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
-use wakeful_core::journal::{Journal, JournalEntry, JournalError, Recorded, Registration};
+use wakeful_core::journal::Recorded;
 use wakeful_core::terminal::TerminalInfo;
-use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorState};
+use wakeful_core::{Event, MonitorInfo, MonitorSpec};
+
+pub mod redo;
+mod writer;
+
+use redo::Redo;
+use writer::Shared;
+pub use writer::StoreWriter;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -128,6 +140,14 @@ pub enum StoreError {
         /// The error.
         source: rusqlite::Error,
     },
+    /// The redo log could not be read or written.
+    #[error("redo log {path}: {source}; check disk space and permissions of the state directory")]
+    Io {
+        /// The redo log.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
     /// A stored row is not what this version wrote.
     #[error("database {path} holds a row this version cannot read ({detail}); it may come from a newer wakeful")]
     Corrupt {
@@ -171,230 +191,61 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Opens (creating it) the database at `path`: its one writer and a reader.
+/// Events that reached the redo log but not the tables (the daemon was
+/// killed in between) are put in first.
 pub fn open(path: &Path) -> Result<(StoreWriter, StoreReader), StoreError> {
+    let sqlite = |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
     let conn = open_conn(path)?;
     conn.execute_batch(SCHEMA)
         .and_then(|()| migrate(&conn))
-        .map_err(|source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .map_err(sqlite)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     }
-    let reader = StoreReader {
-        conn: Arc::new(Mutex::new(open_conn(path)?)),
-        path: path.to_path_buf(),
+    let redo_path = redo_path(path);
+    let io = |source| StoreError::Io {
+        path: redo_path.clone(),
+        source,
     };
-    let next_seq = reader.latest_seq()? + 1;
-    Ok((
-        StoreWriter {
-            conn,
-            path: path.to_path_buf(),
-            next_seq,
-        },
-        reader,
-    ))
-}
-
-/// The single writer; see the crate docs.
-pub struct StoreWriter {
-    conn: Connection,
-    path: PathBuf,
-    next_seq: u64,
-}
-
-impl StoreWriter {
-    fn sql(&self, source: rusqlite::Error) -> JournalError {
-        JournalError::Store(format!("{}: {source}", self.path.display()))
-    }
-
-    fn write_batch(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, rusqlite::Error> {
-        let tx = self.conn.transaction()?;
-        let mut out = Vec::new();
-        let mut seq = self.next_seq;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO events(seq, session, monitor_id, kind, json) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for entry in batch {
-                match entry {
-                    JournalEntry::Event(p) => {
-                        let event = p.clone().with_seq(seq);
-                        let json = serde_json::to_string(&event)
-                            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-                        insert.execute(params![
-                            seq as i64,
-                            event.session,
-                            event.monitor_id,
-                            event.kind().as_str(),
-                            json
-                        ])?;
-                        monitor_follows_event(&tx, &event)?;
-                        out.push(Recorded {
-                            event,
-                            json: Some(json),
-                        });
-                        seq += 1;
-                    }
-                    JournalEntry::Imported { origin, event } => {
-                        let event = event.clone().with_seq(seq);
-                        let json = to_json(&event)?;
-                        // One event per origin: a second import passes over it.
-                        let stored = tx
-                            .prepare_cached(
-                                "INSERT INTO events(seq, session, monitor_id, kind, json, origin)
-                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                                 ON CONFLICT(origin) WHERE origin IS NOT NULL DO NOTHING",
-                            )?
-                            .execute(params![
-                                seq as i64,
-                                event.session,
-                                event.monitor_id,
-                                event.kind().as_str(),
-                                json,
-                                origin
-                            ])?;
-                        if stored == 0 {
-                            continue;
-                        }
-                        monitor_follows_event(&tx, &event)?;
-                        out.push(Recorded {
-                            event,
-                            json: Some(json),
-                        });
-                        seq += 1;
-                    }
-                    JournalEntry::Registered(r) => {
-                        let Registration {
-                            info,
-                            spec,
-                            base_env,
-                            base_cwd,
-                        } = r.as_ref();
-                        tx.execute(
-                            "INSERT OR REPLACE INTO monitors(id, session, info, spec, base_env, base_cwd, running, persistent)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7)",
-                            params![
-                                info.id,
-                                info.session,
-                                to_json(info)?,
-                                to_json(spec)?,
-                                base_env.as_ref().map(to_json).transpose()?,
-                                base_cwd.as_ref().map(|p| p.display().to_string()),
-                                info.persistent,
-                                info.is_active()
-                            ],
-                        )?;
-                    }
-                    JournalEntry::Spawned {
-                        monitor_id,
-                        pid,
-                        start_ticks,
-                    } => {
-                        tx.execute(
-                            "UPDATE monitors SET pid = ?2, start_ticks = ?3 WHERE id = ?1",
-                            params![monitor_id, pid, *start_ticks as i64],
-                        )?;
-                    }
-                    JournalEntry::Counters {
-                        monitor_id,
-                        events,
-                        lines,
-                        suppressed_lines,
-                    } => {
-                        update_info(&tx, monitor_id, |info| {
-                            info.events = *events;
-                            info.lines = *lines;
-                            info.suppressed_lines = *suppressed_lines;
-                        })?;
-                    }
-                    JournalEntry::Ack {
-                        session,
-                        consumer,
-                        seq,
-                    } => {
-                        tx.prepare_cached(
-                            "INSERT INTO cursors(session, consumer, seq) VALUES (?1, ?2, ?3)
-                             ON CONFLICT(session, consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
-                        )?
-                        .execute(params![session, consumer, *seq as i64])?;
-                    }
-                    JournalEntry::Terminal(t) => {
-                        tx.execute(
-                            "INSERT OR REPLACE INTO terminals(id, session, info, running) VALUES (?1, ?2, ?3, ?4)",
-                            params![t.id, t.session, to_json(t)?, t.state == MonitorState::Running],
-                        )?;
-                    }
-                    JournalEntry::Shipped { seq } => {
-                        tx.prepare_cached(
-                            "INSERT INTO marks(name, seq) VALUES ('shipped', ?1)
-                             ON CONFLICT(name) DO UPDATE SET seq = max(seq, excluded.seq)",
-                        )?
-                        .execute([*seq as i64])?;
-                    }
-                    JournalEntry::WakeRoute { session, route } => match route {
-                        Some(r) => {
-                            tx.execute(
-                                "INSERT OR REPLACE INTO wake_routes(session, route) VALUES (?1, ?2)",
-                                params![session, r],
-                            )?;
-                        }
-                        None => {
-                            tx.execute("DELETE FROM wake_routes WHERE session = ?1", [session])?;
-                        }
-                    },
-                }
-            }
+    let (mut redo, held) = Redo::open(&redo_path).map_err(io)?;
+    let latest = latest_seq(&conn).map_err(sqlite)?;
+    let recovered = redo::beyond(&held, latest);
+    if !recovered.is_empty() {
+        let tx = conn.unchecked_transaction().map_err(sqlite)?;
+        for (event, json) in &recovered {
+            writer::insert_event(&tx, event, json).map_err(sqlite)?;
         }
-        tx.commit()?;
-        self.next_seq = seq;
-        Ok(out)
+        tx.commit().map_err(sqlite)?;
     }
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, rusqlite::Error> {
-    serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-}
-
-fn update_info(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-    f: impl FnOnce(&mut MonitorInfo),
-) -> Result<(), rusqlite::Error> {
-    // Cached statements: this runs with every event (its counters).
-    let row: Option<String> = tx
-        .prepare_cached("SELECT info FROM monitors WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
-    let Some(json) = row else { return Ok(()) };
-    let Ok(mut info) = serde_json::from_str::<MonitorInfo>(&json) else {
-        return Ok(());
+    redo.clear().map_err(io)?;
+    let next_seq = latest + recovered.len() as u64 + 1;
+    let reader_conn = open_conn(path)?;
+    let (writer, shared) = StoreWriter::start(conn, path, redo, next_seq, recovered.len() as u64);
+    let reader = StoreReader {
+        conn: Arc::new(Mutex::new(reader_conn)),
+        path: path.to_path_buf(),
+        writer: shared,
     };
-    f(&mut info);
-    tx.prepare_cached("UPDATE monitors SET info = ?2, running = ?3 WHERE id = ?1")?
-        .execute(params![id, to_json(&info)?, info.is_active()])?;
-    Ok(())
+    Ok((writer, reader))
 }
 
-fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<(), rusqlite::Error> {
-    match e.body.stop_reason() {
-        Some(reason) => update_info(tx, &e.monitor_id, |info| {
-            info.state = MonitorState::Ended;
-            info.stop_reason = Some(reason);
-            info.survivors = e.body.survivors().to_vec();
-            info.ended_at = Some(e.ts);
-        }),
-        None => Ok(()),
-    }
+/// The redo log of the database at `path` (see [`redo`]).
+pub fn redo_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-redo");
+    PathBuf::from(name)
 }
 
-impl Journal for StoreWriter {
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
-        self.write_batch(batch).map_err(|e| self.sql(e))
-    }
+fn latest_seq(conn: &Connection) -> Result<u64, rusqlite::Error> {
+    conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|v| v as u64)
 }
 
 /// One of this host's own events as stored (see
@@ -416,6 +267,7 @@ pub struct LocalEvent {
 pub struct StoreReader {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    writer: Arc<Shared>,
 }
 
 impl StoreReader {
@@ -423,6 +275,11 @@ impl StoreReader {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
     ) -> Result<T, StoreError> {
+        // Every event handed out is in the tables before anything is read.
+        self.writer.fold().map_err(|source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })?;
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(&conn).map_err(|source| StoreError::Sqlite {
             path: self.path.clone(),
@@ -488,12 +345,7 @@ impl StoreReader {
 
     /// The seq of the last event (0 for an empty log).
     pub fn latest_seq(&self) -> Result<u64, StoreError> {
-        self.with(|c| {
-            c.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| {
-                r.get::<_, i64>(0)
-            })
-        })
-        .map(|v| v as u64)
+        self.with(latest_seq)
     }
 
     /// Events with seq > `after`, in order, at most `limit`; only `session`'s
@@ -545,7 +397,7 @@ impl StoreReader {
     }
 
     /// Whether an event of this origin is stored (see
-    /// [`JournalEntry::Imported`]).
+    /// [`JournalEntry::Imported`](wakeful_core::journal::JournalEntry::Imported)).
     pub fn has_origin(&self, origin: &str) -> Result<bool, StoreError> {
         self.with(|c| {
             c.prepare_cached("SELECT 1 FROM events WHERE origin = ?1")?
@@ -792,7 +644,8 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wakeful_core::{EventBody, MonitorStopReason, PendingEvent};
+    use wakeful_core::journal::{Journal, JournalEntry, Registration};
+    use wakeful_core::{EventBody, MonitorState, MonitorStopReason, PendingEvent};
 
     fn pending(monitor: &str, body: EventBody) -> JournalEntry {
         JournalEntry::Event(PendingEvent {
@@ -1090,5 +943,96 @@ mod tests {
             [("s".to_string(), "c".to_string(), 5, 0)]
         );
         assert!(r.consumers(Some("t")).unwrap().is_empty());
+    }
+
+    fn line(n: u64) -> JournalEntry {
+        pending(
+            "m1",
+            EventBody::MonitorEvent {
+                lines: vec![format!("line {n}")],
+                from_line: n,
+                to_line: n,
+            },
+        )
+    }
+
+    #[test]
+    fn events_are_read_back_before_they_are_folded_into_the_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
+        let out = w.append(&[line(1), line(2)]).unwrap();
+        assert_eq!(
+            out.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert!(w.needs_flush(), "events wait in the redo log");
+        // A read folds them in first: a query sees every event handed out.
+        let seen = r.events_after(None, None, 0, 10).unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(!w.needs_flush());
+        // Another kind of entry folds what is pending before its own
+        // transaction, in order.
+        w.append(&[line(3)]).unwrap();
+        w.append(&[JournalEntry::Ack {
+            session: "s".into(),
+            consumer: "c".into(),
+            seq: 3,
+        }])
+        .unwrap();
+        assert!(!w.needs_flush());
+        assert_eq!(r.latest_seq().unwrap(), 3);
+        assert_eq!(r.cursor("s", "c").unwrap(), 3);
+    }
+
+    #[test]
+    fn events_handed_out_survive_a_kill_before_they_reach_the_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        {
+            let (mut w, r) = open(&db).unwrap();
+            w.append(&[line(1)]).unwrap();
+            w.flush().unwrap();
+            assert!(!w.needs_flush());
+            w.append(&[line(2), line(3)]).unwrap();
+            w.append(&[line(4)]).unwrap();
+            assert!(w.needs_flush());
+            // Killed: nothing runs after the appends (no flush, no drop).
+            std::mem::forget(w);
+            drop(r);
+        }
+        let held = std::fs::read(redo_path(&db)).unwrap();
+        assert_eq!(
+            held.split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count(),
+            4
+        );
+        let (mut w, r) = open(&db).unwrap();
+        assert_eq!(w.recovered(), 3);
+        let texts: Vec<(u64, String)> = r
+            .events_after(None, None, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.seq, e.text))
+            .collect();
+        assert_eq!(texts.len(), 4);
+        assert_eq!(texts[3], (4, "t".into()));
+        // Seqs go on after the recovered ones; the redo log was emptied.
+        assert_eq!(std::fs::metadata(redo_path(&db)).unwrap().len(), 0);
+        assert_eq!(w.append(&[line(5)]).unwrap()[0].event.seq, 5);
+    }
+
+    #[test]
+    fn a_clean_close_leaves_nothing_in_the_redo_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        {
+            let (mut w, _r) = open(&db).unwrap();
+            w.append(&[line(1), line(2)]).unwrap();
+        }
+        assert_eq!(std::fs::metadata(redo_path(&db)).unwrap().len(), 0);
+        let (w, r) = open(&db).unwrap();
+        assert_eq!(w.recovered(), 0);
+        assert_eq!(r.latest_seq().unwrap(), 2);
     }
 }

@@ -1,0 +1,466 @@
+//! The single writer: two steps for events, one transaction for the rest.
+//!
+//! A batch of events (with monitor counters) is *taken*: each event gets
+//! its seq and the batch is appended to the redo log ([`crate::redo`]) in one
+//! write. Then the events are durable, and [`Journal::append`] returns them
+//! to be handed out. They are *folded* into the tables, in one transaction
+//! for all that wait, by [`Journal::flush`] — which the engine calls a
+//! moment later, once the readers a line woke have had the processor (a
+//! reader woken by the daemon often runs on the daemon's processor, and
+//! would wait for a transaction written right after its line) — or by
+//! whatever comes first of: any other entry (a registration, an
+//! acknowledgement, …: it folds what is pending, then is written in a
+//! transaction of its own before `append` returns, so entries reach the
+//! tables in the order they were appended), any read of a
+//! [`crate::StoreReader`] (a query sees every event that was handed out),
+//! [`MAX_PENDING`] entries waiting, or the writer being dropped.
+//!
+//! Locks: `tables` (the connection) before `taken` (seq, redo log,
+//! pending), always in that order; a take holds only `taken`, for one
+//! write.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use wakeful_core::journal::{Journal, JournalEntry, JournalError, Recorded, Registration};
+use wakeful_core::{Event, MonitorInfo, MonitorState};
+
+use crate::redo::Redo;
+
+/// Entries that may wait in the redo log; past this a take folds first.
+const MAX_PENDING: usize = 4096;
+
+/// The single writer; see the module docs.
+pub struct StoreWriter {
+    shared: Arc<Shared>,
+    recovered: u64,
+}
+
+/// What the writer and the readers share.
+pub(crate) struct Shared {
+    tables: Mutex<Tables>,
+    taken: Mutex<Taken>,
+    /// Whether `taken.pending` holds anything (read without the lock).
+    pending: AtomicBool,
+}
+
+struct Tables {
+    conn: Connection,
+    path: std::path::PathBuf,
+}
+
+struct Taken {
+    next_seq: u64,
+    redo: Redo,
+    pending: Vec<Pending>,
+}
+
+/// Taken, in the redo log, not yet in the tables.
+enum Pending {
+    Event { event: Event, json: String },
+    Counters(Counters),
+}
+
+/// A monitor's counters, as [`JournalEntry::Counters`] carries them.
+struct Counters {
+    monitor_id: String,
+    events: u64,
+    lines: u64,
+    suppressed_lines: u64,
+}
+
+impl Counters {
+    fn of(entry: &JournalEntry) -> Option<Counters> {
+        match entry {
+            JournalEntry::Counters {
+                monitor_id,
+                events,
+                lines,
+                suppressed_lines,
+            } => Some(Counters {
+                monitor_id: monitor_id.clone(),
+                events: *events,
+                lines: *lines,
+                suppressed_lines: *suppressed_lines,
+            }),
+            _ => None,
+        }
+    }
+
+    fn apply(&self, tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
+        update_info(tx, &self.monitor_id, |info| {
+            info.events = self.events;
+            info.lines = self.lines;
+            info.suppressed_lines = self.suppressed_lines;
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn sql(&self, source: rusqlite::Error) -> JournalError {
+        JournalError::Store(format!("{}: {source}", lock(&self.tables).path.display()))
+    }
+
+    /// Folds what is pending into the tables, in one transaction.
+    pub(crate) fn fold(&self) -> Result<(), rusqlite::Error> {
+        if !self.pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut tables = lock(&self.tables);
+        let mut taken = lock(&self.taken);
+        fold_into(&mut tables.conn, &mut taken)?;
+        self.pending.store(false, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Puts what `taken` holds into the tables; the redo log is emptied when
+/// it has grown large (everything it holds is in then).
+fn fold_into(conn: &mut Connection, taken: &mut Taken) -> Result<(), rusqlite::Error> {
+    if taken.pending.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    for p in &taken.pending {
+        match p {
+            Pending::Event { event, json } => insert_event(&tx, event, json)?,
+            Pending::Counters(c) => c.apply(&tx)?,
+        }
+    }
+    tx.commit()?;
+    taken.pending.clear();
+    if taken.redo.is_large() {
+        // If emptying fails it is tried next time; opening passes over
+        // what is in the tables already.
+        let _ = taken.redo.clear();
+    }
+    Ok(())
+}
+
+impl StoreWriter {
+    /// A writer over `conn` (schema made, redo log recovered), whose next
+    /// event gets `next_seq`.
+    pub(crate) fn start(
+        conn: Connection,
+        path: &std::path::Path,
+        redo: Redo,
+        next_seq: u64,
+        recovered: u64,
+    ) -> (StoreWriter, Arc<Shared>) {
+        let shared = Arc::new(Shared {
+            tables: Mutex::new(Tables {
+                conn,
+                path: path.to_path_buf(),
+            }),
+            taken: Mutex::new(Taken {
+                next_seq,
+                redo,
+                pending: Vec::new(),
+            }),
+            pending: AtomicBool::new(false),
+        });
+        (
+            StoreWriter {
+                shared: shared.clone(),
+                recovered,
+            },
+            shared,
+        )
+    }
+
+    /// How many events opening the store took from the redo log (the daemon
+    /// before was killed after handing them out, before they were in the
+    /// tables).
+    pub fn recovered(&self) -> u64 {
+        self.recovered
+    }
+
+    /// The first step for a batch of events and counters: seqs, one write
+    /// to the redo log.
+    fn take(&self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        if self.shared.pending.load(Ordering::Acquire)
+            && lock(&self.shared.taken).pending.len() >= MAX_PENDING
+        {
+            self.shared.fold().map_err(|e| self.shared.sql(e))?;
+        }
+        let mut taken = lock(&self.shared.taken);
+        let before = taken.pending.len();
+        let mut records = String::new();
+        let mut out = Vec::new();
+        let mut seq = taken.next_seq;
+        for entry in batch {
+            match entry {
+                JournalEntry::Event(p) => {
+                    let event = p.clone().with_seq(seq);
+                    let json = to_json(&event).map_err(|e| self.shared.sql(e))?;
+                    records.push_str(&json);
+                    records.push('\n');
+                    out.push(Recorded {
+                        event: event.clone(),
+                        json: Some(json.clone()),
+                    });
+                    taken.pending.push(Pending::Event { event, json });
+                    seq += 1;
+                }
+                other => {
+                    let counters = Counters::of(other).map(Pending::Counters);
+                    taken.pending.extend(counters);
+                }
+            }
+        }
+        if !records.is_empty() {
+            if let Err(source) = taken.redo.append(records.as_bytes()) {
+                taken.pending.truncate(before);
+                return Err(JournalError::Io {
+                    path: taken.redo.path().to_path_buf(),
+                    source,
+                });
+            }
+        }
+        taken.next_seq = seq;
+        if !taken.pending.is_empty() {
+            self.shared.pending.store(true, Ordering::Release);
+        }
+        Ok(out)
+    }
+
+    /// Any other batch: what is pending first, then the batch, each in one
+    /// transaction, before this returns.
+    fn write(&self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        let mut tables = lock(&self.shared.tables);
+        let mut taken = lock(&self.shared.taken);
+        let written = fold_into(&mut tables.conn, &mut taken).and_then(|()| {
+            let Taken { next_seq, .. } = &mut *taken;
+            write_batch(&mut tables.conn, next_seq, batch)
+        });
+        self.shared
+            .pending
+            .store(!taken.pending.is_empty(), Ordering::Release);
+        drop(taken);
+        drop(tables);
+        written.map_err(|e| self.shared.sql(e))
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        if self.shared.fold().is_ok() {
+            let _ = lock(&self.shared.taken).redo.clear();
+        }
+    }
+}
+
+/// Entries the writer takes through the redo log.
+fn is_fast(entry: &JournalEntry) -> bool {
+    matches!(
+        entry,
+        JournalEntry::Event(_) | JournalEntry::Counters { .. }
+    )
+}
+
+impl Journal for StoreWriter {
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        if batch.iter().all(is_fast) {
+            self.take(batch)
+        } else {
+            self.write(batch)
+        }
+    }
+
+    fn needs_flush(&self) -> bool {
+        self.shared.pending.load(Ordering::Acquire)
+    }
+
+    fn flush(&mut self) -> Result<(), JournalError> {
+        self.shared.fold().map_err(|e| self.shared.sql(e))
+    }
+}
+
+/// Writes `batch` in one transaction; events get seqs from `next_seq`.
+fn write_batch(
+    conn: &mut Connection,
+    next_seq: &mut u64,
+    batch: &[JournalEntry],
+) -> Result<Vec<Recorded>, rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let mut out = Vec::new();
+    let mut seq = *next_seq;
+    {
+        for entry in batch {
+            match entry {
+                JournalEntry::Event(p) => {
+                    let event = p.clone().with_seq(seq);
+                    let json = to_json(&event)?;
+                    insert_event(&tx, &event, &json)?;
+                    out.push(Recorded {
+                        event,
+                        json: Some(json),
+                    });
+                    seq += 1;
+                }
+                JournalEntry::Imported { origin, event } => {
+                    let event = event.clone().with_seq(seq);
+                    let json = to_json(&event)?;
+                    // One event per origin: a second import passes over it.
+                    let stored = tx
+                        .prepare_cached(
+                            "INSERT INTO events(seq, session, monitor_id, kind, json, origin)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                             ON CONFLICT(origin) WHERE origin IS NOT NULL DO NOTHING",
+                        )?
+                        .execute(params![
+                            seq as i64,
+                            event.session,
+                            event.monitor_id,
+                            event.kind().as_str(),
+                            json,
+                            origin
+                        ])?;
+                    if stored == 0 {
+                        continue;
+                    }
+                    monitor_follows_event(&tx, &event)?;
+                    out.push(Recorded {
+                        event,
+                        json: Some(json),
+                    });
+                    seq += 1;
+                }
+                JournalEntry::Registered(r) => {
+                    let Registration {
+                        info,
+                        spec,
+                        base_env,
+                        base_cwd,
+                    } = r.as_ref();
+                    tx.execute(
+                        "INSERT OR REPLACE INTO monitors(id, session, info, spec, base_env, base_cwd, running, persistent)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7)",
+                        params![
+                            info.id,
+                            info.session,
+                            to_json(info)?,
+                            to_json(spec)?,
+                            base_env.as_ref().map(to_json).transpose()?,
+                            base_cwd.as_ref().map(|p| p.display().to_string()),
+                            info.persistent,
+                            info.is_active()
+                        ],
+                    )?;
+                }
+                JournalEntry::Spawned {
+                    monitor_id,
+                    pid,
+                    start_ticks,
+                } => {
+                    tx.execute(
+                        "UPDATE monitors SET pid = ?2, start_ticks = ?3 WHERE id = ?1",
+                        params![monitor_id, pid, *start_ticks as i64],
+                    )?;
+                }
+                JournalEntry::Counters { .. } => {
+                    if let Some(c) = Counters::of(entry) {
+                        c.apply(&tx)?;
+                    }
+                }
+                JournalEntry::Ack {
+                    session,
+                    consumer,
+                    seq,
+                } => {
+                    tx.prepare_cached(
+                        "INSERT INTO cursors(session, consumer, seq) VALUES (?1, ?2, ?3)
+                         ON CONFLICT(session, consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
+                    )?
+                    .execute(params![session, consumer, *seq as i64])?;
+                }
+                JournalEntry::Terminal(t) => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO terminals(id, session, info, running) VALUES (?1, ?2, ?3, ?4)",
+                        params![t.id, t.session, to_json(t)?, t.state == MonitorState::Running],
+                    )?;
+                }
+                JournalEntry::Shipped { seq } => {
+                    tx.prepare_cached(
+                        "INSERT INTO marks(name, seq) VALUES ('shipped', ?1)
+                         ON CONFLICT(name) DO UPDATE SET seq = max(seq, excluded.seq)",
+                    )?
+                    .execute([*seq as i64])?;
+                }
+                JournalEntry::WakeRoute { session, route } => match route {
+                    Some(r) => {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO wake_routes(session, route) VALUES (?1, ?2)",
+                            params![session, r],
+                        )?;
+                    }
+                    None => {
+                        tx.execute("DELETE FROM wake_routes WHERE session = ?1", [session])?;
+                    }
+                },
+            }
+        }
+    }
+    tx.commit()?;
+    *next_seq = seq;
+    Ok(out)
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, rusqlite::Error> {
+    serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn update_info(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    f: impl FnOnce(&mut MonitorInfo),
+) -> Result<(), rusqlite::Error> {
+    // Cached statements: this runs with every event (its counters).
+    let row: Option<String> = tx
+        .prepare_cached("SELECT info FROM monitors WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    let Some(json) = row else { return Ok(()) };
+    let Ok(mut info) = serde_json::from_str::<MonitorInfo>(&json) else {
+        return Ok(());
+    };
+    f(&mut info);
+    tx.prepare_cached("UPDATE monitors SET info = ?2, running = ?3 WHERE id = ?1")?
+        .execute(params![id, to_json(&info)?, info.is_active()])?;
+    Ok(())
+}
+
+fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<(), rusqlite::Error> {
+    match e.body.stop_reason() {
+        Some(reason) => update_info(tx, &e.monitor_id, |info| {
+            info.state = MonitorState::Ended;
+            info.stop_reason = Some(reason);
+            info.survivors = e.body.survivors().to_vec();
+            info.ended_at = Some(e.ts);
+        }),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn insert_event(
+    tx: &rusqlite::Transaction<'_>,
+    event: &Event,
+    json: &str,
+) -> Result<(), rusqlite::Error> {
+    tx.prepare_cached(
+        "INSERT INTO events(seq, session, monitor_id, kind, json) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        event.seq as i64,
+        event.session,
+        event.monitor_id,
+        event.kind().as_str(),
+        json
+    ])?;
+    monitor_follows_event(tx, event)
+}
