@@ -21,6 +21,7 @@ mod digest;
 pub mod import;
 mod liveness;
 pub mod log;
+mod quiet;
 pub mod recovery;
 pub mod server;
 pub mod wake;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::quiet::{QuietRead, QuietWrite};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
@@ -471,8 +471,8 @@ async fn refuse(stream: UnixStream, message: String) {
 }
 
 struct Conn {
-    lines: Lines<BufReader<OwnedReadHalf>>,
-    out: OwnedWriteHalf,
+    lines: Lines<BufReader<QuietRead>>,
+    out: QuietWrite,
 }
 
 impl Conn {
@@ -559,7 +559,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
             return Ok(());
         }
     };
-    let (r, w) = stream.into_split();
+    let (r, w) = crate::quiet::split(stream)?;
     let mut conn = Conn {
         lines: BufReader::new(r).lines(),
         out: w,
