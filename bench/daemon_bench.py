@@ -18,7 +18,10 @@ at the end (and nothing is written anywhere else).
     A second, smaller sample uses the default batch_ms (200) and >= 250 ms
     spacing, to show that a leading-edge line is not held back by the batch
     window. One more row reads the same stream straight from the socket (no
-    CLI process), to separate the daemon's share from the client's.
+    CLI process), to separate the daemon's share from the client's. The
+    paths are measured side by side: each round takes one sample of every
+    path (wakeful's and the baselines), in a new random order, ~1.7 ms
+    apart, so that the machine's drift over the run weighs on all alike.
 (b) `wakeful list` with 100 running monitors (`sleep 600`): the whole CLI
     (exec + connect + round trip + print), and the bare socket round trip
     speaking the protocol from Python (persistent connection, and a new
@@ -361,7 +364,7 @@ def wakeful_latency(
         dt = probe(fifos[i % n_monitors], f"{tag}-probe-{i:06d}")
         if dt is not None:
             samples.append(dt)
-        time.sleep(gap_s)
+        yield  # the driver sleeps the gap (and probes the other paths)
     # Anything still in flight (a late `suppressed` report) counts too.
     while (line := reader.readline(0.3)) is not None:
         if unwrap(json.loads(line)).get("kind") == "suppressed":
@@ -421,7 +424,7 @@ def tailgrep_latency(home: Home, n_samples: int, gap_s: float, via_cat: bool = F
             if text.encode() in line:
                 samples.append(t1 - t0)
                 break
-        time.sleep(gap_s)
+        yield
     os.close(fd)
     return {"samples": samples, "lost": lost}
 
@@ -472,10 +475,32 @@ def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, sess
         dt = probe(fds[i % n_monitors], f"file-probe-{i:06d}")
         if dt is not None:
             samples.append(dt)
-        time.sleep(gap_s)
+        yield
     for fd in fds:
         os.close(fd)
     return {"samples": samples, **stats}
+
+
+def interleaved(paths: dict, gap_s: float) -> dict:
+    """Runs latency generators (each yields after a sample and returns its
+    results) side by side: every round takes one sample of each path, in a
+    new random order, `gap_s` apart — so that the machine's drift over the
+    run weighs on every path alike and the ratios compare like with like."""
+    import random
+
+    rng = random.Random(1)
+    live, out = dict(paths), {}
+    while live:
+        keys = list(live)
+        rng.shuffle(keys)
+        for k in keys:
+            try:
+                next(live[k])
+            except StopIteration as done:
+                out[k] = done.value
+                del live[k]
+            time.sleep(gap_s)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -673,6 +698,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=200, help="latency samples (default 200)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary WAKEFUL_HOMEs")
     ap.add_argument("--flood", action="store_true", help="also (d): a 10,000,000-line flood")
+    ap.add_argument("--latency-only", action="store_true", help="only (a), the latency rows")
     args = ap.parse_args()
     exe = str(Path(args.wakeful).resolve())
     if not os.access(exe, os.X_OK):
@@ -715,14 +741,23 @@ def main() -> int:
         # (a) latency ---------------------------------------------------------
         print("\n(a) latency ...", flush=True)
         ha = new_home("lat", MAX_ACTIVE)
-        res["a0"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lat", "b0")
-        res["a0s"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lats", "bs", via="socket")
-        res["a0m"] = wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latm", "bm", via="mcp")
-        res["a_def"] = wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")
-        res["a_tail"] = tailgrep_latency(ha, args.samples, 0.010)
-        res["a_tailcat"] = tailgrep_latency(ha, args.samples, 0.010, via_cat=True)
-        res["a_file"] = file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf")
+        res.update(
+            interleaved(
+                {
+                    "a0": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lat", "b0"),
+                    "a0s": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lats", "bs", via="socket"),
+                    "a0m": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latm", "bm", via="mcp"),
+                    "a_tail": tailgrep_latency(ha, args.samples, 0.010),
+                    "a_tailcat": tailgrep_latency(ha, args.samples, 0.010, via_cat=True),
+                    "a_file": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf"),
+                },
+                0.010 / 6,
+            )
+        )
+        res["a_def"] = interleaved({"d": wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")}, 0.250)["d"]
         close(ha)
+        if args.latency_only:
+            raise StopIteration
 
         # (d) a flood of 10,000,000 lines -------------------------------------
         if args.flood:
@@ -774,6 +809,8 @@ def main() -> int:
         time.sleep(2.0)
         res["c0"] = idle_window(hc.daemon_pid, 10.0)
         close(hc)
+    except StopIteration:
+        pass
     except BenchTimeout as e:
         notes.append(str(e))
         print(f"ERROR: {e}", file=sys.stderr)
@@ -803,12 +840,12 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
         print("| path | samples | median | p99 | max | lost | suppressed events |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         rows = [
-            (f"wakeful: `cat FIFO` monitor → `events --follow` (batch_ms 0, {LAT_MONITORS} monitors round-robin, 10 ms gap)", a0),
+            (f"wakeful: `cat FIFO` monitor → `events --follow` (batch_ms 0, {LAT_MONITORS} monitors round-robin)", a0),
             ("wakeful, same but read from the socket by Python (no CLI process in the path)", res.get("a0s")),
             ("wakeful: same monitors → `wakeful mcp` → `notifications/claude/channel`", res.get("a0m")),
-            ("baseline: `cat FIFO >> file` → `tail -n0 -F | grep --line-buffered` (the same writer as the monitors, 10 ms gap)", res.get("a_tailcat")),
+            ("baseline: `cat FIFO >> file` → `tail -n0 -F | grep --line-buffered` (the same writer as the monitors)", res.get("a_tailcat")),
             (f"wakeful: append to a followed file (`--file`, {LAT_MONITORS} monitors round-robin) → `events --follow`", res.get("a_file")),
-            ("baseline: append to file → `tail -n0 -F | grep --line-buffered` (10 ms gap)", at),
+            ("baseline: append to file → `tail -n0 -F | grep --line-buffered`", at),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
         ]
         for name, r in rows:
