@@ -5,12 +5,16 @@
 //! acknowledgement) commits them itself: [`Hub::append`] queues them, and if
 //! no commit is running, the caller becomes the committer and hands the
 //! whole queue — everything other tasks queued meanwhile too: a group commit
-//! — to the [`Journal`] (one SQLite transaction in the daemon), then fans
-//! the numbered events out. Callers whose entries were taken by another
-//! committer wait until that commit is done. Every append returns once its
-//! entries are in the log, so a monitor never runs ahead of its journal
-//! (backpressure), and nothing is dropped. A failing journal is retried
-//! with backoff by a task of its own, and counted.
+//! — to the [`Journal`] (in the daemon: one write to the store's redo log,
+//! where the events are durable), then fans the numbered events out.
+//! Callers whose entries were taken by another committer wait until that
+//! commit is done. Every append returns once its entries are in the log, so
+//! a monitor never runs ahead of its journal (backpressure), and nothing is
+//! dropped. A failing journal is retried with backoff by a task of its own,
+//! and counted. What a journal does after that — the store puts its events
+//! into its tables — waits for [`Hub::flush`], which a monitor calls a
+//! moment later ([`Hub::claim_flush`]), once the readers have had their
+//! turn.
 //!
 //! **Reading.** [`Hub::follow`] gives a [`Follow`]: the events matching a
 //! [`Filter`] with a seq above `after`, in order, each once — first those

@@ -7,7 +7,7 @@
 //! appended to `<database>-redo`. The writer hands the event out once that
 //! write returned, and folds it into the tables right after (see
 //! [`crate::StoreWriter`]). The log is emptied when everything in it is in
-//! the tables and it has grown past [`CLEAR_AT`].
+//! the tables and it has grown past 1 MiB.
 //!
 //! Opening the store reads what the log holds beyond the tables' last seq
 //! and puts it in: a daemon killed between the two steps loses nothing.
