@@ -7,6 +7,9 @@
 //!   another file of the same directory wakes nobody, so twenty followers of
 //!   twenty files in one directory wake once per line, not twenty times. A
 //!   change wakes the follower, which then reads everything new. No polling.
+//!   A reported write is one `pread` at the offset read so far; only a read
+//!   that finds nothing, or a change of name or attributes, looks at the path
+//!   again (rotation, truncation).
 //!   When the file itself cannot be watched (the system's inotify watch
 //!   limit), the directory watch reports writes too, with a warning in the
 //!   log: slower, never deaf.
@@ -20,8 +23,7 @@
 //!   for the file to appear again and reads it from its start.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
 use futures_util::StreamExt;
@@ -55,6 +57,11 @@ pub(crate) struct Follower {
     /// inotify events read so far (each one a wake-up of this task).
     #[cfg(test)]
     seen: usize,
+    /// The last read stopped short of a full buffer after a write was
+    /// reported: the file was read to its end, and any later write brings
+    /// another inotify event. The next call waits for that event instead
+    /// of reading again.
+    at_end: bool,
     buf: Vec<u8>,
 }
 
@@ -105,6 +112,7 @@ impl Follower {
             refuse_file_watch: false,
             #[cfg(test)]
             seen: 0,
+            at_end: false,
             buf: vec![0; READ_CHUNK],
         };
         // Follow from the end of what is there now (the watch first, so
@@ -193,11 +201,10 @@ impl Follower {
     }
 
     fn read_open(&mut self) -> std::io::Result<Option<usize>> {
-        let Some(file) = self.file.as_mut() else {
+        let Some(file) = self.file.as_ref() else {
             return Ok(None);
         };
-        file.seek(SeekFrom::Start(self.offset))?;
-        let n = file.read(&mut self.buf)?;
+        let n = file.read_at(&mut self.buf, self.offset)?;
         if n == 0 {
             return Ok(None);
         }
@@ -206,7 +213,9 @@ impl Follower {
     }
 
     /// Waits for a change of the followed name; `Err` when the watch broke.
-    async fn changed(&mut self) -> Result<(), String> {
+    /// `Ok(true)` when the change is a write to the open file and nothing
+    /// else (no name came or went, no truncation seen yet).
+    async fn changed(&mut self) -> Result<bool, String> {
         loop {
             match self.events.next().await {
                 Some(Ok(e)) => {
@@ -216,7 +225,7 @@ impl Follower {
                     }
                     let ours = e.name.as_deref().is_none_or(|n| n == self.name.as_os_str());
                     if ours || e.mask.contains(inotify::EventMask::Q_OVERFLOW) {
-                        return Ok(());
+                        return Ok(e.mask == inotify::EventMask::MODIFY);
                     }
                 }
                 Some(Err(e)) => {
@@ -230,19 +239,37 @@ impl Follower {
 
 impl InputSource for Follower {
     async fn next(&mut self) -> Input<'_> {
+        // Whether only a write was reported since the last read: then the
+        // open file is read and nothing else is looked at (a `tail -F`
+        // read: one `pread`); a read that finds nothing, or any other
+        // change, checks for rotation and truncation.
+        let mut write_only = false;
         loop {
-            match self.read_available() {
-                Ok(Some(n)) => return Input::Chunk(Stream::Stdout, &self.buf[..n]),
-                Ok(None) => {}
-                Err(e) => {
-                    return Input::End(
-                        SourceEnd::Failed(format!("cannot read {}: {e}", self.path.display()))
-                            .into(),
-                    )
+            if !std::mem::take(&mut self.at_end) {
+                let read = match write_only {
+                    true => match self.read_open() {
+                        Ok(None) => self.read_available(),
+                        other => other,
+                    },
+                    false => self.read_available(),
+                };
+                match read {
+                    Ok(Some(n)) => {
+                        self.at_end = write_only && n < self.buf.len();
+                        return Input::Chunk(Stream::Stdout, &self.buf[..n]);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        return Input::End(
+                            SourceEnd::Failed(format!("cannot read {}: {e}", self.path.display()))
+                                .into(),
+                        )
+                    }
                 }
             }
-            if let Err(e) = self.changed().await {
-                return Input::End(SourceEnd::Failed(e).into());
+            match self.changed().await {
+                Ok(w) => write_only = w,
+                Err(e) => return Input::End(SourceEnd::Failed(e).into()),
             }
         }
     }
@@ -336,5 +363,36 @@ mod tests {
         assert_eq!(got, "c\n");
         let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "d\n") });
         assert_eq!(got, "d\n");
+    }
+
+    #[tokio::test]
+    async fn reads_after_writes_miss_nothing_and_see_a_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("app.log");
+        append(&ours, "before\n");
+        let mut f = Follower::new(ours.clone()).unwrap();
+        // Each write is read once its event came: the follower does not
+        // read again after a short read, it waits for the next event.
+        for i in 0..200 {
+            let line = format!("line {i}\n");
+            let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, &line) });
+            assert_eq!(got, line);
+        }
+        assert!(f.at_end);
+        // Two writes before the follower looks: both in one read, and the
+        // second write's event finds nothing new (a read to the end, then
+        // back to waiting), never a repeat.
+        append(&ours, "x\n");
+        append(&ours, "y\n");
+        assert_eq!(next_text(&mut f).await, "x\ny\n");
+        let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "z\n") });
+        assert_eq!(got, "z\n");
+        // A truncation is reported as a write too: the read finds the file
+        // shorter than what was read, and starts over.
+        let (got, ()) = tokio::join!(next_text(&mut f), async {
+            std::fs::write(&ours, "").unwrap();
+            append(&ours, "after truncation\n");
+        });
+        assert_eq!(got, "after truncation\n");
     }
 }
