@@ -70,6 +70,17 @@ impl Redo {
         Ok(())
     }
 
+    /// Makes the next appends fail (the file open for reading only), or
+    /// work again.
+    #[cfg(test)]
+    pub(crate) fn set_writable(&mut self, writable: bool) {
+        self.file = OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .open(&self.path)
+            .unwrap();
+    }
+
     /// Whether it is larger than [`CLEAR_AT`].
     pub(crate) fn is_large(&self) -> bool {
         self.len > CLEAR_AT

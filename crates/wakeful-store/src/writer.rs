@@ -1,9 +1,11 @@
 //! The single writer: two steps for events, one transaction for the rest.
 //!
 //! A batch of events (with monitor counters) is *taken*: each event gets
-//! its seq and the batch is appended to the redo log ([`crate::redo`]) in one
-//! write. Then the events are durable, and [`Journal::append`] returns them
-//! to be handed out. They are *folded* into the tables, in one transaction
+//! its seq and the events are appended to the redo log ([`crate::redo`]) in
+//! one write. Then the events are durable, and [`Journal::append`] returns
+//! them to be handed out. Counters wait in memory only: a crash before the
+//! fold leaves a monitor's row with the counters it had (they are written
+//! at most once a second anyway; the events themselves are all kept). They are *folded* into the tables, in one transaction
 //! for all that wait, by [`Journal::flush`] — which the engine calls a
 //! moment later, once the readers a line woke have had the processor (a
 //! reader woken by the daemon often runs on the daemon's processor, and
@@ -19,6 +21,7 @@
 //! pending), always in that order; a take holds only `taken`, for one
 //! write.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,15 +42,13 @@ pub struct StoreWriter {
 
 /// What the writer and the readers share.
 pub(crate) struct Shared {
-    tables: Mutex<Tables>,
+    /// The connection the tables are written through.
+    tables: Mutex<Connection>,
     taken: Mutex<Taken>,
+    /// The database file (for messages; never changes).
+    path: PathBuf,
     /// Whether `taken.pending` holds anything (read without the lock).
     pending: AtomicBool,
-}
-
-struct Tables {
-    conn: Connection,
-    path: std::path::PathBuf,
 }
 
 struct Taken {
@@ -103,7 +104,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     fn sql(&self, source: rusqlite::Error) -> JournalError {
-        JournalError::Store(format!("{}: {source}", lock(&self.tables).path.display()))
+        JournalError::Store(format!("{}: {source}", self.path.display()))
     }
 
     /// Folds what is pending into the tables, in one transaction.
@@ -111,9 +112,9 @@ impl Shared {
         if !self.pending.load(Ordering::Acquire) {
             return Ok(());
         }
-        let mut tables = lock(&self.tables);
+        let mut conn = lock(&self.tables);
         let mut taken = lock(&self.taken);
-        fold_into(&mut tables.conn, &mut taken)?;
+        fold_into(&mut conn, &mut taken)?;
         self.pending.store(false, Ordering::Release);
         Ok(())
     }
@@ -147,16 +148,14 @@ impl StoreWriter {
     /// event gets `next_seq`.
     pub(crate) fn start(
         conn: Connection,
-        path: &std::path::Path,
+        path: &Path,
         redo: Redo,
         next_seq: u64,
         recovered: u64,
     ) -> (StoreWriter, Arc<Shared>) {
         let shared = Arc::new(Shared {
-            tables: Mutex::new(Tables {
-                conn,
-                path: path.to_path_buf(),
-            }),
+            tables: Mutex::new(conn),
+            path: path.to_path_buf(),
             taken: Mutex::new(Taken {
                 next_seq,
                 redo,
@@ -189,9 +188,12 @@ impl StoreWriter {
             self.shared.fold().map_err(|e| self.shared.sql(e))?;
         }
         let mut taken = lock(&self.shared.taken);
-        let before = taken.pending.len();
+        // Everything is prepared before anything changes: an entry that
+        // cannot be encoded, or a failed write, leaves no trace (the hub
+        // offers the same batch again).
         let mut records = String::new();
         let mut out = Vec::new();
+        let mut pending = Vec::with_capacity(batch.len());
         let mut seq = taken.next_seq;
         for entry in batch {
             match entry {
@@ -204,18 +206,14 @@ impl StoreWriter {
                         event: event.clone(),
                         json: Some(json.clone()),
                     });
-                    taken.pending.push(Pending::Event { event, json });
+                    pending.push(Pending::Event { event, json });
                     seq += 1;
                 }
-                other => {
-                    let counters = Counters::of(other).map(Pending::Counters);
-                    taken.pending.extend(counters);
-                }
+                other => pending.extend(Counters::of(other).map(Pending::Counters)),
             }
         }
         if !records.is_empty() {
             if let Err(source) = taken.redo.append(records.as_bytes()) {
-                taken.pending.truncate(before);
                 return Err(JournalError::Io {
                     path: taken.redo.path().to_path_buf(),
                     source,
@@ -223,6 +221,7 @@ impl StoreWriter {
             }
         }
         taken.next_seq = seq;
+        taken.pending.extend(pending);
         if !taken.pending.is_empty() {
             self.shared.pending.store(true, Ordering::Release);
         }
@@ -232,17 +231,13 @@ impl StoreWriter {
     /// Any other batch: what is pending first, then the batch, each in one
     /// transaction, before this returns.
     fn write(&self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
-        let mut tables = lock(&self.shared.tables);
+        let mut conn = lock(&self.shared.tables);
         let mut taken = lock(&self.shared.taken);
-        let written = fold_into(&mut tables.conn, &mut taken).and_then(|()| {
-            let Taken { next_seq, .. } = &mut *taken;
-            write_batch(&mut tables.conn, next_seq, batch)
-        });
+        let written = fold_into(&mut conn, &mut taken)
+            .and_then(|()| write_batch(&mut conn, &mut taken.next_seq, batch));
         self.shared
             .pending
             .store(!taken.pending.is_empty(), Ordering::Release);
-        drop(taken);
-        drop(tables);
         written.map_err(|e| self.shared.sql(e))
     }
 }
@@ -463,4 +458,52 @@ pub(crate) fn insert_event(
         json
     ])?;
     monitor_follows_event(tx, event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use wakeful_core::{EventBody, PendingEvent};
+
+    fn line(n: u64) -> JournalEntry {
+        JournalEntry::Event(PendingEvent {
+            wakes: true,
+            session: "s".into(),
+            monitor_id: "m".into(),
+            ts: Utc::now(),
+            text: format!("line {n}"),
+            body: EventBody::MonitorEvent {
+                lines: vec![format!("line {n}")],
+                from_line: n,
+                to_line: n,
+            },
+            replayed: false,
+            host: None,
+        })
+    }
+
+    #[test]
+    fn a_failed_redo_write_leaves_no_trace_and_the_retry_takes_the_same_seqs() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, r) = crate::open(&db).unwrap();
+        assert_eq!(w.append(&[line(1)]).unwrap()[0].event.seq, 1);
+        lock(&w.shared.taken).redo.set_writable(false);
+        let failed = w.append(&[line(2), line(3)]);
+        assert!(matches!(failed, Err(JournalError::Io { .. })), "{failed:?}");
+        lock(&w.shared.taken).redo.set_writable(true);
+        let again = w.append(&[line(2), line(3)]).unwrap();
+        assert_eq!(
+            again.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        let texts: Vec<String> = r
+            .events_after(None, None, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| format!("{} {}", e.seq, e.text))
+            .collect();
+        assert_eq!(texts, vec!["1 line 1", "2 line 2", "3 line 3"]);
+    }
 }
