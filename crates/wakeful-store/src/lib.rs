@@ -660,6 +660,23 @@ mod tests {
         })
     }
 
+    /// An event of monitor `monitor`, imported from `origin`.
+    fn imported_as(origin: &str, monitor: &str, body: EventBody) -> JournalEntry {
+        JournalEntry::Imported {
+            origin: origin.into(),
+            event: PendingEvent {
+                session: "s".into(),
+                monitor_id: monitor.into(),
+                ts: Utc::now(),
+                text: "t".into(),
+                body,
+                wakes: true,
+                replayed: false,
+                host: None,
+            },
+        }
+    }
+
     fn info(id: &str) -> MonitorInfo {
         MonitorInfo {
             id: id.into(),
@@ -737,19 +754,7 @@ mod tests {
     fn an_imported_event_is_stored_once_per_origin() {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
-        let imported = |origin: &str, body: EventBody| JournalEntry::Imported {
-            origin: origin.into(),
-            event: PendingEvent {
-                session: "s".into(),
-                monitor_id: "m1".into(),
-                ts: Utc::now(),
-                text: "t".into(),
-                body,
-                wakes: true,
-                replayed: false,
-                host: None,
-            },
-        };
+        let imported = |origin: &str, body: EventBody| imported_as(origin, "m1", body);
         let mut ended = info("m1");
         ended.state = MonitorState::Ended;
         let batch = vec![
@@ -815,19 +820,7 @@ mod tests {
         }
         let (mut w, r) = open(&db).unwrap();
         assert_eq!(r.events_after(None, None, 0, 10).unwrap().len(), 1);
-        let entry = || JournalEntry::Imported {
-            origin: "h/9".into(),
-            event: PendingEvent {
-                session: "s".into(),
-                monitor_id: "m2".into(),
-                ts: Utc::now(),
-                text: "t".into(),
-                body: EventBody::MonitorStarted,
-                wakes: true,
-                replayed: false,
-                host: None,
-            },
-        };
+        let entry = || imported_as("h/9", "m2", EventBody::MonitorStarted);
         assert_eq!(w.append(&[entry()]).unwrap()[0].event.seq, 2);
         assert!(w.append(&[entry()]).unwrap().is_empty());
         let schema: String = r
@@ -869,19 +862,7 @@ mod tests {
             .unwrap();
         assert!(sql.contains("WHERE origin IS NOT NULL"), "{sql}");
         // Still one event per origin.
-        let entry = || JournalEntry::Imported {
-            origin: "h/1".into(),
-            event: PendingEvent {
-                session: "s".into(),
-                monitor_id: "m".into(),
-                ts: Utc::now(),
-                text: "t".into(),
-                body: EventBody::MonitorStarted,
-                wakes: true,
-                replayed: false,
-                host: None,
-            },
-        };
+        let entry = || imported_as("h/1", "m", EventBody::MonitorStarted);
         assert_eq!(w.append(&[entry()]).unwrap().len(), 1);
         assert!(w.append(&[entry(), entry()]).unwrap().is_empty());
     }
@@ -891,19 +872,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
         assert_eq!(r.shipped_mark().unwrap(), 0);
-        let imported = JournalEntry::Imported {
-            origin: "h/1".into(),
-            event: PendingEvent {
-                session: "s".into(),
-                monitor_id: "far".into(),
-                ts: Utc::now(),
-                text: "t".into(),
-                body: EventBody::MonitorStarted,
-                wakes: true,
-                replayed: false,
-                host: Some("h".into()),
-            },
-        };
+        let mut imported = imported_as("h/1", "far", EventBody::MonitorStarted);
+        if let JournalEntry::Imported { event, .. } = &mut imported {
+            event.host = Some("h".into());
+        }
         let batch = vec![
             pending("m1", EventBody::MonitorStarted),
             imported,
