@@ -85,6 +85,7 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
         follow: false,
         monitor: sel.monitor.clone(),
         wakes_agent: false,
+        write_to: None,
     })
     .await?;
     let mut events = Vec::new();

@@ -162,6 +162,7 @@ pub async fn output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, 
             follow: true,
             monitor: Some(id),
             wakes_agent: false,
+            write_to: None,
         })
         .await?;
     }

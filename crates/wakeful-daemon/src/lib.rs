@@ -107,6 +107,21 @@ impl Readiness {
 /// Runs the daemon until it is asked to stop (SIGTERM, SIGINT or a
 /// `shutdown` request), telling `ready` how its start went.
 pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> {
+    // The daemon writes events to pipes that clients hand over (`events`
+    // writing to its reader directly): a reader gone must be an error of
+    // that write (EPIPE), never the daemon's death.
+    // SAFETY: setting a signal's disposition to "ignore" installs no
+    // handler; nothing runs in signal context.
+    if let Err(e) = unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigIgn,
+        )
+    } {
+        tracing::warn!(
+            "cannot ignore SIGPIPE ({e}): a reader closing a pipe handed over may end the daemon"
+        );
+    }
     let started = start(&paths).await;
     let (daemon, lock) = match started {
         Ok(d) => d,

@@ -1,4 +1,5 @@
-//! A client connection that wakes the daemon only when the client wrote.
+//! A client connection that wakes the daemon only when the client wrote,
+//! and the descriptors a client hands over to be written to.
 //!
 //! A Unix stream socket tells everyone polling it for writing whenever its
 //! peer reads: each time a follower's client reads an event, the kernel
@@ -11,40 +12,122 @@
 //! that finds the socket full (a client that does not keep up) polls for
 //! room, through a duplicate of the descriptor registered for just that
 //! wait.
+//!
+//! A client may send a descriptor along with its request (`SCM_RIGHTS`):
+//! `wakeful events` hands over its stdout so that the daemon writes the
+//! events to the reader itself ([`handed`]). The same writer serves it,
+//! never blocking: a pipe must come opened non-blocking, a stream socket
+//! is written with `MSG_DONTWAIT`.
 
-use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 
-use nix::sys::socket::{send, MsgFlags};
+use nix::sys::socket::{recvmsg, send, ControlMessageOwned, MsgFlags, UnixAddr};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 
-/// The reading half.
-pub(crate) struct QuietRead(Arc<AsyncFd<UnixStream>>);
+/// The most descriptors one message can carry (Linux's `SCM_MAX_FD`): room
+/// for all of them, so that none is ever cut off (and leaked) on receipt.
+const MAX_PASSED: usize = 253;
 
-/// The writing half.
-pub(crate) struct QuietWrite {
+/// The descriptor a client sent last with its bytes, until a request takes
+/// it; one sent before it is closed.
+#[derive(Clone, Default)]
+pub(crate) struct Passed(Arc<Mutex<Option<OwnedFd>>>);
+
+impl Passed {
+    /// Takes the descriptor the client sent, if any.
+    pub(crate) fn take(&self) -> Option<OwnedFd> {
+        self.0.lock().map(|mut p| p.take()).unwrap_or(None)
+    }
+
+    fn put(&self, fd: OwnedFd) {
+        if let Ok(mut p) = self.0.lock() {
+            *p = Some(fd);
+        }
+    }
+}
+
+/// The reading half.
+pub(crate) struct QuietRead {
     stream: Arc<AsyncFd<UnixStream>>,
+    passed: Passed,
+    /// Room for the control messages of one receive, kept between reads.
+    control: Vec<u8>,
+}
+
+/// The writing half, or a descriptor handed over by a client.
+pub(crate) struct QuietWrite {
+    target: Target,
     /// Registered for writability while a write waits for room.
     room: Option<AsyncFd<OwnedFd>>,
 }
 
-/// Splits an accepted connection into its two halves.
-pub(crate) fn split(stream: tokio::net::UnixStream) -> io::Result<(QuietRead, QuietWrite)> {
+/// Where a [`QuietWrite`] writes, and how without blocking.
+enum Target {
+    /// The connection itself (non-blocking).
+    Connection(Arc<AsyncFd<UnixStream>>),
+    /// A stream socket of the client's: `send(MSG_DONTWAIT)`.
+    Socket(OwnedFd),
+    /// A pipe the client opened non-blocking: `write(2)`.
+    Pipe(OwnedFd),
+}
+
+/// Splits an accepted connection into its two halves; descriptors the
+/// client sends go to the returned [`Passed`].
+pub(crate) fn split(stream: tokio::net::UnixStream) -> io::Result<(QuietRead, QuietWrite, Passed)> {
     let stream = stream.into_std()?;
     stream.set_nonblocking(true)?;
     let fd = Arc::new(register(stream, Interest::READABLE)?);
+    let passed = Passed::default();
     Ok((
-        QuietRead(fd.clone()),
+        QuietRead {
+            stream: fd.clone(),
+            passed: passed.clone(),
+            control: nix::cmsg_space!([RawFd; MAX_PASSED]),
+        },
         QuietWrite {
-            stream: fd,
+            target: Target::Connection(fd),
             room: None,
         },
+        passed,
     ))
+}
+
+/// A writer for a descriptor a client handed over; an error that says why
+/// when the daemon cannot write to it without blocking.
+pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use nix::sys::stat::{fstat, SFlag};
+    let stat = fstat(fd.as_raw_fd()).map_err(|e| format!("the descriptor sent: {e}"))?;
+    let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+    let target = if kind == SFlag::S_IFSOCK {
+        let ty = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::SockType)
+            .map_err(|e| format!("the socket sent: {e}"))?;
+        if ty != nix::sys::socket::SockType::Stream {
+            return Err("events are written only to a stream socket, not a datagram one".into());
+        }
+        Target::Socket(fd)
+    } else if kind == SFlag::S_IFIFO {
+        let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)
+            .map(OFlag::from_bits_truncate)
+            .map_err(|e| format!("the pipe sent: {e}"))?;
+        if !flags.contains(OFlag::O_NONBLOCK) {
+            return Err(
+                "a pipe to write events to must be opened non-blocking (O_NONBLOCK), so that a slow reader never blocks the daemon".into(),
+            );
+        }
+        Target::Pipe(fd)
+    } else {
+        return Err(
+            "events are written only to a pipe or a stream socket; read them from the connection instead".into(),
+        );
+    };
+    Ok(QuietWrite { target, room: None })
 }
 
 /// Registers a descriptor the `AsyncFd` will own, for `interest` only.
@@ -55,16 +138,37 @@ fn register<T: AsRawFd>(owned: T, interest: Interest) -> io::Result<AsyncFd<T>> 
     unsafe { AsyncFd::register_with_interest(owned, interest) }.map_err(io::Error::from)
 }
 
+/// One `recvmsg(2)`: the bytes into `buf`, a descriptor that came with
+/// them into `passed` (close-on-exec, so no monitor's command inherits it).
+fn receive(fd: RawFd, buf: &mut [u8], control: &mut Vec<u8>, passed: &Passed) -> io::Result<usize> {
+    control.clear();
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<UnixAddr>(fd, &mut iov, Some(control), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    let n = msg.bytes;
+    for c in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            for raw in fds {
+                // SAFETY: the kernel has just installed `raw` in this process
+                // for us; nothing else owns it.
+                passed.put(unsafe { OwnedFd::from_raw_fd(raw) });
+            }
+        }
+    }
+    Ok(n)
+}
+
 impl AsyncRead for QuietRead {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
         loop {
-            let mut guard = ready!(self.0.poll_read_ready(cx))?;
+            let mut guard = ready!(me.stream.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
-            match guard.try_io(|s| (&mut s.get_ref()).read(unfilled)) {
+            let (control, passed) = (&mut me.control, &me.passed);
+            match guard.try_io(|s| receive(s.get_ref().as_raw_fd(), unfilled, control, passed)) {
                 Ok(Ok(n)) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
@@ -83,9 +187,18 @@ impl AsyncWrite for QuietWrite {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         loop {
-            // MSG_NOSIGNAL: a client gone is an error (EPIPE), not a signal.
-            let fd = self.stream.get_ref().as_raw_fd();
-            match send(fd, data, MsgFlags::MSG_NOSIGNAL) {
+            // MSG_NOSIGNAL: a client gone is an error (EPIPE), not a signal
+            // (for a pipe, the daemon ignores SIGPIPE).
+            let fd = self.target_fd();
+            let sent = match self.target {
+                Target::Pipe(_) => nix::unistd::write(fd, data),
+                _ => send(
+                    fd.as_raw_fd(),
+                    data,
+                    MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                ),
+            };
+            match sent {
                 Ok(n) => {
                     // Room again: stop polling for it.
                     self.room = None;
@@ -96,7 +209,7 @@ impl AsyncWrite for QuietWrite {
                 Err(e) => return Poll::Ready(Err(io::Error::from(e))),
             }
             if self.room.is_none() {
-                let dup = self.stream.get_ref().as_fd().try_clone_to_owned()?;
+                let dup = self.target_fd().try_clone_to_owned()?;
                 self.room = Some(register(dup, Interest::WRITABLE)?);
             }
             if let Some(room) = &self.room {
@@ -111,7 +224,19 @@ impl AsyncWrite for QuietWrite {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.stream.get_ref().shutdown(std::net::Shutdown::Write))
+        Poll::Ready(match &self.target {
+            Target::Connection(s) => s.get_ref().shutdown(std::net::Shutdown::Write),
+            Target::Socket(_) | Target::Pipe(_) => Ok(()),
+        })
+    }
+}
+
+impl QuietWrite {
+    fn target_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match &self.target {
+            Target::Connection(s) => s.get_ref().as_fd(),
+            Target::Socket(fd) | Target::Pipe(fd) => fd.as_fd(),
+        }
     }
 }
 
@@ -123,7 +248,7 @@ mod tests {
     #[tokio::test]
     async fn lines_go_both_ways_and_a_full_socket_waits_for_room() {
         let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
-        let (r, mut w) = split(ours).unwrap();
+        let (r, mut w, _) = split(ours).unwrap();
         let (their_r, mut their_w) = theirs.into_split();
         their_w.write_all(b"request\n").await.unwrap();
         let mut lines = BufReader::new(r).lines();
@@ -149,9 +274,92 @@ mod tests {
     #[tokio::test]
     async fn writing_to_a_client_gone_is_an_error() {
         let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
-        let (_r, mut w) = split(ours).unwrap();
+        let (_r, mut w, _) = split(ours).unwrap();
         drop(theirs);
         let err = w.write_all(b"event\n").await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    /// Sends `bytes` with `fd` attached, as a client does.
+    fn send_with(to: &std::os::unix::net::UnixStream, bytes: &[u8], fd: RawFd) {
+        use nix::sys::socket::{sendmsg, ControlMessage};
+        let sent = sendmsg::<UnixAddr>(
+            to.as_raw_fd(),
+            &[std::io::IoSlice::new(bytes)],
+            &[ControlMessage::ScmRights(&[fd])],
+            MsgFlags::empty(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(sent, bytes.len());
+    }
+
+    fn nonblocking_pipe() -> (OwnedFd, OwnedFd) {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_descriptor_sent_with_a_request_is_kept_close_on_exec() {
+        let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+        let (r, _w, passed) = split(ours).unwrap();
+        let theirs = theirs.into_std().unwrap();
+        theirs.set_nonblocking(false).unwrap();
+        let (pipe_r, pipe_w) = nonblocking_pipe();
+        send_with(&theirs, b"request\n", pipe_w.as_raw_fd());
+        drop(pipe_w);
+        let mut lines = BufReader::new(r).lines();
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("request"));
+        let fd = passed.take().expect("the descriptor came with the request");
+        assert!(passed.take().is_none(), "taken once");
+        let flags = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFD).unwrap();
+        assert_ne!(flags & libc::FD_CLOEXEC, 0, "close-on-exec");
+        // It is the pipe: what the daemon writes, the reader reads.
+        let mut out = handed(fd).unwrap();
+        out.write_all(b"event\n").await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = nix::unistd::read(pipe_r.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"event\n");
+    }
+
+    #[test]
+    fn only_what_never_blocks_the_daemon_is_written_to() {
+        let (_r, blocking) = nix::unistd::pipe().unwrap();
+        let err = handed(blocking).err().unwrap();
+        assert!(err.contains("non-blocking"), "{err}");
+        let file = tempfile::tempfile().unwrap();
+        let err = handed(OwnedFd::from(file)).err().unwrap();
+        assert!(err.contains("only to a pipe or a stream socket"), "{err}");
+        let (dgram, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        let err = handed(OwnedFd::from(dgram)).err().unwrap();
+        assert!(err.contains("datagram"), "{err}");
+        let (_r, w) = nonblocking_pipe();
+        assert!(handed(w).is_ok());
+        let (stream, _other) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(handed(OwnedFd::from(stream)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_handed_pipe_waits_for_room_and_a_reader_gone_is_an_error() {
+        let (pipe_r, pipe_w) = nonblocking_pipe();
+        let mut out = handed(pipe_w).unwrap();
+        // Far more than a pipe holds: the writer waits for the reader, more
+        // than once, and loses nothing.
+        let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+        let expected = big.clone();
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut f = std::fs::File::from(pipe_r);
+            // Blocking reads on our own description of the read end.
+            let fl = nix::fcntl::fcntl(f.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
+            let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
+            nix::fcntl::fcntl(f.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
+            let mut got = vec![0u8; expected.len()];
+            std::io::Read::read_exact(&mut f, &mut got).unwrap();
+            assert!(got == expected);
+            // The reader leaves.
+        });
+        out.write_all(&big).await.unwrap();
+        reader.await.unwrap();
+        let err = out.write_all(b"one more\n").await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 }

@@ -19,8 +19,8 @@ use wakeful_engine::{
     Committed, Filter, Follow, FollowError, MonitorRegistry, StartError, StartOptions,
 };
 use wakeful_protocol::{
-    Acked, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult,
-    Status, StreamEnd, WakeClearResult,
+    Acked, ErrorKind, OutputForm, Reply, Request, RunResult, SessionEndResult, ShutdownResult,
+    StartResult, Status, StreamEnd, WakeClearResult,
 };
 use wakeful_protocol::{Paths, PROTOCOL_VERSION};
 use wakeful_store::StoreReader;
@@ -473,6 +473,8 @@ async fn refuse(stream: UnixStream, message: String) {
 struct Conn {
     lines: Lines<BufReader<QuietRead>>,
     out: QuietWrite,
+    /// The descriptor the client sent with its request, if any.
+    passed: crate::quiet::Passed,
 }
 
 impl Conn {
@@ -559,10 +561,11 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
             return Ok(());
         }
     };
-    let (r, w) = crate::quiet::split(stream)?;
+    let (r, w, passed) = crate::quiet::split(stream)?;
     let mut conn = Conn {
         lines: BufReader::new(r).lines(),
         out: w,
+        passed,
     };
     let me = nix::unistd::getuid().as_raw();
     if peer.uid() != me {
@@ -750,20 +753,32 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             follow,
             monitor,
             wakes_agent,
+            write_to,
         } => {
+            let output = match write_to {
+                None => None,
+                Some(form) => match handed_output(conn) {
+                    Ok(out) => Some((out, form)),
+                    Err(message) => return conn.error(ErrorKind::Invalid, message).await,
+                },
+            };
             let _pushing = (follow && wakes_agent).then(|| Pushing::new(state, &session));
-            stream_events(
-                conn,
-                state,
-                Some(&session),
-                monitor.as_deref(),
+            let stream = EventStream {
+                session: Some(&session),
+                monitor: monitor.as_deref(),
                 after,
                 follow,
-            )
-            .await
+            };
+            stream_events(conn, state, stream, output).await
         }
         Request::EventsAll { after, follow } => {
-            stream_events(conn, state, None, None, after, follow).await
+            let stream = EventStream {
+                session: None,
+                monitor: None,
+                after,
+                follow,
+            };
+            stream_events(conn, state, stream, None).await
         }
         Request::WakeCheck { session } => conn.ok(&state.wake_report(&session)).await,
         Request::Digest { session } => {
@@ -1011,11 +1026,42 @@ fn store_error(e: wakeful_store::StoreError) -> std::io::Error {
 /// Bytes of event lines gathered into one socket write.
 const WRITE_BATCH: usize = 64 * 1024;
 
+/// The writer for the descriptor that came with a `write_to` request.
+fn handed_output(conn: &Conn) -> Result<QuietWrite, String> {
+    let fd = conn
+        .passed
+        .take()
+        .ok_or("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")?;
+    crate::quiet::handed(fd)
+}
+
+/// Adds one event to what is about to be written: an event reply line for
+/// the connection, or the event itself in the `form` a handed-over
+/// descriptor asked for.
+fn add_event(buf: &mut Vec<u8>, e: &Committed, form: Option<OutputForm>) {
+    match form {
+        None => {
+            buf.extend_from_slice(wakeful_protocol::EVENT_REPLY_PREFIX.as_bytes());
+            buf.extend_from_slice(e.json().as_bytes());
+            buf.extend_from_slice(b"}\n");
+        }
+        Some(OutputForm::Json) => {
+            buf.extend_from_slice(e.json().as_bytes());
+            buf.push(b'\n');
+        }
+        Some(OutputForm::Plain) => {
+            buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
+            buf.push(b'\n');
+        }
+    }
+}
+
 /// Writes `first` and whatever else the follower has ready now, in one
 /// write; returns the last seq written and whether the monitor of a
 /// `monitor` stream ended.
 async fn write_ready(
-    conn: &mut Conn,
+    out: &mut QuietWrite,
+    form: Option<OutputForm>,
     follow: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
@@ -1024,17 +1070,17 @@ async fn write_ready(
     let mut next = Some(first);
     let mut last = 0;
     while let Some(e) = next.take() {
-        buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
+        add_event(&mut buf, &e, form);
         last = e.seq();
         if monitor.is_some() && e.event.kind().is_terminal() {
-            conn.out.write_all(&buf).await?;
+            out.write_all(&buf).await?;
             return Ok((last, true));
         }
         if buf.len() < WRITE_BATCH {
             next = follow.try_next().map_err(follow_error)?;
         }
     }
-    conn.out.write_all(&buf).await?;
+    out.write_all(&buf).await?;
     Ok((last, false))
 }
 
@@ -1042,55 +1088,118 @@ fn follow_error(e: FollowError) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
 
+/// What an `events` request reads.
+struct EventStream<'a> {
+    /// One session's events, or every session's.
+    session: Option<&'a str>,
+    /// Only this monitor's events (the stream ends with its final event).
+    monitor: Option<&'a str>,
+    /// Events after this seq.
+    after: u64,
+    /// Keep sending new events as they come.
+    follow: bool,
+}
+
 /// Sends the session's events after `after` (only `monitor`'s, when given);
 /// with `follow`, keeps sending new ones as they are committed, until the
 /// client disconnects (or `monitor`'s final event was sent). One follower
 /// of the hub does it all: catching up from memory or the store, then
 /// live, each event once, in order, as the JSON the store holds.
+///
+/// With `output` (a descriptor the client handed over, and the form it
+/// asked for), the events go there, straight to the reader, and the
+/// connection carries only the end: `ok`, or `output_closed` once the
+/// reader closed it.
 async fn stream_events(
     conn: &mut Conn,
     state: &State,
-    session: Option<&str>,
-    monitor: Option<&str>,
-    after: u64,
-    follow: bool,
+    stream: EventStream<'_>,
+    mut output: Option<(QuietWrite, OutputForm)>,
 ) -> std::io::Result<()> {
+    let EventStream {
+        session,
+        monitor,
+        after,
+        follow,
+    } = stream;
     let _following = follow.then(|| Following::stream(state));
     let filter = Filter {
         session: session.map(String::from),
         monitor: monitor.map(String::from),
     };
     let mut events = state.registry.hub().follow(filter, after);
-    if !follow {
+    let written = if follow {
+        follow_events(conn, &mut events, &mut output, monitor).await
+    } else {
+        let mut written = Ok(None);
         while let Some(e) = events.try_next().map_err(follow_error)? {
-            let (_, ended) = write_ready(conn, &mut events, e, monitor).await?;
-            if ended {
-                break;
+            let (out, form) = sink(conn, &mut output);
+            match write_ready(out, form, &mut events, e, monitor).await {
+                Ok((_, true)) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    written = Err(e);
+                    break;
+                }
             }
         }
-        return conn
-            .ok(&StreamEnd {
-                last_seq: events.position(),
-            })
-            .await;
+        written.map(|_: Option<u64>| Some(events.position()))
+    };
+    // The reader gets its end of file no later than the client its reply.
+    let handed = output.take().is_some();
+    match written {
+        Ok(None) => Ok(()),
+        Ok(Some(last_seq)) => conn.ok(&StreamEnd { last_seq }).await,
+        Err(e) if handed && e.kind() == std::io::ErrorKind::BrokenPipe => {
+            tracing::debug!("the reader of a handed-over output closed it");
+            conn.error(
+                ErrorKind::OutputClosed,
+                "the reader of the events' output closed it",
+            )
+            .await
+        }
+        Err(e) => Err(e),
     }
+}
+
+/// Where events go: the handed-over descriptor, else the connection.
+fn sink<'a>(
+    conn: &'a mut Conn,
+    output: &'a mut Option<(QuietWrite, OutputForm)>,
+) -> (&'a mut QuietWrite, Option<OutputForm>) {
+    match output {
+        Some((out, form)) => (out, Some(*form)),
+        None => (&mut conn.out, None),
+    }
+}
+
+/// The live part of [`stream_events`]: `Ok(Some(last seq))` when the
+/// monitor of a `monitor` stream ended, `Ok(None)` when the client left or
+/// the hub closed.
+async fn follow_events(
+    conn: &mut Conn,
+    events: &mut Follow,
+    output: &mut Option<(QuietWrite, OutputForm)>,
+    monitor: Option<&str>,
+) -> std::io::Result<Option<u64>> {
     loop {
         tokio::select! {
             next = events.next() => {
                 let e = match next {
                     Ok(e) => e,
-                    Err(FollowError::Closed) => return Ok(()),
+                    Err(FollowError::Closed) => return Ok(None),
                     Err(e) => return Err(follow_error(e)),
                 };
-                let (last, ended) = write_ready(conn, &mut events, e, monitor).await?;
+                let (out, form) = sink(conn, output);
+                let (last, ended) = write_ready(out, form, events, e, monitor).await?;
                 if ended {
-                    return conn.ok(&StreamEnd { last_seq: last }).await;
+                    return Ok(Some(last));
                 }
             }
             line = conn.lines.next_line() => {
                 // The client said something or left; either ends the stream.
                 line?;
-                return Ok(());
+                return Ok(None);
             }
         }
     }

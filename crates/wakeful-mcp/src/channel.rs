@@ -192,6 +192,7 @@ async fn follow(
         follow: true,
         monitor: None,
         wakes_agent: shows,
+        write_to: None,
     };
     if conn.send(request).await.is_err() {
         return Followed::Nothing;

@@ -307,6 +307,7 @@ impl WakefulServer {
             follow: false,
             monitor: None,
             wakes_agent: false,
+            write_to: None,
         })
         .await
         .map_err(daemon_error)?;

@@ -34,7 +34,7 @@ pub use reply::{
     RunResult, SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
     WakeDelivery, WakeStatus,
 };
-pub use request::{Envelope, ImportedEvent, Request, RunRequest, WakeAdapter};
+pub use request::{Envelope, ImportedEvent, OutputForm, Request, RunRequest, WakeAdapter};
 pub use wakeful_core::digest::Digest;
 pub use wakeful_core::{Event, MonitorInfo};
 

@@ -68,6 +68,10 @@ pub enum ErrorKind {
     /// The host named is not reachable through the cluster (no daemon of
     /// that name answers, or NATS is down) (exit 1).
     Unreachable,
+    /// The reader of the descriptor the events were written to
+    /// ([`crate::Request::Events`]'s `write_to`) closed it (exit 141, as a
+    /// closed stdout).
+    OutputClosed,
 }
 
 impl ErrorKind {
@@ -79,6 +83,7 @@ impl ErrorKind {
             ErrorKind::Limit => 4,
             ErrorKind::Timeout => 124,
             ErrorKind::Superseded => 0,
+            ErrorKind::OutputClosed => 141,
             ErrorKind::Busy
             | ErrorKind::Denied
             | ErrorKind::Version

@@ -77,6 +77,15 @@ pub enum Request {
         /// it lasts, the session counts as live (see [`crate::WakeInfo`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         wakes_agent: bool,
+        /// Write the events, in this form, to the descriptor that came with
+        /// this request (`SCM_RIGHTS`: the client's stdout, a pipe opened
+        /// non-blocking or a stream socket) instead of sending them on the
+        /// connection: the reader gets each event from the daemon itself,
+        /// with no process in between. The connection then carries only
+        /// the end: `ok` (as without it), or an error
+        /// ([`crate::ErrorKind::OutputClosed`] once the reader is gone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write_to: Option<OutputForm>,
     },
     /// Read the events of every session (never moves a cursor): `events`
     /// without the session filter, for views that show all sessions.
@@ -287,6 +296,17 @@ impl Request {
             Request::ClusterMonitors { .. } => "cluster_monitors",
         }
     }
+}
+
+/// How events written to a handed-over descriptor look
+/// ([`Request::Events`]'s `write_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputForm {
+    /// One event JSON object a line, as the store holds it (`--json`).
+    Json,
+    /// One plain line an event, as `wakeful events` prints it.
+    Plain,
 }
 
 /// What travels on the wire: a request with the protocol version.

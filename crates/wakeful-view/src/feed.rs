@@ -130,6 +130,7 @@ async fn stream(
                 follow: true,
                 monitor: None,
                 wakes_agent: false,
+                write_to: None,
             },
             Scope::All => Request::EventsAll {
                 after: from,

@@ -560,6 +560,7 @@ impl Stream {
                         follow: false,
                         monitor: None,
                         wakes_agent: false,
+                        write_to: None,
                     },
                     None => DaemonRequest::EventsAll {
                         after,
