@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::fd::AsFd;
 
 use serde_json::json;
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Incoming, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{
-    Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
+    OutputForm, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
     WakeClearResult, WakeDelivery, WakeStatus,
 };
 
@@ -368,6 +369,7 @@ async fn watch(
         follow: true,
         monitor: Some(started.id.clone()),
         wakes_agent: false,
+        write_to: None,
     })
     .await?;
     let stdout = std::io::stdout();
@@ -576,15 +578,52 @@ async fn events(
     follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    conn.send(Request::Events {
-        session,
+    let request = |write_to| Request::Events {
+        session: session.clone(),
         after,
         follow,
         monitor: None,
         wakes_agent: false,
-    })
-    .await?;
+        write_to,
+    };
+    if let Some(stdout) = crate::handover::stdout_for_daemon() {
+        let form = if json {
+            OutputForm::Json
+        } else {
+            OutputForm::Plain
+        };
+        let mut conn = connect(paths).await?;
+        conn.send_with_fd(request(Some(form)), stdout.as_fd())
+            .await?;
+        drop(stdout);
+        match conn.next().await? {
+            Some(Reply::Ok { .. }) | None => return Ok(0),
+            Some(Reply::Error {
+                kind: ErrorKind::OutputClosed,
+                ..
+            }) => {
+                let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+                return Err(Failure::closed_stdout(&closed));
+            }
+            // A daemon that cannot write there (or does not know how): this
+            // process relays the events.
+            Some(Reply::Error {
+                kind: ErrorKind::Invalid,
+                ..
+            }) => {}
+            Some(Reply::Error { kind, message }) => {
+                return Err(Failure::new(kind.exit_code(), message))
+            }
+            Some(other) => {
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    format!("unexpected reply from the daemon: {other:?}"),
+                ))
+            }
+        }
+    }
+    let mut conn = connect(paths).await?;
+    conn.send(request(None)).await?;
     let stdout = std::io::stdout();
     // Events that came together are written together.
     let mut ready = Vec::new();

@@ -82,6 +82,17 @@ impl Incoming {
     }
 }
 
+/// One request line, versioned.
+fn encode(request: Request) -> Result<Vec<u8>, ClientError> {
+    let mut line = serde_json::to_vec(&Envelope {
+        v: PROTOCOL_VERSION,
+        request,
+    })
+    .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    line.push(b'\n');
+    Ok(line)
+}
+
 /// An open connection.
 pub struct Connection {
     reader: Lines<BufReader<OwnedReadHalf>>,
@@ -91,13 +102,43 @@ pub struct Connection {
 impl Connection {
     /// Sends one request.
     pub async fn send(&mut self, request: Request) -> Result<(), ClientError> {
-        let mut line = serde_json::to_vec(&Envelope {
-            v: PROTOCOL_VERSION,
-            request,
-        })
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        line.push(b'\n');
+        let line = encode(request)?;
         self.writer.write_all(&line).await?;
+        Ok(())
+    }
+
+    /// Sends one request with a descriptor (`SCM_RIGHTS`) for the daemon
+    /// to use: [`Request::Events`]'s `write_to` writes the events there.
+    pub async fn send_with_fd(
+        &mut self,
+        request: Request,
+        fd: std::os::fd::BorrowedFd<'_>,
+    ) -> Result<(), ClientError> {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
+        use std::os::fd::AsRawFd;
+        let line = encode(request)?;
+        let socket: &UnixStream = self.writer.as_ref();
+        let fds = [fd.as_raw_fd()];
+        let sent = loop {
+            socket.writable().await?;
+            // The descriptor rides with the first bytes of the request.
+            let attempt = socket.try_io(tokio::io::Interest::WRITABLE, || {
+                sendmsg::<UnixAddr>(
+                    socket.as_raw_fd(),
+                    &[std::io::IoSlice::new(&line)],
+                    &[ControlMessage::ScmRights(&fds)],
+                    MsgFlags::MSG_NOSIGNAL,
+                    None,
+                )
+                .map_err(std::io::Error::from)
+            });
+            match attempt {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        self.writer.write_all(&line[sent..]).await?;
         Ok(())
     }
 

@@ -1,0 +1,239 @@
+//! `wakeful events` hands its stdout to the daemon when it is a pipe or a
+//! stream socket: the daemon writes every event to the reader itself. These
+//! tests prove it with the real binary: the events keep coming while the
+//! CLI process is stopped (SIGSTOP), the daemon holds the descriptor
+//! non-blocking and close-on-exec, lets go of it when the CLI dies, and the
+//! output is the same as the CLI's own on a file.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::Home;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// A home with one file monitor (`--batch-ms 0`); returns the file.
+fn file_monitor(home: &Home) -> std::fs::File {
+    let log = home.path().join("app.log");
+    std::fs::write(&log, "").unwrap();
+    let args = ["--file", log.to_str().unwrap(), "--batch-ms", "0"];
+    home.json(&[&["start", "-d", "handed over"], &args[..]].concat());
+    std::fs::OpenOptions::new().append(true).open(&log).unwrap()
+}
+
+/// Lines read from `from` by a thread, as they come.
+fn lines_of(from: impl Read + Send + 'static) -> mpsc::Receiver<Option<String>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            if tx.send(Some(line.unwrap())).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(None);
+    });
+    rx
+}
+
+/// Reads lines until one contains `text` (`None` at end of file), within
+/// the deadline.
+fn until(rx: &mpsc::Receiver<Option<String>>, text: &str, deadline: Instant) -> Option<String> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Some(l)) if l.contains(text) => return Some(l),
+            Ok(Some(_)) => {}
+            Ok(None) => return None,
+            Err(e) => panic!("no line with {text:?} in time: {e}"),
+        }
+    }
+}
+
+/// Device and inode of an open pipe or socket.
+type Object = (u64, u64);
+
+fn object_of(fd: &impl AsRawFd) -> Object {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).unwrap();
+    (st.st_dev, st.st_ino)
+}
+
+/// The daemon's descriptors for `object` (the CLI's stdout: a pipe, whose
+/// two ends are one inode, or the CLI's end of a socket pair), with their
+/// `fdinfo` flags.
+fn daemon_fds_of(daemon: i32, object: Object) -> Vec<u32> {
+    let mut flags = Vec::new();
+    // `metadata` follows the link to the object itself; fdinfo has the
+    // flags of the daemon's own description.
+    for entry in std::fs::read_dir(format!("/proc/{daemon}/fd")).unwrap() {
+        let entry = entry.unwrap();
+        let Ok(meta) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
+        if (meta.dev(), meta.ino()) == object {
+            let info = std::fs::read_to_string(format!(
+                "/proc/{daemon}/fdinfo/{}",
+                entry.file_name().to_string_lossy()
+            ))
+            .unwrap();
+            let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
+            flags.push(u32::from_str_radix(line["flags:".len()..].trim(), 8).unwrap());
+        }
+    }
+    flags
+}
+
+fn signal(child: &Child, s: Signal) {
+    kill(Pid::from_raw(child.id() as i32), s).unwrap();
+}
+
+/// One reader kind: what the CLI's stdout is, and our end of it.
+fn follow_into(home: &Home, socket: bool) -> (Child, Box<dyn Read + Send>, Object) {
+    let mut cmd = home.cmd(&["--json", "events", "--follow"]);
+    if socket {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let object = object_of(&theirs);
+        let child = cmd
+            .stdout(Stdio::from(OwnedFd::from(theirs)))
+            .spawn()
+            .unwrap();
+        (child, Box::new(ours), object)
+    } else {
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let object = object_of(&out);
+        (child, Box::new(out), object)
+    }
+}
+
+fn the_daemon_writes_to_the_reader_itself(socket: bool) {
+    let home = Home::new();
+    let mut file = file_monitor(&home);
+    let daemon = home.daemon_pid().unwrap();
+    let (mut cli, out, object) = follow_into(&home, socket);
+    let rx = lines_of(out);
+    let deadline = Instant::now() + LIMIT;
+    until(&rx, "\"started\"", deadline).expect("the started event");
+
+    // The daemon holds the reader's pipe or socket: non-blocking, and
+    // close-on-exec (no monitor's command inherits it).
+    let flags = daemon_fds_of(daemon, object);
+    assert_eq!(flags.len(), 1, "the daemon holds it once: {flags:?}");
+    if !socket {
+        assert_ne!(flags[0] & libc::O_NONBLOCK as u32, 0, "{:o}", flags[0]);
+    }
+    assert_ne!(flags[0] & libc::O_CLOEXEC as u32, 0, "{:o}", flags[0]);
+
+    // With the CLI stopped, lines still reach the reader: nobody but the
+    // daemon writes them.
+    signal(&cli, Signal::SIGSTOP);
+    for i in 0..3 {
+        writeln!(file, "while-stopped-{i}").unwrap();
+        let line = until(&rx, &format!("while-stopped-{i}"), deadline).expect("a line");
+        let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(event["kind"], "lines", "{line}");
+    }
+    signal(&cli, Signal::SIGCONT);
+
+    // The CLI killed: the daemon sees its connection close and lets go of
+    // the descriptor — the reader gets its end of file.
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    assert_eq!(until(&rx, "never", deadline), None, "end of file");
+    assert!(
+        common::eventually(LIMIT, || daemon_fds_of(daemon, object).is_empty()),
+        "the daemon still holds the reader's descriptor"
+    );
+}
+
+#[test]
+fn the_daemon_writes_events_to_a_pipe_itself_and_lets_go_of_it() {
+    the_daemon_writes_to_the_reader_itself(false);
+}
+
+#[test]
+fn the_daemon_writes_events_to_a_stream_socket_itself_and_lets_go_of_it() {
+    the_daemon_writes_to_the_reader_itself(true);
+}
+
+#[test]
+fn a_reader_that_closed_the_pipe_ends_events_quietly_with_141() {
+    let home = Home::new();
+    let mut file = file_monitor(&home);
+    let mut cli = home
+        .cmd(&["--json", "events", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(cli.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.contains("\"started\""), "{first}");
+    drop(out);
+    writeln!(file, "nobody reads this").unwrap();
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = cli.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "events did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(141));
+    let mut err = String::new();
+    cli.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(err, "", "a closed stdout ends quietly");
+}
+
+#[test]
+fn a_pipe_a_socket_and_a_file_get_the_same_lines() {
+    let home = Home::new();
+    let mut file = file_monitor(&home);
+    for i in 0..50 {
+        writeln!(file, "line {i} with \u{1b}[31mcolour\u{1b}[0m and ünïcode").unwrap();
+    }
+    assert!(common::eventually(LIMIT, || {
+        home.ok(&["events"]).contains("line 49 ")
+    }));
+    for json in [false, true] {
+        let args: &[&str] = if json {
+            &["--json", "events"]
+        } else {
+            &["events"]
+        };
+        // A file: the CLI writes it itself.
+        let path = home.path().join(format!("out-{json}"));
+        let status = home
+            .cmd(args)
+            .stdout(std::fs::File::create(&path).unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let by_cli = std::fs::read_to_string(&path).unwrap();
+        assert!(by_cli.contains("line 49 "), "{by_cli}");
+        // A pipe: the daemon writes it.
+        let by_pipe = home.cmd(args).output().unwrap();
+        assert!(by_pipe.status.success());
+        assert_eq!(String::from_utf8(by_pipe.stdout).unwrap(), by_cli);
+        // A stream socket: the daemon writes it.
+        let (mut ours, theirs) = UnixStream::pair().unwrap();
+        let mut child = home
+            .cmd(args)
+            .stdout(Stdio::from(OwnedFd::from(theirs)))
+            .spawn()
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        let mut by_socket = String::new();
+        ours.read_to_string(&mut by_socket).unwrap();
+        assert_eq!(by_socket, by_cli);
+    }
+}
