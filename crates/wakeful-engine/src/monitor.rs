@@ -276,16 +276,20 @@ async fn drive<S: InputSource>(
         }
         let emitted = !step.emits.is_empty();
         feed.emit(step.emits).await;
-        if emitted && fold_at.is_none() {
-            if let Some(delay) = feed.hub.claim_flush() {
-                // Readers this emit woke write first. Arming the fold's
-                // timer wakes the runtime's driver (an eventfd write) and, on
-                // two workers, the other worker too, which then competed with
-                // the reader for a processor: a followed file's line took
-                // 1.5–1.65× `tail -F | grep` with the timer armed first,
-                // 1.1–1.3× after this yield (docs/BENCHMARKS.md).
-                tokio::task::yield_now().await;
-                fold_at = Some(tokio::time::Instant::now() + delay);
+        if emitted {
+            // Readers this emit woke write first. What this task does next
+            // — arming the fold's timer, polling its source and deadlines
+            // again (a new timer for each) — wakes the runtime's driver (an
+            // eventfd write) and, on two workers, the other worker, which
+            // then competed with the reader for a processor: a followed
+            // file's line took 1.5–1.65× `tail -F | grep` that way, 1.1–1.3×
+            // with this yield (docs/BENCHMARKS.md).
+            tokio::task::yield_now().await;
+            if fold_at.is_none() {
+                fold_at = feed
+                    .hub
+                    .claim_flush()
+                    .map(|delay| tokio::time::Instant::now() + delay);
             }
         }
     }
