@@ -237,3 +237,45 @@ fn a_pipe_a_socket_and_a_file_get_the_same_lines() {
         assert_eq!(by_socket, by_cli);
     }
 }
+
+#[test]
+fn a_client_killed_while_its_reader_does_not_read_lets_the_daemon_go() {
+    let home = Home::new();
+    let mut file = file_monitor(&home);
+    let long = "x".repeat(300);
+    for i in 0..40 {
+        writeln!(file, "{i} {long}").unwrap();
+    }
+    assert!(common::eventually(LIMIT, || home
+        .ok(&["events"])
+        .contains(&format!("39 {long}"))));
+    let daemon = home.daemon_pid().unwrap();
+    // A pipe of one page that nobody reads: the daemon fills it and waits
+    // for room, with more than 12 KiB of events still to write.
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    nix::fcntl::fcntl(read.as_raw_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+    let object = object_of(&read);
+    for follow in [false, true] {
+        let args: &[&str] = if follow {
+            &["--json", "events", "--follow"]
+        } else {
+            &["--json", "events"]
+        };
+        let mut cli = home
+            .cmd(args)
+            .stdout(Stdio::from(write.try_clone().unwrap()))
+            .spawn()
+            .unwrap();
+        assert!(
+            common::eventually(LIMIT, || !daemon_fds_of(daemon, object).is_empty()),
+            "the daemon did not take the pipe"
+        );
+        cli.kill().unwrap();
+        cli.wait().unwrap();
+        assert!(
+            common::eventually(LIMIT, || daemon_fds_of(daemon, object).is_empty()),
+            "the daemon still waits to write to a pipe for a client that is gone (follow: {follow})"
+        );
+    }
+    drop(read);
+}

@@ -1131,19 +1131,22 @@ async fn stream_events(
     let written = if follow {
         follow_events(conn, &mut events, &mut output, monitor).await
     } else {
-        let mut written = Ok(None);
+        let mut written = Ok(Some(()));
         while let Some(e) = events.try_next().map_err(follow_error)? {
-            let (out, form) = sink(conn, &mut output);
-            match write_ready(out, form, &mut events, e, monitor).await {
-                Ok((_, true)) => break,
-                Ok(_) => {}
+            match write_watching(conn, &mut output, &mut events, e, monitor).await {
+                Ok(Some((_, true))) => break,
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    written = Ok(None);
+                    break;
+                }
                 Err(e) => {
                     written = Err(e);
                     break;
                 }
             }
         }
-        written.map(|_: Option<u64>| Some(events.position()))
+        written.map(|w| w.map(|()| events.position()))
     };
     // The reader gets its end of file no later than the client its reply.
     let handed = output.take().is_some();
@@ -1162,14 +1165,27 @@ async fn stream_events(
     }
 }
 
-/// Where events go: the handed-over descriptor, else the connection.
-fn sink<'a>(
-    conn: &'a mut Conn,
-    output: &'a mut Option<(QuietWrite, OutputForm)>,
-) -> (&'a mut QuietWrite, Option<OutputForm>) {
+/// Writes `first` and what else is ready ([`write_ready`]) to the
+/// handed-over descriptor, else the connection. Writing to a descriptor
+/// waits for its reader only while the client is there: a client that
+/// leaves meanwhile ends the stream (`Ok(None)`), so a reader that stopped
+/// reading does not keep the daemon holding its pipe for nobody.
+async fn write_watching(
+    conn: &mut Conn,
+    output: &mut Option<(QuietWrite, OutputForm)>,
+    events: &mut Follow,
+    first: Arc<Committed>,
+    monitor: Option<&str>,
+) -> std::io::Result<Option<(u64, bool)>> {
     match output {
-        Some((out, form)) => (out, Some(*form)),
-        None => (&mut conn.out, None),
+        None => write_ready(&mut conn.out, None, events, first, monitor)
+            .await
+            .map(Some),
+        Some((out, form)) => tokio::select! {
+            written = write_ready(out, Some(*form), events, first, monitor) => written.map(Some),
+            // The client said something or left; either ends the stream.
+            _ = conn.lines.next_line() => Ok(None),
+        },
     }
 }
 
@@ -1190,8 +1206,9 @@ async fn follow_events(
                     Err(FollowError::Closed) => return Ok(None),
                     Err(e) => return Err(follow_error(e)),
                 };
-                let (out, form) = sink(conn, output);
-                let (last, ended) = write_ready(out, form, events, e, monitor).await?;
+                let Some((last, ended)) = write_watching(conn, output, events, e, monitor).await? else {
+                    return Ok(None);
+                };
                 if ended {
                     return Ok(Some(last));
                 }
