@@ -71,10 +71,13 @@ pub(crate) struct QuietWrite {
 enum Target {
     /// The connection itself (non-blocking).
     Connection(Arc<AsyncFd<UnixStream>>),
-    /// A stream socket of the client's: `send(MSG_DONTWAIT)`.
-    Socket(OwnedFd),
-    /// A pipe the client opened non-blocking: `write(2)`.
-    Pipe(OwnedFd),
+    /// A stream socket of the client's: `send(MSG_DONTWAIT)`. Registered
+    /// for reading only, to see its reader hang up.
+    Socket(AsyncFd<OwnedFd>),
+    /// A pipe the client opened non-blocking: `write(2)`. Registered for
+    /// reading only, which a pipe's writing end never is: it reports an
+    /// error once it has no reader left.
+    Pipe(AsyncFd<OwnedFd>),
 }
 
 /// Splits an accepted connection into its two halves; descriptors the
@@ -111,7 +114,7 @@ pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
         if ty != nix::sys::socket::SockType::Stream {
             return Err("events are written only to a stream socket, not a datagram one".into());
         }
-        Target::Socket(fd)
+        Target::Socket(watched(fd)?)
     } else if kind == SFlag::S_IFIFO {
         let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)
             .map(OFlag::from_bits_truncate)
@@ -121,13 +124,20 @@ pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
                 "a pipe to write events to must be opened non-blocking (O_NONBLOCK), so that a slow reader never blocks the daemon".into(),
             );
         }
-        Target::Pipe(fd)
+        Target::Pipe(watched(fd)?)
     } else {
         return Err(
             "events are written only to a pipe or a stream socket; read them from the connection instead".into(),
         );
     };
     Ok(QuietWrite { target, room: None })
+}
+
+/// A handed-over descriptor, registered to watch for its reader leaving
+/// ([`QuietWrite::reader_gone`]).
+fn watched(fd: OwnedFd) -> Result<AsyncFd<OwnedFd>, String> {
+    register(fd, Interest::READABLE | Interest::ERROR)
+        .map_err(|e| format!("cannot watch the descriptor sent: {e}"))
 }
 
 /// Registers a descriptor the `AsyncFd` will own, for `interest` only.
@@ -232,10 +242,43 @@ impl AsyncWrite for QuietWrite {
 }
 
 impl QuietWrite {
+    /// Completes when the reader of a handed-over descriptor is gone, with
+    /// nothing written: a pipe without readers reports an error, a socket
+    /// whose peer closed a hang-up. Never for the connection itself (its
+    /// end shows on its reading half).
+    pub(crate) async fn reader_gone(&self) -> io::Result<()> {
+        let (watch, socket) = match &self.target {
+            Target::Socket(fd) => (fd, true),
+            Target::Pipe(fd) => (fd, false),
+            Target::Connection(_) => return std::future::pending().await,
+        };
+        loop {
+            let mut guard = watch.ready(Interest::READABLE | Interest::ERROR).await?;
+            let ready = guard.ready();
+            if ready.is_error() || ready.is_read_closed() {
+                return Ok(());
+            }
+            // Readable: the reader sent something on its socket (not ours to
+            // read) or closed it; a peek tells which.
+            if socket {
+                let mut byte = [0u8; 1];
+                let peeked = nix::sys::socket::recv(
+                    watch.get_ref().as_raw_fd(),
+                    &mut byte,
+                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+                );
+                if peeked == Ok(0) {
+                    return Ok(());
+                }
+            }
+            guard.clear_ready();
+        }
+    }
+
     fn target_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.target {
             Target::Connection(s) => s.get_ref().as_fd(),
-            Target::Socket(fd) | Target::Pipe(fd) => fd.as_fd(),
+            Target::Socket(fd) | Target::Pipe(fd) => fd.get_ref().as_fd(),
         }
     }
 }
@@ -321,8 +364,8 @@ mod tests {
         assert_eq!(&buf[..n], b"event\n");
     }
 
-    #[test]
-    fn only_what_never_blocks_the_daemon_is_written_to() {
+    #[tokio::test]
+    async fn only_what_never_blocks_the_daemon_is_written_to() {
         let (_r, blocking) = nix::unistd::pipe().unwrap();
         let err = handed(blocking).err().unwrap();
         assert!(err.contains("non-blocking"), "{err}");

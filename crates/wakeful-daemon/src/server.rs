@@ -1218,7 +1218,22 @@ async fn follow_events(
                 line?;
                 return Ok(None);
             }
+            gone = reader_gone(output) => {
+                // `wakeful events --follow | head -1`: once head is gone, the
+                // stream ends now, not at the next event.
+                gone?;
+                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+            }
         }
+    }
+}
+
+/// Completes when the reader of a handed-over descriptor is gone; never
+/// without one.
+async fn reader_gone(output: &mut Option<(QuietWrite, OutputForm)>) -> std::io::Result<()> {
+    match output {
+        Some((out, _)) => out.reader_gone().await,
+        None => std::future::pending().await,
     }
 }
 
