@@ -363,15 +363,29 @@ async fn watch(
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (mut conn, started) = start_request(paths, session.clone(), spec, None).await?;
-    conn.send(Request::Events {
-        session,
+    let request = |write_to| Request::Events {
+        session: session.clone(),
         after: started.after_seq,
         follow: true,
         monitor: Some(started.id.clone()),
         wakes_agent: false,
-        write_to: None,
-    })
-    .await?;
+        write_to,
+    };
+    // A pipe or a socket: the daemon writes the monitor's output to it
+    // itself, and sends its final event here too.
+    let mut handed = false;
+    match crate::handover::stdout_for_daemon() {
+        Some(fd) => {
+            let form = if json {
+                OutputForm::Json
+            } else {
+                OutputForm::Watch
+            };
+            conn.send_with_fd(request(Some(form)), fd.as_fd()).await?;
+            handed = true;
+        }
+        None => conn.send(request(None)).await?,
+    }
     let stdout = std::io::stdout();
     loop {
         let reply = tokio::select! {
@@ -386,6 +400,30 @@ async fn watch(
             }
         };
         match reply {
+            Some(Incoming::Event(raw)) if handed => {
+                // The final event; the daemon has written it already.
+                let event = Incoming::event(&raw)?;
+                if let Some(code) = watch_end_code(&event) {
+                    return Ok(code);
+                }
+            }
+            Some(Incoming::Reply(Reply::Error {
+                kind: ErrorKind::OutputClosed,
+                ..
+            })) => {
+                // Nobody reads our output any more: let the monitor go as on
+                // Ctrl-C, quietly (exit 141).
+                let_go(paths, &started.id, detach_on_interrupt, false).await;
+                return Ok(watch_exit_code(WatchEnd::StdoutClosed));
+            }
+            Some(Incoming::Reply(Reply::Error {
+                kind: ErrorKind::Invalid,
+                ..
+            })) if handed => {
+                // A daemon that cannot write there: relay.
+                handed = false;
+                conn.send(request(None)).await?;
+            }
             Some(Incoming::Event(raw)) => {
                 let event = Incoming::event(&raw)?;
                 let mut out = stdout.lock();
@@ -405,14 +443,8 @@ async fn watch(
                     }
                     return Err(e.into());
                 }
-                match &event.body {
-                    EventBody::MonitorStopped { reason, .. } => {
-                        return Ok(watch_exit_code(WatchEnd::Stopped(reason)))
-                    }
-                    EventBody::MonitorFailed { .. } => {
-                        return Ok(watch_exit_code(WatchEnd::Failed))
-                    }
-                    _ => {}
+                if let Some(code) = watch_end_code(&event) {
+                    return Ok(code);
                 }
             }
             Some(Incoming::Reply(Reply::Error { kind, message })) => {
@@ -441,6 +473,18 @@ async fn watch(
                 ));
             }
         }
+    }
+}
+
+/// `watch`'s exit code when `event` is its monitor's final one.
+fn watch_end_code(event: &wakeful_core::Event) -> Option<u8> {
+    use render::{watch_exit_code, WatchEnd};
+    match &event.body {
+        EventBody::MonitorStopped { reason, .. } => {
+            Some(watch_exit_code(WatchEnd::Stopped(reason)))
+        }
+        EventBody::MonitorFailed { .. } => Some(watch_exit_code(WatchEnd::Failed)),
+        _ => None,
     }
 }
 

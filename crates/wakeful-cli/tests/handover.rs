@@ -95,6 +95,30 @@ fn signal(child: &Child, s: Signal) {
     kill(Pid::from_raw(child.id() as i32), s).unwrap();
 }
 
+/// Kills a child that a failing test may leave stopped (SIGSTOP), which
+/// would otherwise hold the test's output open forever; disarmed once the
+/// test has reaped it.
+struct Reaper(Option<i32>);
+
+impl Reaper {
+    fn of(child: &Child) -> Self {
+        Reaper(Some(child.id() as i32))
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// One reader kind: what the CLI's stdout is, and our end of it.
 fn follow_into(home: &Home, socket: bool) -> (Child, Box<dyn Read + Send>, Object) {
     follow_into_cmd(home.cmd(&["--json", "events", "--follow"]), socket)
@@ -122,6 +146,7 @@ fn the_daemon_writes_to_the_reader_itself(socket: bool) {
     let mut file = file_monitor(&home);
     let daemon = home.daemon_pid().unwrap();
     let (mut cli, out, object) = follow_into(&home, socket);
+    let mut reaper = Reaper::of(&cli);
     let rx = lines_of(out);
     let deadline = Instant::now() + LIMIT;
     until(&rx, "\"started\"", deadline).expect("the started event");
@@ -150,6 +175,7 @@ fn the_daemon_writes_to_the_reader_itself(socket: bool) {
     // the descriptor — the reader gets its end of file.
     cli.kill().unwrap();
     cli.wait().unwrap();
+    reaper.disarm();
     assert_eq!(until(&rx, "never", deadline), None, "end of file");
     assert!(
         common::eventually(LIMIT, || daemon_fds_of(daemon, object).is_empty()),
@@ -212,9 +238,12 @@ fn a_reader_that_closed_the_socket_ends_events_at_once_with_141() {
 fn a_pipe_a_socket_and_a_file_get_the_same_lines() {
     let home = Home::new();
     let mut file = file_monitor(&home);
-    for i in 0..50 {
-        writeln!(file, "line {i} with \u{1b}[31mcolour\u{1b}[0m and ünïcode").unwrap();
-    }
+    // One write: read at once, one event (50 writes could meet the rate
+    // limit one by one and see the last lines only counted).
+    let lines: String = (0..50)
+        .map(|i| format!("line {i} with \u{1b}[31mcolour\u{1b}[0m and ünïcode\n"))
+        .collect();
+    file.write_all(lines.as_bytes()).unwrap();
     assert!(common::eventually(LIMIT, || {
         home.ok(&["events"]).contains("line 49 ")
     }));
@@ -256,10 +285,11 @@ fn a_pipe_a_socket_and_a_file_get_the_same_lines() {
 fn a_client_killed_while_its_reader_does_not_read_lets_the_daemon_go() {
     let home = Home::new();
     let mut file = file_monitor(&home);
+    // One write, so that it is read at once and becomes one event of 12 KiB
+    // (40 writes could meet the rate limit one by one).
     let long = "x".repeat(300);
-    for i in 0..40 {
-        writeln!(file, "{i} {long}").unwrap();
-    }
+    let lines: String = (0..40).map(|i| format!("{i} {long}\n")).collect();
+    file.write_all(lines.as_bytes()).unwrap();
     assert!(common::eventually(LIMIT, || home
         .ok(&["events"])
         .contains(&format!("39 {long}"))));
@@ -292,4 +322,47 @@ fn a_client_killed_while_its_reader_does_not_read_lets_the_daemon_go() {
         );
     }
     drop(read);
+}
+
+#[test]
+fn watch_hands_its_stdout_over_and_still_exits_with_the_commands_code() {
+    let home = Home::new();
+    let fifo = home.path().join("feed");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let command = format!("cat {}; exit 3", fifo.display());
+    let (mut cli, out, _) = follow_into_cmd(
+        home.cmd(&[
+            "watch",
+            "--batch-ms",
+            "0",
+            "-d",
+            "handed watch",
+            "--",
+            &command,
+        ]),
+        false,
+    );
+    let mut reaper = Reaper::of(&cli);
+    let rx = lines_of(out);
+    let deadline = Instant::now() + LIMIT;
+    let mut feed = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writeln!(feed, "first line").unwrap();
+    assert_eq!(
+        until(&rx, "first line", deadline).as_deref(),
+        Some("first line")
+    );
+    // `watch` stopped: the daemon still writes the monitor's lines.
+    signal(&cli, Signal::SIGSTOP);
+    writeln!(feed, "while watch is stopped").unwrap();
+    assert_eq!(
+        until(&rx, "while watch is stopped", deadline).as_deref(),
+        Some("while watch is stopped")
+    );
+    signal(&cli, Signal::SIGCONT);
+    drop(feed);
+    let end = until(&rx, "exited with code 3", deadline).expect("the end");
+    assert!(end.starts_with("[wakeful] "), "{end}");
+    assert_eq!(until(&rx, "never", deadline), None, "end of file");
+    assert_eq!(cli.wait().unwrap().code(), Some(3));
+    reaper.disarm();
 }

@@ -1053,19 +1053,25 @@ fn add_event(buf: &mut Vec<u8>, e: &Committed, form: Option<OutputForm>) {
             buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
             buf.push(b'\n');
         }
+        Some(OutputForm::Watch) => {
+            for line in wakeful_core::present::watch_lines(&e.event) {
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            }
+        }
     }
 }
 
 /// Writes `first` and whatever else the follower has ready now, in one
-/// write; returns the last seq written and whether the monitor of a
-/// `monitor` stream ended.
+/// write; returns the last seq written and, when the monitor of a
+/// `monitor` stream ended, its final event.
 async fn write_ready(
     out: &mut QuietWrite,
     form: Option<OutputForm>,
     follow: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
-) -> std::io::Result<(u64, bool)> {
+) -> std::io::Result<(u64, Option<Arc<Committed>>)> {
     let mut buf = Vec::with_capacity(first.json().len() + 32);
     let mut next = Some(first);
     let mut last = 0;
@@ -1074,14 +1080,14 @@ async fn write_ready(
         last = e.seq();
         if monitor.is_some() && e.event.kind().is_terminal() {
             out.write_all(&buf).await?;
-            return Ok((last, true));
+            return Ok((last, Some(e)));
         }
         if buf.len() < WRITE_BATCH {
             next = follow.try_next().map_err(follow_error)?;
         }
     }
     out.write_all(&buf).await?;
-    Ok((last, false))
+    Ok((last, None))
 }
 
 fn follow_error(e: FollowError) -> std::io::Error {
@@ -1131,10 +1137,13 @@ async fn stream_events(
     let written = if follow {
         follow_events(conn, &mut events, &mut output, monitor).await
     } else {
-        let mut written = Ok(Some(()));
+        let mut written = Ok(Some(None));
         while let Some(e) = events.try_next().map_err(follow_error)? {
             match write_watching(conn, &mut output, &mut events, e, monitor).await {
-                Ok(Some((_, true))) => break,
+                Ok(Some((_, Some(last)))) => {
+                    written = Ok(Some(Some(last)));
+                    break;
+                }
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     written = Ok(None);
@@ -1146,13 +1155,22 @@ async fn stream_events(
                 }
             }
         }
-        written.map(|w| w.map(|()| events.position()))
+        written.map(|w| w.map(|ended| (events.position(), ended)))
     };
     // The reader gets its end of file no later than the client its reply.
     let handed = output.take().is_some();
     match written {
         Ok(None) => Ok(()),
-        Ok(Some(last_seq)) => conn.ok(&StreamEnd { last_seq }).await,
+        Ok(Some((last_seq, ended))) => {
+            // A monitor's final event went to the reader; its client learns
+            // it on the connection too (`watch` exits by it).
+            if let Some(last) = ended.filter(|_| handed) {
+                conn.out
+                    .write_all(&wakeful_protocol::event_reply_line(last.json()))
+                    .await?;
+            }
+            conn.ok(&StreamEnd { last_seq }).await
+        }
         Err(e) if handed && e.kind() == std::io::ErrorKind::BrokenPipe => {
             tracing::debug!("the reader of a handed-over output closed it");
             conn.error(
@@ -1176,7 +1194,7 @@ async fn write_watching(
     events: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
-) -> std::io::Result<Option<(u64, bool)>> {
+) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     match output {
         None => write_ready(&mut conn.out, None, events, first, monitor)
             .await
@@ -1189,15 +1207,15 @@ async fn write_watching(
     }
 }
 
-/// The live part of [`stream_events`]: `Ok(Some(last seq))` when the
-/// monitor of a `monitor` stream ended, `Ok(None)` when the client left or
-/// the hub closed.
+/// The live part of [`stream_events`]: `Ok(Some((last seq, its final
+/// event)))` when the monitor of a `monitor` stream ended, `Ok(None)` when
+/// the client left or the hub closed.
 async fn follow_events(
     conn: &mut Conn,
     events: &mut Follow,
     output: &mut Option<(QuietWrite, OutputForm)>,
     monitor: Option<&str>,
-) -> std::io::Result<Option<u64>> {
+) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     loop {
         tokio::select! {
             next = events.next() => {
@@ -1209,8 +1227,8 @@ async fn follow_events(
                 let Some((last, ended)) = write_watching(conn, output, events, e, monitor).await? else {
                     return Ok(None);
                 };
-                if ended {
-                    return Ok(Some(last));
+                if ended.is_some() {
+                    return Ok(Some((last, ended)));
                 }
             }
             line = conn.lines.next_line() => {

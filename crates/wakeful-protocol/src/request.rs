@@ -307,6 +307,9 @@ pub enum OutputForm {
     Json,
     /// One plain line an event, as `wakeful events` prints it.
     Plain,
+    /// As `wakeful watch` prints: a monitor's lines as they came, each on a
+    /// line of its own, any other event as `[wakeful] <text>`.
+    Watch,
 }
 
 /// What travels on the wire: a request with the protocol version.
