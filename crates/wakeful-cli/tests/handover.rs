@@ -72,21 +72,28 @@ fn object_of(fd: &impl AsRawFd) -> Object {
 fn daemon_fds_of(daemon: i32, object: Object) -> Vec<u32> {
     let mut flags = Vec::new();
     // `metadata` follows the link to the object itself; fdinfo has the
-    // flags of the daemon's own description.
+    // flags of the daemon's own description. The daemon opens and closes
+    // descriptors meanwhile: one that is gone by the time it is looked at
+    // is not held.
     for entry in std::fs::read_dir(format!("/proc/{daemon}/fd")).unwrap() {
-        let entry = entry.unwrap();
+        let Ok(entry) = entry else {
+            continue;
+        };
         let Ok(meta) = std::fs::metadata(entry.path()) else {
             continue;
         };
-        if (meta.dev(), meta.ino()) == object {
-            let info = std::fs::read_to_string(format!(
-                "/proc/{daemon}/fdinfo/{}",
-                entry.file_name().to_string_lossy()
-            ))
-            .unwrap();
-            let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
-            flags.push(u32::from_str_radix(line["flags:".len()..].trim(), 8).unwrap());
+        if (meta.dev(), meta.ino()) != object {
+            continue;
         }
+        let fdinfo = format!(
+            "/proc/{daemon}/fdinfo/{}",
+            entry.file_name().to_string_lossy()
+        );
+        let Ok(info) = std::fs::read_to_string(fdinfo) else {
+            continue;
+        };
+        let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
+        flags.push(u32::from_str_radix(line["flags:".len()..].trim(), 8).unwrap());
     }
     flags
 }
