@@ -641,6 +641,30 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
     ))
 }
 
+/// Events for the unit tests of this crate's modules.
+#[cfg(test)]
+pub(crate) mod test_events {
+    use wakeful_core::{EventBody, PendingEvent};
+
+    /// Output line `n` of monitor `m` in session `s`, as one event.
+    pub(crate) fn line(n: u64) -> PendingEvent {
+        PendingEvent {
+            wakes: true,
+            session: "s".into(),
+            monitor_id: "m".into(),
+            ts: chrono::Utc::now(),
+            text: format!("line {n}"),
+            body: EventBody::MonitorEvent {
+                lines: vec![format!("line {n}")],
+                from_line: n,
+                to_line: n,
+            },
+            replayed: false,
+            host: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,25 +127,9 @@ pub(crate) fn beyond(held: &[u8], after: u64) -> Vec<(Event, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
-    use wakeful_core::{EventBody, PendingEvent};
 
     fn line(seq: u64) -> String {
-        let e = PendingEvent {
-            wakes: true,
-            session: "s".into(),
-            monitor_id: "m".into(),
-            ts: Utc::now(),
-            text: format!("line {seq}"),
-            body: EventBody::MonitorEvent {
-                lines: vec![format!("line {seq}")],
-                from_line: seq,
-                to_line: seq,
-            },
-            replayed: false,
-            host: None,
-        }
-        .with_seq(seq);
+        let e = crate::test_events::line(seq).with_seq(seq);
         serde_json::to_string(&e).unwrap() + "\n"
     }
 

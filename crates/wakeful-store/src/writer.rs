@@ -463,24 +463,9 @@ pub(crate) fn insert_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
-    use wakeful_core::{EventBody, PendingEvent};
 
     fn line(n: u64) -> JournalEntry {
-        JournalEntry::Event(PendingEvent {
-            wakes: true,
-            session: "s".into(),
-            monitor_id: "m".into(),
-            ts: Utc::now(),
-            text: format!("line {n}"),
-            body: EventBody::MonitorEvent {
-                lines: vec![format!("line {n}")],
-                from_line: n,
-                to_line: n,
-            },
-            replayed: false,
-            host: None,
-        })
+        JournalEntry::Event(crate::test_events::line(n))
     }
 
     #[test]
