@@ -281,12 +281,18 @@ mod tests {
 
     use super::*;
 
+    /// A follower of `name` in a new directory, the file holding `first`.
+    fn following(name: &str, first: &str) -> (tempfile::TempDir, PathBuf, Follower) {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join(name);
+        append(&ours, first);
+        let f = Follower::new(ours.clone()).unwrap();
+        (dir, ours, f)
+    }
+
     #[tokio::test]
     async fn without_a_watch_on_the_file_its_directory_reports_the_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let ours = dir.path().join("ours.log");
-        append(&ours, "before\n");
-        let mut f = Follower::new(ours.clone()).unwrap();
+        let (_dir, ours, mut f) = following("ours.log", "before\n");
         // As if the watch limit had been reached when the file was watched.
         f.refuse_file_watch = true;
         f.watch_file();
@@ -318,10 +324,7 @@ mod tests {
 
     #[tokio::test]
     async fn writes_to_other_files_of_the_directory_wake_nobody() {
-        let dir = tempfile::tempdir().unwrap();
-        let ours = dir.path().join("ours.log");
-        append(&ours, "before\n");
-        let mut f = Follower::new(ours.clone()).unwrap();
+        let (dir, ours, mut f) = following("ours.log", "before\n");
         // The follower waits first (joined futures are polled in order),
         // then the writes come. Alternating names, so that inotify cannot
         // merge the events.
@@ -340,11 +343,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_rotated_file_is_followed_by_its_new_watch() {
-        let dir = tempfile::tempdir().unwrap();
-        let ours = dir.path().join("app.log");
+        let (dir, ours, mut f) = following("app.log", "old\n");
         let rotated = dir.path().join("app.log.1");
-        append(&ours, "old\n");
-        let mut f = Follower::new(ours.clone()).unwrap();
         // Each time the follower waits first, then the file changes.
         let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "a\n") });
         assert_eq!(got, "a\n");
@@ -367,10 +367,7 @@ mod tests {
 
     #[tokio::test]
     async fn reads_after_writes_miss_nothing_and_see_a_truncation() {
-        let dir = tempfile::tempdir().unwrap();
-        let ours = dir.path().join("app.log");
-        append(&ours, "before\n");
-        let mut f = Follower::new(ours.clone()).unwrap();
+        let (_dir, ours, mut f) = following("app.log", "before\n");
         // Each write is read once its event came: the follower does not
         // read again after a short read, it waits for the next event.
         for i in 0..200 {
