@@ -19,7 +19,8 @@
 //!
 //! Locks: `tables` (the connection) before `taken` (seq, redo log,
 //! pending), always in that order; a take holds only `taken`, for one
-//! write.
+//! write; a fold holds `taken` only to move what waits out of it (and to
+//! put it back if the transaction failed), not for its transaction.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,39 +109,71 @@ impl Shared {
     }
 
     /// Folds what is pending into the tables, in one transaction.
+    ///
+    /// Only `tables` is held for the transaction: what waits is moved out
+    /// of `taken` at once, so takes go on meanwhile — a line that comes
+    /// during a fold is handed out without waiting for the transaction,
+    /// even one that waits on the database (another process holding its
+    /// write lock: up to the 5 s busy timeout). Whoever folds next (a
+    /// reader too) first waits for a fold in progress, on `tables`, so a
+    /// query still sees every event handed out.
     pub(crate) fn fold(&self) -> Result<(), rusqlite::Error> {
-        if !self.pending.load(Ordering::Acquire) {
+        if !self.pending.load(Ordering::Acquire) && self.tables.try_lock().is_ok() {
             return Ok(());
         }
         let mut conn = lock(&self.tables);
+        let batch = {
+            let mut taken = lock(&self.taken);
+            self.pending.store(false, Ordering::Release);
+            std::mem::take(&mut taken.pending)
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = insert_pending(&mut conn, &batch) {
+            // Back in front of what came meanwhile, for the next fold.
+            let mut taken = lock(&self.taken);
+            let newer = std::mem::replace(&mut taken.pending, batch);
+            taken.pending.extend(newer);
+            self.pending.store(true, Ordering::Release);
+            return Err(e);
+        }
         let mut taken = lock(&self.taken);
-        fold_into(&mut conn, &mut taken)?;
-        self.pending.store(false, Ordering::Release);
+        if taken.pending.is_empty() && taken.redo.is_large() {
+            // Everything it holds is in the tables now. If emptying fails
+            // it is tried next time; opening passes over what is in the
+            // tables already.
+            let _ = taken.redo.clear();
+        }
         Ok(())
     }
 }
 
-/// Puts what `taken` holds into the tables; the redo log is emptied when
-/// it has grown large (everything it holds is in then).
+/// Puts what `taken` holds into the tables (holding `taken` throughout);
+/// the redo log is emptied when it has grown large (everything it holds
+/// is in then).
 fn fold_into(conn: &mut Connection, taken: &mut Taken) -> Result<(), rusqlite::Error> {
     if taken.pending.is_empty() {
         return Ok(());
     }
+    insert_pending(conn, &taken.pending)?;
+    taken.pending.clear();
+    if taken.redo.is_large() {
+        let _ = taken.redo.clear();
+    }
+    Ok(())
+}
+
+/// Writes `pending` into the tables, in one transaction.
+fn insert_pending(conn: &mut Connection, pending: &[Pending]) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction()?;
-    for p in &taken.pending {
+    for p in pending {
         match p {
             Pending::Event { event, json } => insert_event(&tx, event, json)?,
             Pending::Counters(c) => c.apply(&tx)?,
         }
     }
-    tx.commit()?;
-    taken.pending.clear();
-    if taken.redo.is_large() {
-        // If emptying fails it is tried next time; opening passes over
-        // what is in the tables already.
-        let _ = taken.redo.clear();
-    }
-    Ok(())
+    tx.commit()
 }
 
 impl StoreWriter {
@@ -468,6 +501,15 @@ mod tests {
         JournalEntry::Event(crate::test_events::line(n))
     }
 
+    /// `"<seq> <text>"` of every event a reader sees in the tables.
+    fn texts_in(r: &crate::StoreReader) -> Vec<String> {
+        r.events_after(None, None, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| format!("{} {}", e.seq, e.text))
+            .collect()
+    }
+
     #[test]
     fn a_failed_redo_write_leaves_no_trace_and_the_retry_takes_the_same_seqs() {
         let dir = tempfile::tempdir().unwrap();
@@ -483,12 +525,39 @@ mod tests {
             again.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
             vec![2, 3]
         );
-        let texts: Vec<String> = r
-            .events_after(None, None, 0, 10)
-            .unwrap()
-            .into_iter()
-            .map(|e| format!("{} {}", e.seq, e.text))
-            .collect();
+        let texts = texts_in(&r);
         assert_eq!(texts, vec!["1 line 1", "2 line 2", "3 line 3"]);
+    }
+
+    #[test]
+    fn a_take_goes_on_while_a_fold_waits_for_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, r) = crate::open(&db).unwrap();
+        w.append(&[line(1)]).unwrap();
+        // Another connection holds the write lock: the fold's transaction
+        // waits for it (busy timeout).
+        let other = Connection::open(&db).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let shared = w.shared.clone();
+        let fold = std::thread::spawn(move || shared.fold());
+        // Wait (one deadline) until the fold has moved what waits out and
+        // holds the tables.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while w.shared.pending.load(Ordering::Acquire) || w.shared.tables.try_lock().is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the fold never started"
+            );
+            std::thread::yield_now();
+        }
+        // A take does not wait for that transaction.
+        assert_eq!(w.append(&[line(2)]).unwrap()[0].event.seq, 2);
+        assert!(!fold.is_finished(), "the fold is still waiting");
+        other.execute_batch("COMMIT").unwrap();
+        fold.join().unwrap().unwrap();
+        // Both are in the tables for a reader (which folds line 2 first).
+        let texts = texts_in(&r);
+        assert_eq!(texts, vec!["1 line 1", "2 line 2"]);
     }
 }
