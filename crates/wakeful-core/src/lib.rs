@@ -21,6 +21,8 @@
 //! - [`terminal`]: managed commands monitors attach to ([`terminal::TerminalInfo`]).
 //! - [`present`]: every text shown to a model or a person (sanitizing,
 //!   cutting, labels, framing).
+//! - [`channel`]: the Claude Code channel notification of an event, and
+//!   which events wait for the next one that wakes ([`channel::Held`]).
 //! - [`digest`]: what an agent coming back should know about its monitors
 //!   ([`digest::Digest`]).
 //! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
@@ -28,6 +30,7 @@
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
 
 pub mod batch;
+pub mod channel;
 pub mod digest;
 pub mod event;
 pub mod export;

@@ -3,7 +3,8 @@
 //!
 //! The contract between wakeful's daemon and its clients (the CLI, the MCP
 //! server, the Claude Code bridge, anything that embeds a client), and
-//! nothing else: no IO, no daemon, no client logic.
+//! nothing else: no daemon, no client logic, and no IO but the
+//! [`frame_lock`] both writers of a shared output take.
 //!
 //! - [`request`]: what a client asks ([`Request`], in an [`Envelope`] with
 //!   the [`PROTOCOL_VERSION`]).
@@ -11,6 +12,8 @@
 //!   `cluster_status`, `cluster_monitors`).
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
 //!   with their exit codes, and one typed result per request).
+//! - [`frame_lock`]: the lock around each frame when `wakeful mcp` and the
+//!   daemon write to one stdout.
 //! - [`paths`]: where state, socket and configuration live.
 //! - [`view`]: the `[view]` table of `config.toml` (the live views' settings).
 //! - Events travel in their wire shape, defined with the model in
@@ -20,6 +23,7 @@
 //! stream socket; `docs/PROTOCOL.md` documents every message with examples.
 
 pub mod cluster;
+pub mod frame_lock;
 pub mod liveness;
 pub mod paths;
 pub mod reply;
@@ -27,6 +31,7 @@ pub mod request;
 pub mod view;
 
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
+pub use frame_lock::FrameLock;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{

@@ -310,6 +310,14 @@ pub enum OutputForm {
     /// As `wakeful watch` prints: a monitor's lines as they came, each on a
     /// line of its own, any other event as `[wakeful] <text>`.
     Watch,
+    /// As `wakeful mcp` pushes them: one Claude Code channel notification
+    /// (a JSON-RPC line) for each event that wakes, with the events held
+    /// back before it. The stdout of an MCP server carries the server's own
+    /// replies too, so a second descriptor must come with the request: a
+    /// memfd both writers lock (`F_OFD_SETLK`, whole file) around each
+    /// frame, and where the daemon keeps the seq of the last event it wrote
+    /// (8 bytes, little-endian, at offset 0).
+    Channel,
 }
 
 /// What travels on the wire: a request with the protocol version.
