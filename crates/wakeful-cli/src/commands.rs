@@ -374,14 +374,15 @@ async fn watch(
     // A pipe or a socket: the daemon writes the monitor's output to it
     // itself, and sends its final event here too.
     let mut handed = false;
-    match crate::handover::stdout_for_daemon() {
+    match wakeful_client::handover::stdout_for_daemon() {
         Some(fd) => {
             let form = if json {
                 OutputForm::Json
             } else {
                 OutputForm::Watch
             };
-            conn.send_with_fd(request(Some(form)), fd.as_fd()).await?;
+            conn.send_with_fds(request(Some(form)), &[fd.as_fd()])
+                .await?;
             handed = true;
         }
         None => conn.send(request(None)).await?,
@@ -630,14 +631,14 @@ async fn events(
         wakes_agent: false,
         write_to,
     };
-    if let Some(stdout) = crate::handover::stdout_for_daemon() {
+    if let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
         let form = if json {
             OutputForm::Json
         } else {
             OutputForm::Plain
         };
         let mut conn = connect(paths).await?;
-        conn.send_with_fd(request(Some(form)), stdout.as_fd())
+        conn.send_with_fds(request(Some(form)), &[stdout.as_fd()])
             .await?;
         drop(stdout);
         match conn.next().await? {

@@ -24,7 +24,6 @@ mod commands;
 mod doctor;
 mod export;
 mod gemini;
-mod handover;
 mod hook;
 mod integrate;
 mod monitor_args;

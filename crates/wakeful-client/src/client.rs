@@ -107,18 +107,19 @@ impl Connection {
         Ok(())
     }
 
-    /// Sends one request with a descriptor (`SCM_RIGHTS`) for the daemon
-    /// to use: [`Request::Events`]'s `write_to` writes the events there.
-    pub async fn send_with_fd(
+    /// Sends one request with descriptors (`SCM_RIGHTS`) for the daemon to
+    /// use: [`Request::Events`]'s `write_to` writes the events to the first
+    /// (and, for `channel`, locks the second around each write).
+    pub async fn send_with_fds(
         &mut self,
         request: Request,
-        fd: std::os::fd::BorrowedFd<'_>,
+        fds: &[std::os::fd::BorrowedFd<'_>],
     ) -> Result<(), ClientError> {
         use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
         use std::os::fd::AsRawFd;
         let line = encode(request)?;
         let socket: &UnixStream = self.writer.as_ref();
-        let fds = [fd.as_raw_fd()];
+        let fds: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
         let sent = loop {
             socket.writable().await?;
             // The descriptor rides with the first bytes of the request.

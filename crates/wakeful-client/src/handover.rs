@@ -1,8 +1,9 @@
 //! Handing stdout to the daemon.
 //!
-//! `wakeful events` may give the daemon its stdout (`SCM_RIGHTS`) so that
-//! the daemon writes each event to the reader itself: the reader gets a
-//! line one process hop sooner, and this process only waits for the end.
+//! `wakeful events`, `wakeful watch` and `wakeful mcp` may give the daemon
+//! their stdout (`SCM_RIGHTS`, [`crate::Connection::send_with_fds`]) so
+//! that the daemon writes each event to the reader itself: the reader gets
+//! a line one process hop sooner, and the client only waits for the end.
 //! OpenSSH's connection sharing hands a multiplexing client's descriptors
 //! to the master the same way.
 //!
