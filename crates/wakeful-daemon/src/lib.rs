@@ -2,14 +2,18 @@
 //! # wakeful-daemon
 //!
 //! The process that owns every monitor and the store, and serves the socket
-//! protocol of [`wakeful_protocol::protocol`].
+//! protocol of [`wakeful_protocol`].
 //!
 //! - [`run`]: take the lock, recover after a crash ([`recovery`]), re-arm
 //!   persistent monitors, report readiness ([`Readiness`]), serve until
 //!   asked to stop.
 //! - [`log`]: the daemon's log file.
 //! - [`config`]: the `config.toml` file.
-//! - [`server`]: one task per connection, answering requests.
+//! - [`server`]: one task per connection, answering requests; a connection
+//!   is polled for reading only (`quiet`), and events go to a descriptor a
+//!   client handed over in the form it asked for (`handed`: JSON, plain,
+//!   `watch` lines, or Claude Code channel notifications under the frame
+//!   lock).
 //! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 //! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
@@ -18,6 +22,7 @@
 mod cluster;
 pub mod config;
 mod digest;
+mod handed;
 pub mod import;
 mod liveness;
 pub mod log;

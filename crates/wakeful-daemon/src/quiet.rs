@@ -34,20 +34,24 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 /// for all of them, so that none is ever cut off (and leaked) on receipt.
 const MAX_PASSED: usize = 253;
 
-/// The descriptor a client sent last with its bytes, until a request takes
-/// it; one sent before it is closed.
+/// The descriptors a client sent last with its bytes (one message's, in
+/// the order sent), until a request takes them; those of an earlier
+/// message still untaken are closed.
 #[derive(Clone, Default)]
-pub(crate) struct Passed(Arc<Mutex<Option<OwnedFd>>>);
+pub(crate) struct Passed(Arc<Mutex<Vec<OwnedFd>>>);
 
 impl Passed {
-    /// Takes the descriptor the client sent, if any.
-    pub(crate) fn take(&self) -> Option<OwnedFd> {
-        self.0.lock().map(|mut p| p.take()).unwrap_or(None)
+    /// Takes the descriptors the client sent, if any.
+    pub(crate) fn take(&self) -> Vec<OwnedFd> {
+        self.0
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default()
     }
 
-    fn put(&self, fd: OwnedFd) {
+    fn put(&self, fds: Vec<OwnedFd>) {
         if let Ok(mut p) = self.0.lock() {
-            *p = Some(fd);
+            *p = fds;
         }
     }
 }
@@ -155,14 +159,16 @@ fn receive(fd: RawFd, buf: &mut [u8], control: &mut Vec<u8>, passed: &Passed) ->
     let mut iov = [IoSliceMut::new(buf)];
     let msg = recvmsg::<UnixAddr>(fd, &mut iov, Some(control), MsgFlags::MSG_CMSG_CLOEXEC)?;
     let n = msg.bytes;
+    let mut fds = Vec::new();
     for c in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            for raw in fds {
-                // SAFETY: the kernel has just installed `raw` in this process
-                // for us; nothing else owns it.
-                passed.put(unsafe { OwnedFd::from_raw_fd(raw) });
-            }
+        if let ControlMessageOwned::ScmRights(raw) = c {
+            // SAFETY: the kernel has just installed each of `raw` in this
+            // process for us; nothing else owns them.
+            fds.extend(raw.into_iter().map(|r| unsafe { OwnedFd::from_raw_fd(r) }));
         }
+    }
+    if !fds.is_empty() {
+        passed.put(fds);
     }
     Ok(n)
 }
@@ -323,13 +329,13 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 
-    /// Sends `bytes` with `fd` attached, as a client does.
-    fn send_with(to: &std::os::unix::net::UnixStream, bytes: &[u8], fd: RawFd) {
+    /// Sends `bytes` with `fds` attached, as a client does.
+    fn send_with(to: &std::os::unix::net::UnixStream, bytes: &[u8], fds: &[RawFd]) {
         use nix::sys::socket::{sendmsg, ControlMessage};
         let sent = sendmsg::<UnixAddr>(
             to.as_raw_fd(),
             &[std::io::IoSlice::new(bytes)],
-            &[ControlMessage::ScmRights(&[fd])],
+            &[ControlMessage::ScmRights(fds)],
             MsgFlags::empty(),
             None,
         )
@@ -348,14 +354,23 @@ mod tests {
         let theirs = theirs.into_std().unwrap();
         theirs.set_nonblocking(false).unwrap();
         let (pipe_r, pipe_w) = nonblocking_pipe();
-        send_with(&theirs, b"request\n", pipe_w.as_raw_fd());
+        let (lock, _other) = nix::unistd::pipe().unwrap();
+        send_with(
+            &theirs,
+            b"request\n",
+            &[pipe_w.as_raw_fd(), lock.as_raw_fd()],
+        );
         drop(pipe_w);
         let mut lines = BufReader::new(r).lines();
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("request"));
-        let fd = passed.take().expect("the descriptor came with the request");
-        assert!(passed.take().is_none(), "taken once");
-        let flags = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFD).unwrap();
-        assert_ne!(flags & libc::FD_CLOEXEC, 0, "close-on-exec");
+        let mut fds = passed.take();
+        assert_eq!(fds.len(), 2, "both descriptors came with the request");
+        assert!(passed.take().is_empty(), "taken once");
+        for fd in &fds {
+            let flags = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFD).unwrap();
+            assert_ne!(flags & libc::FD_CLOEXEC, 0, "close-on-exec");
+        }
+        let fd = fds.remove(0);
         // It is the pipe: what the daemon writes, the reader reads.
         let mut out = handed(fd).unwrap();
         out.write_all(b"event\n").await.unwrap();

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::handed::Handed;
 use crate::quiet::{QuietRead, QuietWrite};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::{UnixListener, UnixStream};
@@ -19,8 +20,8 @@ use wakeful_engine::{
     Committed, Filter, Follow, FollowError, MonitorRegistry, StartError, StartOptions,
 };
 use wakeful_protocol::{
-    Acked, ErrorKind, OutputForm, Reply, Request, RunResult, SessionEndResult, ShutdownResult,
-    StartResult, Status, StreamEnd, WakeClearResult,
+    Acked, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult,
+    Status, StreamEnd, WakeClearResult,
 };
 use wakeful_protocol::{Paths, PROTOCOL_VERSION};
 use wakeful_store::StoreReader;
@@ -757,9 +758,15 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
         } => {
             let output = match write_to {
                 None => None,
-                Some(form) => match handed_output(conn) {
-                    Ok(out) => Some((out, form)),
-                    Err(message) => return conn.error(ErrorKind::Invalid, message).await,
+                Some(form) => match Handed::new(conn.passed.take(), form) {
+                    Ok(out) => {
+                        tracing::debug!(%session, ?form, "writing events to a descriptor the client handed over");
+                        Some(out)
+                    }
+                    Err(message) => {
+                        tracing::info!(%session, ?form, "refused a handed-over descriptor: {message}");
+                        return conn.error(ErrorKind::Invalid, message).await;
+                    }
                 },
             };
             let _pushing = (follow && wakes_agent).then(|| Pushing::new(state, &session));
@@ -1026,38 +1033,32 @@ fn store_error(e: wakeful_store::StoreError) -> std::io::Error {
 /// Bytes of event lines gathered into one socket write.
 const WRITE_BATCH: usize = 64 * 1024;
 
-/// The writer for the descriptor that came with a `write_to` request.
-fn handed_output(conn: &Conn) -> Result<QuietWrite, String> {
-    let fd = conn
-        .passed
-        .take()
-        .ok_or("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")?;
-    crate::quiet::handed(fd)
+/// Where a stream's events go: the connection, as event replies, or a
+/// descriptor the client handed over.
+enum Output<'a> {
+    Connection(&'a mut QuietWrite),
+    Handed(&'a mut Handed, &'a State),
 }
 
-/// Adds one event to what is about to be written: an event reply line for
-/// the connection, or the event itself in the `form` a handed-over
-/// descriptor asked for.
-fn add_event(buf: &mut Vec<u8>, e: &Committed, form: Option<OutputForm>) {
-    match form {
-        None => {
-            buf.extend_from_slice(wakeful_protocol::EVENT_REPLY_PREFIX.as_bytes());
-            buf.extend_from_slice(e.json().as_bytes());
-            buf.extend_from_slice(b"}\n");
-        }
-        Some(OutputForm::Json) => {
-            buf.extend_from_slice(e.json().as_bytes());
-            buf.push(b'\n');
-        }
-        Some(OutputForm::Plain) => {
-            buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
-            buf.push(b'\n');
-        }
-        Some(OutputForm::Watch) => {
-            for line in wakeful_core::present::watch_lines(&e.event) {
-                buf.extend_from_slice(line.as_bytes());
-                buf.push(b'\n');
+impl Output<'_> {
+    /// Adds one event to what is about to be written.
+    fn add(&mut self, buf: &mut Vec<u8>, e: &Committed) {
+        match self {
+            Output::Connection(_) => {
+                buf.extend_from_slice(wakeful_protocol::EVENT_REPLY_PREFIX.as_bytes());
+                buf.extend_from_slice(e.json().as_bytes());
+                buf.extend_from_slice(b"}\n");
             }
+            Output::Handed(out, state) => {
+                out.add(buf, e, &|id| find(state, id).map(|i| i.description));
+            }
+        }
+    }
+
+    async fn write(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Output::Connection(out) => out.write_all(buf).await,
+            Output::Handed(out, _) => out.write(buf).await,
         }
     }
 }
@@ -1066,8 +1067,7 @@ fn add_event(buf: &mut Vec<u8>, e: &Committed, form: Option<OutputForm>) {
 /// write; returns the last seq written and, when the monitor of a
 /// `monitor` stream ended, its final event.
 async fn write_ready(
-    out: &mut QuietWrite,
-    form: Option<OutputForm>,
+    mut out: Output<'_>,
     follow: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
@@ -1076,17 +1076,17 @@ async fn write_ready(
     let mut next = Some(first);
     let mut last = 0;
     while let Some(e) = next.take() {
-        add_event(&mut buf, &e, form);
+        out.add(&mut buf, &e);
         last = e.seq();
         if monitor.is_some() && e.event.kind().is_terminal() {
-            out.write_all(&buf).await?;
+            out.write(&buf).await?;
             return Ok((last, Some(e)));
         }
         if buf.len() < WRITE_BATCH {
             next = follow.try_next().map_err(follow_error)?;
         }
     }
-    out.write_all(&buf).await?;
+    out.write(&buf).await?;
     Ok((last, None))
 }
 
@@ -1120,7 +1120,7 @@ async fn stream_events(
     conn: &mut Conn,
     state: &State,
     stream: EventStream<'_>,
-    mut output: Option<(QuietWrite, OutputForm)>,
+    mut output: Option<Handed>,
 ) -> std::io::Result<()> {
     let EventStream {
         session,
@@ -1135,11 +1135,11 @@ async fn stream_events(
     };
     let mut events = state.registry.hub().follow(filter, after);
     let written = if follow {
-        follow_events(conn, &mut events, &mut output, monitor).await
+        follow_events(conn, state, &mut events, &mut output, monitor).await
     } else {
         let mut written = Ok(Some(None));
         while let Some(e) = events.try_next().map_err(follow_error)? {
-            match write_watching(conn, &mut output, &mut events, e, monitor).await {
+            match write_watching(conn, state, &mut output, &mut events, e, monitor).await {
                 Ok(Some((_, Some(last)))) => {
                     written = Ok(Some(Some(last)));
                     break;
@@ -1190,17 +1190,18 @@ async fn stream_events(
 /// reading does not keep the daemon holding its pipe for nobody.
 async fn write_watching(
     conn: &mut Conn,
-    output: &mut Option<(QuietWrite, OutputForm)>,
+    state: &State,
+    output: &mut Option<Handed>,
     events: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
 ) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     match output {
-        None => write_ready(&mut conn.out, None, events, first, monitor)
+        None => write_ready(Output::Connection(&mut conn.out), events, first, monitor)
             .await
             .map(Some),
-        Some((out, form)) => tokio::select! {
-            written = write_ready(out, Some(*form), events, first, monitor) => written.map(Some),
+        Some(out) => tokio::select! {
+            written = write_ready(Output::Handed(out, state), events, first, monitor) => written.map(Some),
             // The client said something or left; either ends the stream.
             _ = conn.lines.next_line() => Ok(None),
         },
@@ -1212,8 +1213,9 @@ async fn write_watching(
 /// the client left or the hub closed.
 async fn follow_events(
     conn: &mut Conn,
+    state: &State,
     events: &mut Follow,
-    output: &mut Option<(QuietWrite, OutputForm)>,
+    output: &mut Option<Handed>,
     monitor: Option<&str>,
 ) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     loop {
@@ -1224,7 +1226,7 @@ async fn follow_events(
                     Err(FollowError::Closed) => return Ok(None),
                     Err(e) => return Err(follow_error(e)),
                 };
-                let Some((last, ended)) = write_watching(conn, output, events, e, monitor).await? else {
+                let Some((last, ended)) = write_watching(conn, state, output, events, e, monitor).await? else {
                     return Ok(None);
                 };
                 if ended.is_some() {
@@ -1248,9 +1250,9 @@ async fn follow_events(
 
 /// Completes when the reader of a handed-over descriptor is gone; never
 /// without one.
-async fn reader_gone(output: &mut Option<(QuietWrite, OutputForm)>) -> std::io::Result<()> {
+async fn reader_gone(output: &mut Option<Handed>) -> std::io::Result<()> {
     match output {
-        Some((out, _)) => out.reader_gone().await,
+        Some(out) => out.reader_gone().await,
         None => std::future::pending().await,
     }
 }

@@ -1,0 +1,323 @@
+//! Events written to a descriptor a client handed over, in the form it
+//! asked for (`events`' `write_to`).
+//!
+//! `json`, `plain` and `watch` are one or more lines an event. `channel` is
+//! what `wakeful mcp` pushes to Claude Code: one JSON-RPC notification for
+//! each event that wakes, the events that do not held back for it
+//! ([`wakeful_core::channel::Held`]). That stdout also carries the MCP
+//! server's own replies, so each write of notifications happens under the
+//! frame lock the client sent along ([`FrameLock`]), and the seq of the last
+//! event written is kept in it for the client to resume after.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use wakeful_core::channel::{self, Held};
+use wakeful_engine::hub::Committed;
+use wakeful_protocol::{FrameLock, OutputForm};
+
+use crate::quiet::QuietWrite;
+
+/// Most monitor descriptions a channel stream keeps (it starts over past
+/// this).
+const MAX_DESCRIBED: usize = 512;
+
+/// A handed-over descriptor and how events are written to it.
+pub(crate) struct Handed {
+    out: QuietWrite,
+    form: Form,
+}
+
+enum Form {
+    Json,
+    Plain,
+    Watch,
+    Channel(Box<Channel>),
+}
+
+/// The state of a `channel` stream.
+struct Channel {
+    lock: Arc<FrameLock>,
+    held: Held,
+    /// Monitor descriptions looked up so far (`None`: unknown).
+    described: HashMap<String, Option<String>>,
+    /// The seq of the last event a notification was added for.
+    framed: Option<u64>,
+    /// Whether a frame cut by an earlier writer's death was looked for.
+    checked: bool,
+}
+
+impl Handed {
+    /// The writer for the descriptors that came with a `write_to` request:
+    /// the output first, then, for `channel`, the frame lock. An error says
+    /// what is missing or wrong.
+    pub(crate) fn new(fds: Vec<OwnedFd>, form: OutputForm) -> Result<Handed, String> {
+        let mut fds = fds.into_iter();
+        let out = fds
+            .next()
+            .ok_or("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")?;
+        let form = match form {
+            OutputForm::Json => Form::Json,
+            OutputForm::Plain => Form::Plain,
+            OutputForm::Watch => Form::Watch,
+            OutputForm::Channel => {
+                let lock = fds.next().ok_or(
+                    "`write_to: channel` needs a second descriptor, the frame lock both writers take (see docs/PROTOCOL.md); none came",
+                )?;
+                Form::Channel(Box::new(Channel {
+                    lock: Arc::new(FrameLock::from_handed(lock)?),
+                    held: Held::default(),
+                    described: HashMap::new(),
+                    framed: None,
+                    checked: false,
+                }))
+            }
+        };
+        let out = crate::quiet::handed(out)?;
+        Ok(Handed { out, form })
+    }
+
+    /// Adds event `e` in this form to what is about to be written (nothing,
+    /// for a channel event held back); `describe` gives a monitor's
+    /// description.
+    pub(crate) fn add(
+        &mut self,
+        buf: &mut Vec<u8>,
+        e: &Committed,
+        describe: &dyn Fn(&str) -> Option<String>,
+    ) {
+        match &mut self.form {
+            Form::Json => {
+                buf.extend_from_slice(e.json().as_bytes());
+                buf.push(b'\n');
+            }
+            Form::Plain => {
+                buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
+                buf.push(b'\n');
+            }
+            Form::Watch => {
+                for line in wakeful_core::present::watch_lines(&e.event) {
+                    buf.extend_from_slice(line.as_bytes());
+                    buf.push(b'\n');
+                }
+            }
+            Form::Channel(c) => c.add(buf, &e.event, describe),
+        }
+    }
+
+    /// Writes `buf`, under the frame lock for a channel (and then keeps the
+    /// seq of its last notification there).
+    pub(crate) async fn write(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let Form::Channel(c) = &mut self.form else {
+            return self.out.write_all(buf).await;
+        };
+        let _held = Locked::take(&c.lock).await?;
+        if !c.checked {
+            // A daemon before this one died in the middle of a frame: end
+            // that cut line first, so that only it is lost.
+            if c.lock.left_mid_frame()? {
+                tracing::info!("a channel's last frame was cut (the daemon died while writing it); ending that line");
+                self.out.write_all(b"\n").await?;
+            }
+            c.checked = true;
+        }
+        c.lock.mark_writing(true)?;
+        self.out.write_all(buf).await?;
+        c.lock.done_writing(c.framed)
+    }
+
+    /// Completes when the reader is gone ([`QuietWrite::reader_gone`]).
+    pub(crate) async fn reader_gone(&self) -> std::io::Result<()> {
+        self.out.reader_gone().await
+    }
+}
+
+impl Channel {
+    fn add(
+        &mut self,
+        buf: &mut Vec<u8>,
+        event: &wakeful_core::Event,
+        describe: &dyn Fn(&str) -> Option<String>,
+    ) {
+        if !self.described.contains_key(&event.monitor_id) {
+            if self.described.len() >= MAX_DESCRIBED {
+                self.described.clear();
+            }
+            self.described
+                .insert(event.monitor_id.clone(), describe(&event.monitor_id));
+        }
+        let description = self.described.get(&event.monitor_id).cloned().flatten();
+        if let Some(params) = self.held.offer(event, description.as_deref()) {
+            buf.extend_from_slice(channel::frame(&params).as_bytes());
+            self.framed = Some(event.seq);
+        }
+    }
+}
+
+/// The frame lock, held until dropped.
+struct Locked(Arc<FrameLock>);
+
+impl Locked {
+    /// Takes the lock: at once when free, else on a blocking thread (the
+    /// other writer holds it only while it writes a frame).
+    async fn take(lock: &Arc<FrameLock>) -> std::io::Result<Locked> {
+        if !lock.try_lock()? {
+            let waiting = lock.clone();
+            tokio::task::spawn_blocking(move || waiting.lock_blocking())
+                .await
+                .map_err(std::io::Error::other)??;
+        }
+        Ok(Locked(lock.clone()))
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.unlock() {
+            tracing::warn!("cannot let go of a channel's frame lock: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn committed(seq: u64, wakes: bool, text: &str) -> Committed {
+        use chrono::TimeZone;
+        Committed::new(wakeful_core::journal::Recorded {
+            event: wakeful_core::Event {
+                wakes,
+                seq,
+                session: "s".into(),
+                monitor_id: "mon-a".into(),
+                ts: chrono::Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+                text: text.into(),
+                body: wakeful_core::EventBody::MonitorEvent {
+                    lines: vec![text.into()],
+                    from_line: seq,
+                    to_line: seq,
+                },
+                replayed: false,
+                host: None,
+            },
+            json: None,
+        })
+    }
+
+    fn read_all(fd: &OwnedFd) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = nix::unistd::read(fd.as_raw_fd(), &mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn channel_frames_wait_for_the_lock_and_record_their_last_seq() {
+        use nix::fcntl::OFlag;
+        let (read, write) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).unwrap();
+        let (server, daemons) = FrameLock::create().unwrap();
+        let mut out = Handed::new(vec![write, daemons], OutputForm::Channel).unwrap();
+        let describe = |_: &str| Some("desc".to_string());
+
+        // A quiet event is held: nothing to write; the next one carries it.
+        let mut buf = Vec::new();
+        out.add(&mut buf, &committed(1, false, "quiet"), &describe);
+        assert!(buf.is_empty());
+        out.add(&mut buf, &committed(2, true, "loud"), &describe);
+
+        // The server is writing a frame: the daemon's write waits for it.
+        assert!(server.try_lock().unwrap());
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = released.clone();
+        let writer = tokio::spawn(async move {
+            out.write(&buf).await.unwrap();
+            assert!(seen.load(std::sync::atomic::Ordering::SeqCst), "waited");
+            out
+        });
+        released.store(true, std::sync::atomic::Ordering::SeqCst);
+        server.unlock().unwrap();
+        let out = writer.await.unwrap();
+
+        let text = read_all(&read);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "one frame: {text}");
+        let frame: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(frame["method"], channel::METHOD);
+        assert_eq!(frame["params"]["meta"]["seq"], "2");
+        assert_eq!(frame["params"]["meta"]["from_seq"], "1");
+        let content = frame["params"]["content"].as_str().unwrap();
+        assert!(
+            content.contains("quiet") && content.contains("\"desc\""),
+            "{content}"
+        );
+        // The seq is kept for the server, and the lock is free again.
+        assert_eq!(server.recorded().unwrap(), Some(2));
+        assert!(server.try_lock().unwrap());
+        drop(out);
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_by_a_dead_daemon_is_ended_before_the_next() {
+        use nix::fcntl::OFlag;
+        let (read, write) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).unwrap();
+        let (server, daemons) = FrameLock::create().unwrap();
+        // The daemon before died holding the lock, its frame half written.
+        nix::unistd::write(&write, b"{\"jsonrpc\":\"2.0\",\"meth").unwrap();
+        let dead = FrameLock::from_handed(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/self/fd/{}", daemons.as_raw_fd()))
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+        assert!(dead.try_lock().unwrap());
+        dead.mark_writing(true).unwrap();
+        drop(dead);
+
+        let mut out = Handed::new(vec![write, daemons], OutputForm::Channel).unwrap();
+        let mut buf = Vec::new();
+        out.add(&mut buf, &committed(7, true, "after the cut"), &|_| None);
+        out.write(&buf).await.unwrap();
+        let text = read_all(&read);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(
+            lines[0], "{\"jsonrpc\":\"2.0\",\"meth",
+            "the cut line ends alone"
+        );
+        let frame: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(frame["params"]["meta"]["seq"], "7");
+        assert!(!server.left_mid_frame().unwrap(), "the mark is cleared");
+        assert_eq!(server.recorded().unwrap(), Some(7));
+        // Later writes of the stream add no newline of their own.
+        let mut buf = Vec::new();
+        out.add(&mut buf, &committed(8, true, "next"), &|_| None);
+        out.write(&buf).await.unwrap();
+        let text = read_all(&read);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.starts_with('{'), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_channel_without_its_lock_is_refused() {
+        let (_read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK).unwrap();
+        let e = Handed::new(vec![write], OutputForm::Channel).err().unwrap();
+        assert!(e.contains("second descriptor"), "{e}");
+        let e = Handed::new(vec![], OutputForm::Json).err().unwrap();
+        assert!(e.contains("none came"), "{e}");
+    }
+}
