@@ -8,8 +8,9 @@
 //!   `monitor_events`, `monitor_wait` and `terminal_run`, with the parameter
 //!   names of SPEC §3 ([`tools`], [`args`]);
 //! - Claude Code channel push: the server declares the experimental
-//!   capability `claude/channel` and sends every new event of its session as a
-//!   `notifications/claude/channel` notification ([`channel`]).
+//!   capability `claude/channel` and every new event of its session is sent
+//!   as a `notifications/claude/channel` notification ([`channel`]), by the
+//!   daemon itself when stdout could be handed to it ([`stdout`]).
 //!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
@@ -19,6 +20,7 @@ pub mod args;
 pub mod channel;
 pub mod server;
 pub mod session;
+pub mod stdout;
 pub mod tools;
 pub mod written;
 
@@ -52,10 +54,28 @@ pub enum McpError {
 /// directory as their base.
 pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), McpError> {
     let cwd = std::env::current_dir().map_err(McpError::Cwd)?;
-    let server = WakefulServer::new(paths, session, std::env::vars().collect(), cwd);
+    // The frame lock lets the daemon write channel notifications to this
+    // stdout between the frames this process writes; without it, events are
+    // relayed.
+    let handover = match wakeful_protocol::FrameLock::create() {
+        Ok((mine, theirs)) => Some(channel::Handover {
+            mine: std::sync::Arc::new(mine),
+            theirs,
+        }),
+        Err(e) => {
+            eprintln!("wakeful mcp: cannot create the frame lock ({e}); events will be relayed");
+            None
+        }
+    };
+    let lock = handover.as_ref().map(|h| h.mine.clone());
+    let server =
+        WakefulServer::new(paths, session, std::env::vars().collect(), cwd).with_handover(handover);
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = written::Written::new(
-        rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write),
+        rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            read,
+            stdout::Locked::new(write, lock),
+        ),
         server.receipts(),
     );
     let running = server

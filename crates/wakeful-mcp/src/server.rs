@@ -93,6 +93,8 @@ struct Push {
     task: Option<JoinHandle<()>>,
     /// Set by [`WakefulServer::shutdown`]: start nothing any more.
     stopped: bool,
+    /// What lets the daemon write to stdout, until push starts with it.
+    handover: Option<channel::Handover>,
 }
 
 impl WakefulServer {
@@ -117,6 +119,14 @@ impl WakefulServer {
                 digested: Mutex::new(Default::default()),
             }),
         }
+    }
+
+    /// Lets channel push hand stdout to the daemon, with `handover`'s frame
+    /// lock (which the writer of the MCP transport must take too:
+    /// [`crate::stdout::Locked`]).
+    pub fn with_handover(self, handover: Option<channel::Handover>) -> Self {
+        self.push().handover = handover;
+        self
     }
 
     /// The session this server speaks for when a call names none (channel
@@ -177,13 +187,15 @@ impl WakefulServer {
                 .as_ref()
                 .is_some_and(|e| e.contains_key(channel::CAPABILITY))
         });
-        push.task = Some(tokio::spawn(channel::forward(
-            peer.clone(),
-            self.inner.paths.clone(),
-            self.inner.session.default_session().to_string(),
-            push.start_seq,
+        let handover = push.handover.take();
+        push.task = Some(tokio::spawn(channel::forward(channel::Push {
+            peer: peer.clone(),
+            paths: self.inner.paths.clone(),
+            session: self.inner.session.default_session().to_string(),
+            after: push.start_seq,
             shows,
-        )));
+            handover,
+        })));
     }
 
     async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, String>> {
