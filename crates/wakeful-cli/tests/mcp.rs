@@ -61,6 +61,8 @@ impl ClientHandler for Recorder {
 struct Mcp {
     client: RunningService<RoleClient, Recorder>,
     rx: mpsc::UnboundedReceiver<CustomNotification>,
+    /// The `wakeful mcp` process.
+    pid: i32,
 }
 
 async fn mcp(home: &Home) -> Mcp {
@@ -68,7 +70,16 @@ async fn mcp(home: &Home) -> Mcp {
 }
 
 async fn mcp_as(home: &Home, shows_channel: bool) -> Mcp {
+    mcp_with(home, shows_channel, false).await
+}
+
+/// With `relay`, `wakeful mcp` sends every notification itself instead of
+/// handing its stdout to the daemon.
+async fn mcp_with(home: &Home, shows_channel: bool, relay: bool) -> Mcp {
     let mut cmd = tokio::process::Command::new(common::BIN);
+    if relay {
+        cmd.env("WAKEFUL_MCP_RELAY", "1");
+    }
     cmd.arg("mcp")
         .env("WAKEFUL_HOME", home.path())
         .env("WAKEFUL_SESSION", "t")
@@ -79,11 +90,12 @@ async fn mcp_as(home: &Home, shows_channel: bool) -> Mcp {
         .spawn()
         .expect("spawn wakeful mcp");
     let (tx, rx) = mpsc::unbounded_channel();
+    let pid = transport.id().expect("wakeful mcp runs") as i32;
     let client = tokio::time::timeout(DEADLINE, Recorder { tx, shows_channel }.serve(transport))
         .await
         .expect("the MCP handshake timed out")
         .expect("the MCP handshake failed");
-    Mcp { client, rx }
+    Mcp { client, rx, pid }
 }
 
 fn object(v: Value) -> serde_json::Map<String, Value> {
@@ -156,6 +168,53 @@ impl Mcp {
                 && ["stopped", "failed"].contains(&n["params"]["meta"]["kind"].as_str().unwrap())
         })
         .await
+    }
+
+    /// None lost, none twice: the seqs of the notifications `notes` are
+    /// exactly the log's from the first of them on (read in pages: a result
+    /// holds at most 64 KiB of text).
+    async fn assert_pushed_as_logged(&self, notes: &[Value]) {
+        let mut logged: Vec<u64> = Vec::new();
+        let mut after = seq(&notes[0]) - 1;
+        loop {
+            let page = self
+                .ok("monitor_events", json!({ "after": after, "limit": 1000 }))
+                .await;
+            logged.extend(
+                page["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["seq"].as_u64().unwrap()),
+            );
+            after = page["last_seq"].as_u64().unwrap();
+            if page["more"] == false {
+                break;
+            }
+        }
+        let pushed: Vec<u64> = notes.iter().map(seq).collect();
+        assert_eq!(pushed, logged);
+    }
+
+    /// Starts a monitor whose `command` (`{gate}` standing for the path)
+    /// waits on a new fifo in `home`, with the other `args`; returns its id
+    /// and the fifo once its `started` notification came.
+    async fn start_behind_gate(
+        &mut self,
+        home: &Home,
+        command: &str,
+        args: Value,
+    ) -> (String, PathBuf) {
+        let fifo = gate(home);
+        let mut args = object(args);
+        args.insert(
+            "command".into(),
+            Value::from(command.replace("{gate}", &fifo.display().to_string())),
+        );
+        let id = self.start(Value::Object(args)).await;
+        self.notifications_until(|n| meta(n, "monitor_id") == id && meta(n, "kind") == "started")
+            .await;
+        (id, fifo)
     }
 
     async fn close(self) {
@@ -293,8 +352,17 @@ async fn tool_list_matches_golden_fixture() {
 
 #[tokio::test]
 async fn monitor_lines_arrive_as_channel_notifications_in_order() {
+    lines_arrive_in_order(false).await;
+}
+
+#[tokio::test]
+async fn relayed_lines_arrive_as_channel_notifications_in_order() {
+    lines_arrive_in_order(true).await;
+}
+
+async fn lines_arrive_in_order(relay: bool) {
     let home = Home::new();
-    let mut mcp = mcp(&home).await;
+    let mut mcp = mcp_with(&home, false, relay).await;
     let id = mcp
         .start(json!({
             "command": "printf 'one\\ntwo\\n'; sleep 0.3; echo three; sleep 0.3; printf 'four\\nfive\\n'",
@@ -330,21 +398,7 @@ async fn monitor_lines_arrive_as_channel_notifications_in_order() {
     );
 
     // None lost, none twice: the pushed seqs are exactly the log's.
-    let first = seq(&notes[0]);
-    let log = mcp
-        .ok(
-            "monitor_events",
-            json!({ "after": first - 1, "limit": 1000 }),
-        )
-        .await;
-    let logged: Vec<u64> = log["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap())
-        .collect();
-    let pushed: Vec<u64> = notes.iter().map(seq).collect();
-    assert_eq!(pushed, logged);
+    mcp.assert_pushed_as_logged(&notes).await;
     mcp.close().await;
 }
 
@@ -748,21 +802,7 @@ async fn channel_push_resumes_after_a_daemon_restart() {
     assert!(kinds.contains(&"rearmed"), "{kinds:?}");
 
     // Nothing was lost across the restart.
-    let first = seq(&notes[0]);
-    let log = mcp
-        .ok(
-            "monitor_events",
-            json!({ "after": first - 1, "limit": 1000 }),
-        )
-        .await;
-    let logged: Vec<u64> = log["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap())
-        .collect();
-    let pushed: Vec<u64> = notes.iter().map(seq).collect();
-    assert_eq!(pushed, logged);
+    mcp.assert_pushed_as_logged(&notes).await;
 
     mcp.ok("monitor_stop", json!({ "id": id })).await;
     mcp.close().await;
@@ -1045,4 +1085,352 @@ async fn a_codex_thread_shares_its_session_with_its_shell() {
         .unwrap();
     assert_eq!(r.structured_content.unwrap()["monitors"], json!([]));
     client.cancel().await.unwrap();
+}
+
+/// A fifo in `home` that a monitor's `cat` waits on, and what opens it for
+/// writing: the line goes in without the test's runtime blocking.
+fn gate(home: &Home) -> PathBuf {
+    let fifo = home.path().join("gate");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    fifo
+}
+
+async fn open_gate(fifo: PathBuf, text: String) {
+    tokio::task::spawn_blocking(move || std::fs::write(fifo, text).unwrap())
+        .await
+        .unwrap();
+}
+
+/// Stops a process (SIGSTOP) until dropped, then lets it go on (SIGCONT),
+/// even when the test fails in between.
+struct Stopped(i32);
+
+impl Stopped {
+    /// Stops `wakeful mcp` between two of its frames: a process stopped
+    /// while it holds the frame lock (just after its last write) would
+    /// rightly keep the daemon waiting. The test takes the lock itself
+    /// (through `/proc`, a description of its own), stops the process, then
+    /// lets go.
+    fn between_frames(pid: i32) -> Self {
+        use nix::sys::signal::{kill, Signal};
+        let lock = frame_lock_of(pid);
+        lock.lock_blocking().unwrap();
+        kill(nix::unistd::Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+        let stopped = Stopped(pid);
+        lock.unlock().unwrap();
+        stopped
+    }
+}
+
+/// The frame lock of process `pid`, opened again.
+fn frame_lock_of(pid: i32) -> wakeful_protocol::FrameLock {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(frame_lock_path(pid))
+        .unwrap();
+    wakeful_protocol::FrameLock::from_handed(file.into()).unwrap()
+}
+
+/// Where process `pid` has its frame lock's memfd (under `/proc`).
+fn frame_lock_path(pid: i32) -> PathBuf {
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
+        let path = fd.unwrap().path();
+        let target = std::fs::read_link(&path).unwrap_or_default();
+        if target
+            .to_string_lossy()
+            .contains("memfd:wakeful-frame-lock")
+        {
+            return path;
+        }
+    }
+    panic!("process {pid} has no frame lock");
+}
+
+/// The daemon's "writing" mark in that memfd, read byte by byte (1 byte at
+/// offset 8, docs/PROTOCOL.md).
+fn writing_mark(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 1];
+    let file = std::fs::File::open(path).unwrap();
+    file.read_at(&mut b, 8).unwrap() == 1 && b[0] == 1
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        use nix::sys::signal::{kill, Signal};
+        let _ = kill(nix::unistd::Pid::from_raw(self.0), Signal::SIGCONT);
+    }
+}
+
+#[tokio::test]
+async fn the_daemon_writes_channel_notifications_while_wakeful_mcp_is_stopped() {
+    let home = Home::new();
+    let mut mcp = mcp_as(&home, true).await;
+    let (id, fifo) = mcp
+        .start_behind_gate(&home, "cat {gate}", json!({ "description": "handed over" }))
+        .await;
+
+    // `wakeful mcp` cannot write now: what arrives, the daemon wrote.
+    let stopped = Stopped::between_frames(mcp.pid);
+    open_gate(fifo, "written-by-the-daemon\n".into()).await;
+    let notes = mcp.until_ended(&id).await;
+    drop(stopped);
+    assert_well_formed(&notes);
+    assert!(
+        notes.iter().any(|n| body(n) == "written-by-the-daemon"),
+        "{notes:#?}"
+    );
+    // The server goes on answering on the same stdout.
+    let list = mcp.ok("monitor_list", json!({})).await;
+    assert_eq!(list["monitors"][0]["id"], id.as_str());
+    mcp.close().await;
+}
+
+#[tokio::test]
+async fn frames_of_the_daemon_and_of_wakeful_mcp_never_interleave() {
+    let home = Home::new();
+    let mut mcp = mcp_as(&home, true).await;
+    // Notifications of several KiB each (more than a pipe writes at once)
+    // while large tool results go out on the same stdout.
+    let (id, fifo) = mcp
+        .start_behind_gate(
+            &home,
+            "cat {gate} >/dev/null; for i in $(seq 1 60); do yes \"$i $(printf %03000d 0)\" | head -n 4; done",
+            json!({ "description": "wide lines", "batch_ms": 0 }),
+        )
+        .await;
+    // Enough events for monitor_events' results to be large.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut callers = Vec::new();
+    for _ in 0..4 {
+        let peer = mcp.client.peer().clone();
+        let done = done.clone();
+        callers.push(tokio::spawn(async move {
+            let mut calls = 0u32;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || calls == 0 {
+                let params = CallToolRequestParams::new("monitor_events")
+                    .with_arguments(object(json!({ "after": 0, "limit": 1000 })));
+                let r = tokio::time::timeout(DEADLINE, peer.call_tool(params))
+                    .await
+                    .expect("monitor_events answered")
+                    .expect("monitor_events succeeded");
+                assert_eq!(r.is_error, Some(false), "{r:?}");
+                calls += 1;
+            }
+            calls
+        }));
+    }
+    open_gate(fifo, "go\n".into()).await;
+    let notes = mcp.until_ended(&id).await;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut calls = 0;
+    for c in callers {
+        calls += c.await.expect("every call was answered whole");
+    }
+    assert!(calls >= 4, "{calls}");
+    assert_well_formed(&notes);
+    let big = notes
+        .iter()
+        .filter(|n| n["params"]["content"].as_str().unwrap().len() > 4096)
+        .count();
+    assert!(
+        big >= 5,
+        "notifications larger than a pipe's atomic write: {big}"
+    );
+
+    // Every event is there once: the pushed seqs are the log's.
+    mcp.assert_pushed_as_logged(&notes).await;
+    mcp.close().await;
+}
+
+/// A bare MCP client on `wakeful mcp`'s pipes, which reads its stdout only
+/// when told to.
+struct RawMcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    stdout_fd: i32,
+}
+
+impl RawMcp {
+    fn start(home: &Home) -> (Self, std::thread::JoinHandle<()>) {
+        use std::io::BufRead;
+        use std::os::fd::AsRawFd;
+        let mut child = std::process::Command::new(common::BIN)
+            .arg("mcp")
+            .env("WAKEFUL_HOME", home.path())
+            .env("WAKEFUL_SESSION", "t")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env_remove("CODEX_THREAD_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdout_fd = stdout.as_raw_fd();
+        // One page: a notification of a few KiB fills it.
+        // SAFETY: F_SETPIPE_SZ takes an int; the pipe is empty yet.
+        assert_eq!(
+            unsafe { libc::fcntl(stdout_fd, libc::F_SETPIPE_SZ, 4096) },
+            4096
+        );
+        let (tx, lines) = std::sync::mpsc::sync_channel(0);
+        // A rendezvous channel: the thread reads a line only when the test
+        // takes the one before, so an idle test leaves the pipe to fill.
+        let reader = std::thread::spawn(move || {
+            let mut r = std::io::BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        (
+            RawMcp {
+                child,
+                stdin,
+                lines,
+                stdout_fd,
+            },
+            reader,
+        )
+    }
+
+    fn send(&mut self, v: Value) {
+        use std::io::Write;
+        let mut line = v.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
+    }
+
+    /// Lines until the response with `id`; the ones before it too.
+    fn until_response(&mut self, id: u64) -> Vec<String> {
+        let deadline = std::time::Instant::now() + DEADLINE;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no response {id}; got {} lines", got.len()));
+            let is_it = serde_json::from_str::<Value>(&line).is_ok_and(|v| v["id"] == id);
+            got.push(line);
+            if is_it {
+                return got;
+            }
+        }
+    }
+
+    /// Bytes waiting in the stdout pipe, unread.
+    fn unread(&self) -> i32 {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int into `n`.
+        unsafe { libc::ioctl(self.stdout_fd, libc::FIONREAD, &mut n) };
+        n
+    }
+}
+
+#[test]
+fn a_frame_cut_by_a_killed_daemon_costs_one_line_and_no_reply() {
+    let home = Home::new();
+    let (mut mcp, reader) = RawMcp::start(&home);
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    mcp.until_response(1);
+    mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let fifo = gate(&home);
+    mcp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "monitor_start", "arguments": {
+            "command": format!("cat {} >/dev/null; for i in $(seq 1 40); do yes \"$i $(printf %05000d 0)\" | head -n 4; done; sleep 600", fifo.display()),
+            "description": "wide", "batch_ms": 0}}}));
+    mcp.until_response(2);
+    let daemon = home.daemon_pid().expect("the daemon runs");
+
+    // Nobody reads now: the pipe fills, and the daemon waits in the middle
+    // of a frame, holding the lock with its mark set.
+    std::fs::write(&fifo, "go\n").unwrap();
+    let lock = frame_lock_of(mcp.child.id() as i32);
+    let memfd = frame_lock_path(mcp.child.id() as i32);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let held = !lock.try_lock().unwrap() || {
+            lock.unlock().unwrap();
+            false
+        };
+        if held && writing_mark(&memfd) && mcp.unread() >= 4096 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never blocked mid-frame"
+        );
+        std::thread::yield_now();
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(
+        common::eventually(DEADLINE, || !std::path::Path::new(&format!(
+            "/proc/{daemon}"
+        ))
+        .exists()),
+        "the daemon is gone"
+    );
+
+    // The next call starts a daemon again; its reply comes whole, after
+    // exactly one broken line: the frame the killed daemon cut.
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "monitor_list", "arguments": {}}}),
+    );
+    let lines = mcp.until_response(3);
+    let broken: Vec<&String> = lines
+        .iter()
+        .filter(|l| serde_json::from_str::<Value>(l).is_err())
+        .collect();
+    let short = |l: &str| l.chars().take(160).collect::<String>();
+    assert_eq!(
+        broken.len(),
+        1,
+        "{:?}",
+        broken.iter().map(|l| short(l)).collect::<Vec<_>>()
+    );
+    // Only the cut frame: nothing written after the kill is glued to it.
+    assert!(
+        broken[0].starts_with("{\"jsonrpc\""),
+        "{}",
+        short(broken[0])
+    );
+    assert_eq!(
+        broken[0].matches("\"jsonrpc\"").count(),
+        1,
+        "a frame was glued to the cut one: {}",
+        short(broken[0])
+    );
+    let reply: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+
+    drop(mcp.stdin);
+    let _ = mcp.child.kill();
+    let _ = mcp.child.wait();
+    drop(mcp.lines);
+    let _ = reader.join();
+    let _ = std::process::Command::new(common::BIN)
+        .args(["daemon", "stop"])
+        .env("WAKEFUL_HOME", home.path())
+        .output();
 }

@@ -2,7 +2,9 @@
 //! `tests/e2e/mcp-python/check.py` reads the tool schema as a client does,
 //! starts each source as the schema describes it, and cancels a pending
 //! monitor_wait (`notifications/cancelled`), then checks that the next
-//! events all come back. Python is `$WAKEFUL_MCP_PYTHON`, else `python3`;
+//! events all come back; first, its stdio transport reads the channel
+//! notifications the daemon writes into the server's stdout, between the
+//! server's own responses. Python is `$WAKEFUL_MCP_PYTHON`, else `python3`;
 //! without the `mcp` package it is skipped, except under CI.
 
 mod common;
@@ -35,5 +37,5 @@ fn the_mcp_python_sdk_uses_every_source_and_cancels_without_losing_events() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with(r#"{"ok": true}"#), "{stdout}");
-    assert_eq!(stdout.matches("\nok   ").count() + 1, 5, "{stdout}");
+    assert_eq!(stdout.matches("\nok   ").count() + 1, 6, "{stdout}");
 }

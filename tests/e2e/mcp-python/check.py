@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The real MCP Python SDK against `wakeful mcp`: the tool schema as a client
-reads it, each source started as the schema describes it, and a cancelled
-monitor_wait that acknowledges nothing.
+reads it, each source started as the schema describes it, a cancelled
+monitor_wait that acknowledges nothing, and channel notifications (which the
+daemon writes into the server's stdout) read by the SDK's stdio transport
+between the server's own responses.
 
 Usage: check.py WAKEFUL_BIN STATE_DIR
 Needs the `mcp` package (pip install mcp==2.3.0). Prints one line per check
@@ -15,8 +17,10 @@ import sys
 import time
 
 import anyio
+import mcp.types as mcp_types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.message import SessionMessage
 
 DEADLINE_S = 20
 
@@ -70,12 +74,59 @@ async def wait_events(session, want_kinds):
     return got
 
 
+async def channel_check(params):
+    """The SDK's stdio transport, without a session (which has no handler
+    for custom notifications): a client that declares `claude/channel`
+    starts a monitor and reads every message until its `stopped`."""
+    async with stdio_client(params) as (read, write):
+        async def send(obj):
+            cls = mcp_types.JSONRPCRequest if "id" in obj else mcp_types.JSONRPCNotification
+            await write.send(SessionMessage(cls.model_validate(obj)))
+
+        async def receive():
+            m = await read.receive()
+            if isinstance(m, Exception):
+                fail(f"the SDK could not read a message: {m}")
+            return m.message.model_dump(by_alias=True, exclude_none=True)
+
+        await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"claude/channel": {}}},
+            "clientInfo": {"name": "check.py", "version": "0"}}})
+        with anyio.fail_after(DEADLINE_S):
+            while (await receive()).get("id") != 1:
+                pass
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "monitor_start",
+            "arguments": {"command": "echo py-one; echo py-two", "description": "channel"}}})
+        kinds, lines, answered = [], [], False
+        with anyio.fail_after(DEADLINE_S):
+            while "stopped" not in kinds or not answered:
+                d = await receive()
+                if d.get("id") == 2:
+                    answered = True
+                elif d.get("method") == "notifications/claude/channel":
+                    kinds.append(d["params"]["meta"]["kind"])
+                    if d["params"]["meta"]["kind"] == "lines":
+                        lines.extend(d["params"]["content"].splitlines()[1:])
+        if kinds[0] != "started" or kinds[-1] != "stopped" or lines != ["py-one", "py-two"]:
+            fail(f"channel notifications: kinds {kinds}, lines {lines}")
+        ok(f"channel notifications read by the SDK's transport: {kinds}, lines {lines}, and the tools/call response")
+
+
 async def main(binary, home):
     w = Wakeful(binary, home)
     params = StdioServerParameters(
         command=binary, args=["mcp"],
         env={"WAKEFUL_HOME": home, "WAKEFUL_SESSION": "py", "PATH": os.environ["PATH"]},
     )
+    # A session of its own: its events must not reach the `mcp` consumer
+    # of the session the checks below wait on.
+    await channel_check(StdioServerParameters(
+        command=binary, args=["mcp"],
+        env={"WAKEFUL_HOME": home, "WAKEFUL_SESSION": "py-channel", "PATH": os.environ["PATH"]},
+    ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
