@@ -26,6 +26,16 @@
 //! `watch`, the MCP push, the Claude Code bridge, wake routes, the live
 //! view — reads through a `Follow`. Each event is encoded once, by the
 //! journal that stored it ([`Committed::json`]).
+//!
+//! **Writing inline.** A follower whose reader can be written without
+//! waiting (a pipe a client handed over) may give the hub an
+//! [`InlineWriter`] ([`Follow::write_inline`]). While that follower waits,
+//! caught up, in [`Follow::next`], the committer writes its events itself,
+//! right after the commit, instead of queueing them and waking the
+//! follower's task: the line reaches its reader with one task switch fewer.
+//! The first event the writer cannot take whole at once (a full pipe) goes
+//! to the queue, and so does everything after it until the follower waits
+//! again; so the order stays the log's, and each event is written once.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -139,12 +149,28 @@ pub enum FollowError {
     Closed,
 }
 
+/// Writes a follower's events itself, from the task that committed them,
+/// while the follower waits caught up; see the module docs.
+pub trait InlineWriter: Send + Sync + 'static {
+    /// Writes `e` now, whole, without waiting, and returns `true`; or
+    /// writes nothing and returns `false`, leaving `e` and every event
+    /// after it to the follower's own task.
+    fn try_write(&self, e: &Committed) -> bool;
+}
+
 #[derive(Default)]
 struct FollowerQueue {
     events: VecDeque<Arc<Committed>>,
     /// Events were dropped: the follower must catch up.
     lagged: bool,
     closed: bool,
+    /// Writes the follower's events while it waits.
+    inline: Option<Arc<dyn InlineWriter>>,
+    /// The follower waits in [`Follow::next`], caught up, its queue empty:
+    /// its events may be written inline.
+    waiting: bool,
+    /// The seq of the last event written inline.
+    written: u64,
 }
 
 struct FollowerShared {
@@ -178,6 +204,8 @@ struct Inner {
     latest: watch::Sender<u64>,
     replay: Option<Arc<dyn Replay>>,
     failures: AtomicU64,
+    /// Follower tasks woken by fan-outs so far.
+    woken: AtomicU64,
     /// A caller of [`Hub::claim_flush`] will flush.
     flush_claimed: AtomicBool,
     fold_delay_ms: AtomicU64,
@@ -215,6 +243,7 @@ impl Hub {
                 latest: watch::channel(latest).0,
                 replay,
                 failures: AtomicU64::new(0),
+                woken: AtomicU64::new(0),
                 flush_claimed: AtomicBool::new(false),
                 fold_delay_ms: AtomicU64::new(DEFAULT_FOLD_DELAY.as_millis() as u64),
             }),
@@ -235,6 +264,13 @@ impl Hub {
     /// it took it).
     pub fn failures(&self) -> u64 {
         self.inner.failures.load(Ordering::SeqCst)
+    }
+
+    /// How many times a fan-out woke a follower's task (rather than
+    /// writing its events inline); a producer that sees this unchanged
+    /// across its append woke no reader's task.
+    pub fn followers_woken(&self) -> u64 {
+        self.inner.woken.load(Ordering::Relaxed)
     }
 
     /// When the caller should call [`Hub::flush`], from now: `Some` when
@@ -389,10 +425,20 @@ impl Hub {
             }
             for f in &st.followers {
                 let mut wake = false;
-                let mut q = lock(&f.queue);
+                let mut guard = lock(&f.queue);
+                let q = &mut *guard;
                 for c in committed {
                     if !f.filter.matches(&c.event) {
                         continue;
+                    }
+                    if q.waiting {
+                        if q.inline.as_ref().is_some_and(|w| w.try_write(c)) {
+                            q.written = c.seq();
+                            continue;
+                        }
+                        // This one and all after it go through the queue,
+                        // until the follower waits again.
+                        q.waiting = false;
                     }
                     wake = true;
                     if q.lagged {
@@ -404,13 +450,16 @@ impl Hub {
                     }
                     q.events.push_back(c.clone());
                 }
-                drop(q);
+                drop(guard);
                 if wake {
                     woken.push(f.clone());
                 }
             }
         }
         self.inner.latest.send_replace(last);
+        self.inner
+            .woken
+            .fetch_add(woken.len() as u64, Ordering::Relaxed);
         for f in woken {
             f.notify.notify_one();
         }
@@ -507,9 +556,26 @@ pub struct Follow {
 }
 
 impl Follow {
-    /// The last seq handed out (or the `after` it started from).
+    /// The last seq handed out or written inline (or the `after` it
+    /// started from).
     pub fn position(&self) -> u64 {
-        self.after
+        self.after.max(lock(&self.shared.queue).written)
+    }
+
+    /// From now on, while this follower waits caught up in
+    /// [`Follow::next`], the hub writes its events with `writer` instead of
+    /// handing them out (see the module docs). `next` then returns only the
+    /// events `writer` did not take.
+    pub fn write_inline(&self, writer: Arc<dyn InlineWriter>) {
+        lock(&self.shared.queue).inline = Some(writer);
+    }
+
+    /// No more inline writes; once this returns, none is under way, and the
+    /// hub holds the writer no more.
+    pub fn stop_inline(&self) {
+        let mut q = lock(&self.shared.queue);
+        q.inline = None;
+        q.waiting = false;
     }
 
     /// The next event, waiting for it.
@@ -522,15 +588,28 @@ impl Follow {
             if let Some(e) = self.try_next()? {
                 return Ok(e);
             }
-            if lock(&shared.queue).closed {
-                return Err(FollowError::Closed);
+            {
+                let mut q = lock(&shared.queue);
+                if q.closed {
+                    return Err(FollowError::Closed);
+                }
+                if !q.events.is_empty() || q.lagged {
+                    // Came after `try_next` looked.
+                    continue;
+                }
+                q.waiting = q.inline.is_some();
             }
+            // Inline writes only while this waits: not once it returns, nor
+            // when a `select!` drops it.
+            let _waiting = Waiting(&shared);
             notified.await;
         }
     }
 
     /// The next event if one is there now, without waiting.
     pub fn try_next(&mut self) -> Result<Option<Arc<Committed>>, FollowError> {
+        // Events written inline count as handed out.
+        self.after = self.position();
         loop {
             while let Some(e) = self.backlog.pop_front() {
                 if e.seq() > self.after {
@@ -585,6 +664,16 @@ impl Drop for Follow {
     }
 }
 
+/// Marks a follower as no longer waiting when [`Follow::next`] returns or
+/// is dropped.
+struct Waiting<'a>(&'a FollowerShared);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.queue).waiting = false;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,6 +720,93 @@ mod tests {
         // Encoded once, on demand, as the wire wants it.
         assert!(e.json().contains(r#""seq":5"#));
         assert!(std::ptr::eq(e.json(), e.json()));
+    }
+
+    /// The next event within 10 s: a follower that misses an event fails
+    /// instead of hanging.
+    async fn soon(
+        next: impl std::future::Future<Output = Result<Arc<Committed>, FollowError>>,
+    ) -> Arc<Committed> {
+        tokio::time::timeout(Duration::from_secs(10), next)
+            .await
+            .expect("no event within 10 s")
+            .unwrap()
+    }
+
+    /// Records what it writes; refuses while `full` (a full pipe).
+    #[derive(Default)]
+    struct Recording {
+        full: AtomicBool,
+        written: Mutex<Vec<u64>>,
+    }
+
+    impl InlineWriter for Recording {
+        fn try_write(&self, e: &Committed) -> bool {
+            if self.full.load(Ordering::SeqCst) {
+                return false;
+            }
+            lock(&self.written).push(e.seq());
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn a_waiting_follower_is_written_inline_in_order_and_each_event_once() {
+        use futures_util::FutureExt;
+        let hub = hub();
+        let w = Arc::new(Recording::default());
+        let mut f = hub.follow(Filter::session("a"), 0);
+        f.write_inline(w.clone());
+        // Not waiting: queued, as without a writer.
+        hub.append(vec![entry("a", 1)]).await.unwrap();
+        assert_eq!(soon(f.next()).await.seq(), 1);
+        assert!(lock(&w.written).is_empty());
+        {
+            let mut next = std::pin::pin!(f.next());
+            assert!((&mut next).now_or_never().is_none(), "nothing to read yet");
+            // Waiting: written by the committer, nothing handed out; other
+            // sessions' events are not written.
+            hub.append(vec![entry("a", 2), entry("b", 1), entry("a", 3)])
+                .await
+                .unwrap();
+            assert_eq!(*lock(&w.written), [2, 4]);
+            assert!(
+                (&mut next).now_or_never().is_none(),
+                "written, not handed out"
+            );
+            // A full pipe: this event and the next go through the queue,
+            // in order, even once the pipe has room again.
+            w.full.store(true, Ordering::SeqCst);
+            hub.append(vec![entry("a", 4)]).await.unwrap();
+            w.full.store(false, Ordering::SeqCst);
+            hub.append(vec![entry("a", 5)]).await.unwrap();
+            assert_eq!(soon(next).await.seq(), 5);
+        }
+        assert_eq!(soon(f.next()).await.seq(), 6);
+        assert_eq!(*lock(&w.written), [2, 4]);
+        assert_eq!(f.position(), 6);
+        // Not waiting (the `next` above returned, nothing waits now): queued.
+        hub.append(vec![entry("a", 6)]).await.unwrap();
+        assert_eq!(f.try_next().unwrap().unwrap().seq(), 7);
+        // Waiting again, then dropped (as a `select!` drops it): written
+        // while it waited, queued after.
+        {
+            let mut next = std::pin::pin!(f.next());
+            assert!((&mut next).now_or_never().is_none());
+            hub.append(vec![entry("a", 7)]).await.unwrap();
+            assert_eq!(*lock(&w.written), [2, 4, 8]);
+        }
+        assert_eq!(f.position(), 8);
+        hub.append(vec![entry("a", 8)]).await.unwrap();
+        assert_eq!(f.try_next().unwrap().unwrap().seq(), 9);
+        // Stopped: nothing more is written.
+        f.stop_inline();
+        assert_eq!(Arc::strong_count(&w), 1, "the hub holds the writer no more");
+        let mut next = std::pin::pin!(f.next());
+        assert!((&mut next).now_or_never().is_none());
+        hub.append(vec![entry("a", 9)]).await.unwrap();
+        assert_eq!(soon(next).await.seq(), 10);
+        assert_eq!(*lock(&w.written), [2, 4, 8]);
     }
 
     #[tokio::test]

@@ -29,7 +29,9 @@ mod source;
 mod sources;
 pub mod terminal;
 
-pub use hub::{Committed, Filter, Follow, FollowError, Hub, Replay, DEFAULT_FOLD_DELAY};
+pub use hub::{
+    Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay, DEFAULT_FOLD_DELAY,
+};
 pub use net_policy::NetPolicy;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
