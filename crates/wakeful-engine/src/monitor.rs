@@ -275,6 +275,7 @@ async fn drive<S: InputSource>(
             }
         }
         let emitted = !step.emits.is_empty();
+        let woken = feed.hub.followers_woken();
         feed.emit(step.emits).await;
         if emitted {
             // Readers this emit woke write first. What this task does next
@@ -283,8 +284,12 @@ async fn drive<S: InputSource>(
             // eventfd write) and, on two workers, the other worker, which
             // then competed with the reader for a processor: a followed
             // file's line took 1.5–1.65× `tail -F | grep` that way, 1.1–1.3×
-            // with this yield (docs/BENCHMARKS.md).
-            tokio::task::yield_now().await;
+            // with this yield (docs/BENCHMARKS.md). Readers written inline
+            // have their line already; the yield would only add work
+            // between their wake-up and this thread's sleep.
+            if feed.hub.followers_woken() != woken {
+                tokio::task::yield_now().await;
+            }
             if fold_at.is_none() {
                 fold_at = feed
                     .hub
