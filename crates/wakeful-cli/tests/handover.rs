@@ -373,3 +373,79 @@ fn watch_hands_its_stdout_over_and_still_exits_with_the_commands_code() {
     assert_eq!(cli.wait().unwrap().code(), Some(3));
     reaper.disarm();
 }
+
+/// Starts a command monitor that prints `n` lines of about 200 bytes, one
+/// write each.
+fn printing_monitor(home: &Home, name: &str, n: usize) {
+    let pad = "p".repeat(200);
+    let command = format!("for i in $(seq {n}); do echo {name}-$i-{pad}; done");
+    home.json(&["start", "-d", name, "--batch-ms", "0", "--", &command]);
+}
+
+/// How many monitors of the home have ended, by their final events.
+fn ended(home: &Home) -> usize {
+    home.json_lines(&["events"])
+        .iter()
+        .filter(|e| e["kind"] == "stopped")
+        .count()
+}
+
+#[test]
+fn a_pipe_that_fills_and_drains_gets_every_event_once_in_the_logs_order() {
+    let home = Home::new();
+    // A small pipe, not read at first: the daemon fills it, then waits for
+    // room while more events come; read again, it catches up, and later
+    // events are written to it as they are committed.
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    nix::fcntl::fcntl(read.as_raw_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+    let mut cli = home
+        .cmd(&["--json", "events", "--follow"])
+        .stdout(Stdio::from(write))
+        .spawn()
+        .unwrap();
+    let mut reaper = Reaper::of(&cli);
+    for i in 0..6 {
+        printing_monitor(&home, &format!("before-{i}"), 15);
+    }
+    assert!(
+        common::eventually(LIMIT, || ended(&home) == 6),
+        "the first monitors did not end"
+    );
+    let rx = lines_of(std::fs::File::from(read));
+    let deadline = Instant::now() + LIMIT;
+    let mut got = Vec::new();
+    let mut stopped = 0;
+    let mut take = |until_stopped: usize, got: &mut Vec<String>| {
+        while stopped < until_stopped {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .expect("the next event")
+                .expect("no end yet");
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if event["kind"] == "stopped" {
+                stopped += 1;
+            }
+            got.push(line);
+        }
+    };
+    take(6, &mut got);
+    // Caught up: these go to the pipe as the reader reads.
+    for i in 0..6 {
+        printing_monitor(&home, &format!("after-{i}"), 15);
+    }
+    take(12, &mut got);
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    reaper.disarm();
+    // Exactly the log: every event once, in its order, the same bytes.
+    let logged: Vec<String> = home
+        .ok(&["--json", "events"])
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(got.len(), logged.len());
+    for (i, (g, l)) in got.iter().zip(&logged).enumerate() {
+        assert_eq!(g, l, "event {i} differs");
+    }
+}

@@ -8,6 +8,10 @@
 //! server's own replies, so each write of notifications happens under the
 //! frame lock the client sent along ([`FrameLock`]), and the seq of the last
 //! event written is kept in it for the client to resume after.
+//!
+//! A pipe in one of the line forms is also written inline by the hub
+//! ([`Handed::inline_writer`]): while its follower waits, caught up, the task
+//! that committed an event writes it to the pipe itself, at once.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -15,7 +19,7 @@ use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use wakeful_core::channel::{self, Held};
-use wakeful_engine::hub::Committed;
+use wakeful_engine::hub::{Committed, InlineWriter};
 use wakeful_protocol::{FrameLock, OutputForm};
 
 use crate::quiet::QuietWrite;
@@ -31,10 +35,37 @@ pub(crate) struct Handed {
 }
 
 enum Form {
+    Lines(LineForm),
+    Channel(Box<Channel>),
+}
+
+/// The forms of one or more lines an event, each event on its own.
+#[derive(Clone, Copy)]
+enum LineForm {
     Json,
     Plain,
     Watch,
-    Channel(Box<Channel>),
+}
+
+impl LineForm {
+    fn add(self, buf: &mut Vec<u8>, e: &Committed) {
+        match self {
+            LineForm::Json => {
+                buf.extend_from_slice(e.json().as_bytes());
+                buf.push(b'\n');
+            }
+            LineForm::Plain => {
+                buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
+                buf.push(b'\n');
+            }
+            LineForm::Watch => {
+                for line in wakeful_core::present::watch_lines(&e.event) {
+                    buf.extend_from_slice(line.as_bytes());
+                    buf.push(b'\n');
+                }
+            }
+        }
+    }
 }
 
 /// The state of a `channel` stream.
@@ -59,9 +90,9 @@ impl Handed {
             .next()
             .ok_or("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")?;
         let form = match form {
-            OutputForm::Json => Form::Json,
-            OutputForm::Plain => Form::Plain,
-            OutputForm::Watch => Form::Watch,
+            OutputForm::Json => Form::Lines(LineForm::Json),
+            OutputForm::Plain => Form::Lines(LineForm::Plain),
+            OutputForm::Watch => Form::Lines(LineForm::Watch),
             OutputForm::Channel => {
                 let lock = fds.next().ok_or(
                     "`write_to: channel` needs a second descriptor, the frame lock both writers take (see docs/PROTOCOL.md); none came",
@@ -89,22 +120,21 @@ impl Handed {
         describe: &dyn Fn(&str) -> Option<String>,
     ) {
         match &mut self.form {
-            Form::Json => {
-                buf.extend_from_slice(e.json().as_bytes());
-                buf.push(b'\n');
-            }
-            Form::Plain => {
-                buf.extend_from_slice(wakeful_core::present::plain_line(&e.event).as_bytes());
-                buf.push(b'\n');
-            }
-            Form::Watch => {
-                for line in wakeful_core::present::watch_lines(&e.event) {
-                    buf.extend_from_slice(line.as_bytes());
-                    buf.push(b'\n');
-                }
-            }
+            Form::Lines(form) => form.add(buf, e),
             Form::Channel(c) => c.add(buf, &e.event, describe),
         }
+    }
+
+    /// A writer for the hub to write this output's events with, inline
+    /// ([`InlineWriter`]): for a pipe in a line form; `None` for a socket
+    /// (a write to it may take part of an event) and for a channel (its
+    /// frames wait for a lock and hold events back).
+    pub(crate) fn inline_writer(&self) -> Option<Arc<dyn InlineWriter>> {
+        let Form::Lines(form) = self.form else {
+            return None;
+        };
+        let pipe = self.out.pipe()?;
+        Some(Arc::new(InlinePipe { pipe, form }))
     }
 
     /// Writes `buf`, under the frame lock for a channel (and then keeps the
@@ -134,6 +164,41 @@ impl Handed {
     /// Completes when the reader is gone ([`QuietWrite::reader_gone`]).
     pub(crate) async fn reader_gone(&self) -> std::io::Result<()> {
         self.out.reader_gone().await
+    }
+}
+
+/// Writes an event to a handed-over pipe at once, or not at all.
+struct InlinePipe {
+    /// The pipe, shared with the [`Handed`] output: open while the hub
+    /// may write.
+    pipe: Arc<tokio::io::unix::AsyncFd<OwnedFd>>,
+    form: LineForm,
+}
+
+impl InlineWriter for InlinePipe {
+    fn try_write(&self, e: &Committed) -> bool {
+        // A `monitor` stream ends with its monitor's final event: its task
+        // writes that one, and ends.
+        if e.event.kind().is_terminal() {
+            return false;
+        }
+        let mut buf = Vec::with_capacity(e.json().len() + 1);
+        self.form.add(&mut buf, e);
+        // The pipe was handed over non-blocking, and a write of at most
+        // PIPE_BUF bytes to it is whole or nothing (EAGAIN): never part of
+        // an event.
+        if buf.len() > nix::libc::PIPE_BUF {
+            return false;
+        }
+        match nix::unistd::write(self.pipe.get_ref(), &buf) {
+            Ok(n) => {
+                debug_assert_eq!(n, buf.len(), "a pipe write of at most PIPE_BUF is whole");
+                true
+            }
+            // Full (the task waits for room), or the reader is gone (the
+            // task's write sees it and ends the stream).
+            Err(_) => false,
+        }
     }
 }
 

@@ -81,7 +81,7 @@ enum Target {
     /// A pipe the client opened non-blocking: `write(2)`. Registered for
     /// reading only, which a pipe's writing end never is: it reports an
     /// error once it has no reader left.
-    Pipe(AsyncFd<OwnedFd>),
+    Pipe(Arc<AsyncFd<OwnedFd>>),
 }
 
 /// Splits an accepted connection into its two halves; descriptors the
@@ -128,7 +128,7 @@ pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
                 "a pipe to write events to must be opened non-blocking (O_NONBLOCK), so that a slow reader never blocks the daemon".into(),
             );
         }
-        Target::Pipe(watched(fd)?)
+        Target::Pipe(Arc::new(watched(fd)?))
     } else {
         return Err(
             "events are written only to a pipe or a stream socket; read them from the connection instead".into(),
@@ -248,6 +248,15 @@ impl AsyncWrite for QuietWrite {
 }
 
 impl QuietWrite {
+    /// The handed-over pipe this writes to, if it is one (shared: it is
+    /// closed when the last holder lets go).
+    pub(crate) fn pipe(&self) -> Option<Arc<AsyncFd<OwnedFd>>> {
+        match &self.target {
+            Target::Pipe(fd) => Some(fd.clone()),
+            _ => None,
+        }
+    }
+
     /// Completes when the reader of a handed-over descriptor is gone, with
     /// nothing written: a pipe without readers reports an error, a socket
     /// whose peer closed a hang-up. Never for the connection itself (its
@@ -255,7 +264,7 @@ impl QuietWrite {
     pub(crate) async fn reader_gone(&self) -> io::Result<()> {
         let (watch, socket) = match &self.target {
             Target::Socket(fd) => (fd, true),
-            Target::Pipe(fd) => (fd, false),
+            Target::Pipe(fd) => (&**fd, false),
             Target::Connection(_) => return std::future::pending().await,
         };
         loop {
@@ -284,7 +293,8 @@ impl QuietWrite {
     fn target_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.target {
             Target::Connection(s) => s.get_ref().as_fd(),
-            Target::Socket(fd) | Target::Pipe(fd) => fd.get_ref().as_fd(),
+            Target::Socket(fd) => fd.get_ref().as_fd(),
+            Target::Pipe(fd) => fd.get_ref().as_fd(),
         }
     }
 }

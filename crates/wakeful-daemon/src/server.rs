@@ -1135,6 +1135,11 @@ async fn stream_events(
     };
     let mut events = state.registry.hub().follow(filter, after);
     let written = if follow {
+        // Caught up, its events go to the pipe straight from the task that
+        // committed them.
+        if let Some(w) = output.as_ref().and_then(Handed::inline_writer) {
+            events.write_inline(w);
+        }
         follow_events(conn, state, &mut events, &mut output, monitor).await
     } else {
         let mut written = Ok(Some(None));
@@ -1158,6 +1163,7 @@ async fn stream_events(
         written.map(|w| w.map(|ended| (events.position(), ended)))
     };
     // The reader gets its end of file no later than the client its reply.
+    events.stop_inline();
     let handed = output.take().is_some();
     match written {
         Ok(None) => Ok(()),
