@@ -95,7 +95,7 @@ pub fn frame(params: &Value) -> String {
 
 /// The events read since the last notification that did not wake: a pure
 /// state machine fed every event of the stream in seq order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Held {
     /// Quoted in the next notification, with their monitors' descriptions.
     events: Vec<(Event, Option<String>)>,

@@ -9,20 +9,23 @@
 //! frame lock the client sent along ([`FrameLock`]), and the seq of the last
 //! event written is kept in it for the client to resume after.
 //!
-//! A pipe in one of the line forms is also written inline by the hub
+//! A pipe or a Unix stream socket is also written inline by the hub
 //! ([`Handed::inline_writer`]): while its follower waits, caught up, the task
-//! that committed an event writes it to the pipe itself, at once.
+//! that committed an event writes it there itself, at once, when that is
+//! one write of at most `PIPE_BUF` bytes that takes all or nothing
+//! ([`crate::quiet::Whole`]); else the follower's task writes it.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::io::AsyncWriteExt;
 use wakeful_core::channel::{self, Held};
 use wakeful_engine::hub::{Committed, InlineWriter};
+use wakeful_engine::MonitorRegistry;
 use wakeful_protocol::{FrameLock, OutputForm};
 
-use crate::quiet::QuietWrite;
+use crate::quiet::{QuietWrite, Whole};
 
 /// Most monitor descriptions a channel stream keeps (it starts over past
 /// this).
@@ -36,7 +39,13 @@ pub(crate) struct Handed {
 
 enum Form {
     Lines(LineForm),
-    Channel(Box<Channel>),
+    /// Shared with the inline writer, which writes only while the task
+    /// does not.
+    Channel(Arc<Mutex<Channel>>),
+}
+
+fn lock(c: &Mutex<Channel>) -> MutexGuard<'_, Channel> {
+    c.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The forms of one or more lines an event, each event on its own.
@@ -97,13 +106,13 @@ impl Handed {
                 let lock = fds.next().ok_or(
                     "`write_to: channel` needs a second descriptor, the frame lock both writers take (see docs/PROTOCOL.md); none came",
                 )?;
-                Form::Channel(Box::new(Channel {
+                Form::Channel(Arc::new(Mutex::new(Channel {
                     lock: Arc::new(FrameLock::from_handed(lock)?),
                     held: Held::default(),
                     described: HashMap::new(),
                     framed: None,
                     checked: false,
-                }))
+                })))
             }
         };
         let out = crate::quiet::handed(out)?;
@@ -121,20 +130,28 @@ impl Handed {
     ) {
         match &mut self.form {
             Form::Lines(form) => form.add(buf, e),
-            Form::Channel(c) => c.add(buf, &e.event, describe),
+            Form::Channel(c) => lock(c).add(buf, &e.event, describe),
         }
     }
 
     /// A writer for the hub to write this output's events with, inline
-    /// ([`InlineWriter`]): for a pipe in a line form; `None` for a socket
-    /// (a write to it may take part of an event) and for a channel (its
-    /// frames wait for a lock and hold events back).
-    pub(crate) fn inline_writer(&self) -> Option<Arc<dyn InlineWriter>> {
-        let Form::Lines(form) = self.form else {
-            return None;
-        };
-        let pipe = self.out.pipe()?;
-        Some(Arc::new(InlinePipe { pipe, form }))
+    /// ([`InlineWriter`]); `None` when the descriptor cannot take an event
+    /// whole or not at all (a TCP socket). A channel's writer finds monitor
+    /// descriptions in `registry` (a monitor only the store knows is left to
+    /// the task).
+    pub(crate) fn inline_writer(
+        &self,
+        registry: &MonitorRegistry,
+    ) -> Option<Arc<dyn InlineWriter>> {
+        let out = self.out.whole()?;
+        Some(match &self.form {
+            Form::Lines(form) => Arc::new(InlineLines { out, form: *form }),
+            Form::Channel(c) => Arc::new(InlineChannel {
+                out,
+                channel: c.clone(),
+                registry: registry.clone(),
+            }),
+        })
     }
 
     /// Writes `buf`, under the frame lock for a channel (and then keeps the
@@ -143,22 +160,22 @@ impl Handed {
         if buf.is_empty() {
             return Ok(());
         }
-        let Form::Channel(c) = &mut self.form else {
+        let Form::Channel(c) = &self.form else {
             return self.out.write_all(buf).await;
         };
-        let _held = Locked::take(&c.lock).await?;
-        if !c.checked {
-            // A daemon before this one died in the middle of a frame: end
-            // that cut line first, so that only it is lost.
-            if c.lock.left_mid_frame()? {
-                tracing::info!("a channel's last frame was cut (the daemon died while writing it); ending that line");
-                self.out.write_all(b"\n").await?;
-            }
-            c.checked = true;
+        let frame_lock = lock(c).lock.clone();
+        let _held = Locked::take(&frame_lock).await?;
+        let first = !std::mem::replace(&mut lock(c).checked, true);
+        // A daemon before this one died in the middle of a frame: end that
+        // cut line first, so that only it is lost.
+        if first && frame_lock.left_mid_frame()? {
+            tracing::info!("a channel's last frame was cut (the daemon died while writing it); ending that line");
+            self.out.write_all(b"\n").await?;
         }
-        c.lock.mark_writing(true)?;
+        frame_lock.mark_writing(true)?;
         self.out.write_all(buf).await?;
-        c.lock.done_writing(c.framed)
+        let framed = lock(c).framed;
+        frame_lock.done_writing(framed)
     }
 
     /// Completes when the reader is gone ([`QuietWrite::reader_gone`]).
@@ -167,15 +184,13 @@ impl Handed {
     }
 }
 
-/// Writes an event to a handed-over pipe at once, or not at all.
-struct InlinePipe {
-    /// The pipe, shared with the [`Handed`] output: open while the hub
-    /// may write.
-    pipe: Arc<tokio::io::unix::AsyncFd<OwnedFd>>,
+/// Writes the events of a line form at once, or not at all.
+struct InlineLines {
+    out: Whole,
     form: LineForm,
 }
 
-impl InlineWriter for InlinePipe {
+impl InlineWriter for InlineLines {
     fn try_write(&self, e: &Committed) -> bool {
         // A `monitor` stream ends with its monitor's final event: its task
         // writes that one, and ends.
@@ -184,25 +199,74 @@ impl InlineWriter for InlinePipe {
         }
         let mut buf = Vec::with_capacity(e.json().len() + 1);
         self.form.add(&mut buf, e);
-        // The pipe was handed over non-blocking, and a write of at most
-        // PIPE_BUF bytes to it is whole or nothing (EAGAIN): never part of
-        // an event.
-        if buf.len() > nix::libc::PIPE_BUF {
+        self.out.write(&buf)
+    }
+}
+
+/// Writes a channel's notifications at once, or not at all: only when the
+/// frame lock is free now, the stream's first write (which looks for a
+/// frame cut by an earlier daemon) is done, and the monitor's description
+/// is at hand.
+struct InlineChannel {
+    out: Whole,
+    channel: Arc<Mutex<Channel>>,
+    registry: MonitorRegistry,
+}
+
+impl InlineWriter for InlineChannel {
+    fn try_write(&self, e: &Committed) -> bool {
+        let mut c = lock(&self.channel);
+        if !c.checked {
             return false;
         }
-        match nix::unistd::write(self.pipe.get_ref(), &buf) {
-            Ok(n) => {
-                debug_assert_eq!(n, buf.len(), "a pipe write of at most PIPE_BUF is whole");
-                true
-            }
-            // Full (the task waits for room), or the reader is gone (the
-            // task's write sees it and ends the stream).
-            Err(_) => false,
+        let id = &e.event.monitor_id;
+        if !c.described.contains_key(id) {
+            let Some(info) = self.registry.get(id) else {
+                return false;
+            };
+            c.describe(id, Some(info.description));
         }
+        let description = c.described.get(id).cloned().flatten();
+        // Held back (it does not wake): nothing to write.
+        let before = c.held.clone();
+        let Some(params) = c.held.offer(&e.event, description.as_deref()) else {
+            return true;
+        };
+        let frame = channel::frame(&params);
+        let written = match c.lock.try_lock() {
+            Ok(true) => {
+                // One write of at most PIPE_BUF bytes cannot be cut, so no
+                // mark; the seq is kept once it is written.
+                let written = self.out.write(frame.as_bytes());
+                if written {
+                    if let Err(err) = c.lock.done_writing(Some(e.event.seq)) {
+                        tracing::warn!("cannot keep a channel's last seq in its frame lock: {err}");
+                    }
+                }
+                if let Err(err) = c.lock.unlock() {
+                    tracing::warn!("cannot let go of a channel's frame lock: {err}");
+                }
+                written
+            }
+            // The server writes a frame of its own: the task waits for it.
+            _ => false,
+        };
+        match written {
+            true => c.framed = Some(e.event.seq),
+            false => c.held = before,
+        }
+        written
     }
 }
 
 impl Channel {
+    fn describe(&mut self, id: &str, description: Option<String>) {
+        if self.described.len() >= MAX_DESCRIBED {
+            self.described.clear();
+        }
+        self.described.insert(id.to_string(), description);
+    }
+
     fn add(
         &mut self,
         buf: &mut Vec<u8>,
@@ -210,11 +274,7 @@ impl Channel {
         describe: &dyn Fn(&str) -> Option<String>,
     ) {
         if !self.described.contains_key(&event.monitor_id) {
-            if self.described.len() >= MAX_DESCRIBED {
-                self.described.clear();
-            }
-            self.described
-                .insert(event.monitor_id.clone(), describe(&event.monitor_id));
+            self.describe(&event.monitor_id, describe(&event.monitor_id));
         }
         let description = self.described.get(&event.monitor_id).cloned().flatten();
         if let Some(params) = self.held.offer(event, description.as_deref()) {
@@ -375,6 +435,94 @@ mod tests {
         let text = read_all(&read);
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.starts_with('{'), "{text}");
+    }
+
+    /// A registry that knows monitor `mon-a` as "desc a".
+    fn registry_with_mon_a() -> MonitorRegistry {
+        let registry = MonitorRegistry::new(wakeful_engine::RegistryConfig::default());
+        registry.insert_ended(wakeful_core::MonitorInfo {
+            id: "mon-a".into(),
+            session: "s".into(),
+            description: "desc a".into(),
+            source: wakeful_core::Source::Command {
+                command: "true".into(),
+            },
+            persistent: false,
+            timeout_ms: None,
+            key: None,
+            state: wakeful_core::MonitorState::Running,
+            stop_reason: None,
+            started_at: chrono::Utc::now(),
+            ended_at: None,
+            events: 0,
+            lines: 0,
+            suppressed_lines: 0,
+            output_path: "/x".into(),
+            survivors: vec![],
+        });
+        registry
+    }
+
+    #[tokio::test]
+    async fn a_channel_is_written_inline_only_under_a_free_lock_and_after_its_first_write() {
+        use nix::fcntl::OFlag;
+        let (read, write) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).unwrap();
+        let (server, daemons) = FrameLock::create().unwrap();
+        let mut out = Handed::new(vec![write, daemons], OutputForm::Channel).unwrap();
+        let registry = registry_with_mon_a();
+        let inline = out
+            .inline_writer(&registry)
+            .expect("a pipe is written inline");
+
+        // The stream's first write looks for a cut frame: the task's.
+        assert!(!inline.try_write(&committed(1, true, "first")));
+        let mut buf = Vec::new();
+        // (Another monitor's: mon-a's description is the registry's.)
+        let mut first = committed(1, true, "first");
+        first.event.monitor_id = "mon-b".into();
+        out.add(&mut buf, &first, &|_| None);
+        out.write(&buf).await.unwrap();
+        assert_eq!(read_all(&read).lines().count(), 1);
+
+        // A quiet event is held, inline too; the next one that wakes
+        // carries it, with the description the registry has.
+        assert!(inline.try_write(&committed(2, false, "quiet")));
+        assert_eq!(read_all(&read), "", "held back");
+        assert!(inline.try_write(&committed(3, true, "loud")));
+        let text = read_all(&read);
+        let frame: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(frame["params"]["meta"]["seq"], "3");
+        assert_eq!(frame["params"]["meta"]["from_seq"], "2");
+        let content = frame["params"]["content"].as_str().unwrap();
+        assert!(
+            content.contains("quiet") && content.contains("desc a"),
+            "{content}"
+        );
+        assert_eq!(server.recorded().unwrap(), Some(3));
+        assert!(server.try_lock().unwrap(), "the lock is free again");
+
+        // The server holds the lock: refused, and nothing held changed —
+        // the task writes the same frame later.
+        assert!(
+            inline.try_write(&committed(4, false, "quiet 2")),
+            "held: no lock needed"
+        );
+        assert!(!inline.try_write(&committed(5, true, "while locked")));
+        assert_eq!(read_all(&read), "");
+        server.unlock().unwrap();
+        let mut buf = Vec::new();
+        out.add(&mut buf, &committed(5, true, "while locked"), &|_| None);
+        out.write(&buf).await.unwrap();
+        let text = read_all(&read);
+        let frame: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(frame["params"]["meta"]["seq"], "5");
+        assert_eq!(frame["params"]["meta"]["from_seq"], "4", "{text}");
+
+        // A monitor the registry does not know: the task looks it up.
+        let mut other = committed(6, true, "elsewhere");
+        other.event.monitor_id = "mon-gone".into();
+        assert!(!inline.try_write(&other));
+        assert_eq!(server.recorded().unwrap(), Some(5));
     }
 
     #[tokio::test]

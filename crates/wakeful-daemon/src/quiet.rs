@@ -76,8 +76,9 @@ enum Target {
     /// The connection itself (non-blocking).
     Connection(Arc<AsyncFd<UnixStream>>),
     /// A stream socket of the client's: `send(MSG_DONTWAIT)`. Registered
-    /// for reading only, to see its reader hang up.
-    Socket(AsyncFd<OwnedFd>),
+    /// for reading only, to see its reader hang up. Whether it is a Unix
+    /// one.
+    Socket(Arc<AsyncFd<OwnedFd>>, bool),
     /// A pipe the client opened non-blocking: `write(2)`. Registered for
     /// reading only, which a pipe's writing end never is: it reports an
     /// error once it has no reader left.
@@ -118,7 +119,13 @@ pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
         if ty != nix::sys::socket::SockType::Stream {
             return Err("events are written only to a stream socket, not a datagram one".into());
         }
-        Target::Socket(watched(fd)?)
+        let unix =
+            nix::sys::socket::getsockname::<nix::sys::socket::SockaddrStorage>(fd.as_raw_fd())
+                .is_ok_and(|a| {
+                    nix::sys::socket::SockaddrLike::family(&a)
+                        == Some(nix::sys::socket::AddressFamily::Unix)
+                });
+        Target::Socket(Arc::new(watched(fd)?), unix)
     } else if kind == SFlag::S_IFIFO {
         let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)
             .map(OFlag::from_bits_truncate)
@@ -171,6 +178,51 @@ fn receive(fd: RawFd, buf: &mut [u8], control: &mut Vec<u8>, passed: &Passed) ->
         passed.put(fds);
     }
     Ok(n)
+}
+
+/// A handed-over pipe or Unix stream socket, written without waiting,
+/// each write whole or not at all.
+///
+/// A write of at most `PIPE_BUF` bytes to a non-blocking pipe takes all of
+/// it or fails with `EAGAIN` (POSIX). A Unix stream socket queues a send
+/// that small as one buffer, or none (Linux: `unix_stream_sendmsg` cuts a
+/// send only at buffers of half the socket's send buffer, 100 KiB by
+/// default). Either way a reader never sees part of an event from it.
+pub(crate) struct Whole {
+    fd: Arc<AsyncFd<OwnedFd>>,
+    socket: bool,
+}
+
+impl Whole {
+    /// Writes all of `buf` now and returns `true`; or writes nothing and
+    /// returns `false`: longer than `PIPE_BUF`, no room now, or the reader
+    /// is gone (which the stream's task then sees for itself).
+    pub(crate) fn write(&self, buf: &[u8]) -> bool {
+        if buf.len() > nix::libc::PIPE_BUF {
+            return false;
+        }
+        let fd = self.fd.get_ref();
+        let sent = match self.socket {
+            true => send(
+                fd.as_raw_fd(),
+                buf,
+                MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+            ),
+            false => nix::unistd::write(fd, buf),
+        };
+        match sent {
+            Ok(n) if n == buf.len() => true,
+            Ok(n) => {
+                // Neither kind of descriptor does this (see above).
+                tracing::error!(
+                    "a handed-over descriptor took {n} of {} bytes of one event; its line is cut",
+                    buf.len()
+                );
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 impl AsyncRead for QuietRead {
@@ -242,17 +294,25 @@ impl AsyncWrite for QuietWrite {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(match &self.target {
             Target::Connection(s) => s.get_ref().shutdown(std::net::Shutdown::Write),
-            Target::Socket(_) | Target::Pipe(_) => Ok(()),
+            Target::Socket(..) | Target::Pipe(_) => Ok(()),
         })
     }
 }
 
 impl QuietWrite {
-    /// The handed-over pipe this writes to, if it is one (shared: it is
-    /// closed when the last holder lets go).
-    pub(crate) fn pipe(&self) -> Option<Arc<AsyncFd<OwnedFd>>> {
+    /// The handed-over descriptor, for writes that take an event whole or
+    /// not at all: a pipe or a Unix stream socket (shared: it is closed
+    /// when the last holder lets go).
+    pub(crate) fn whole(&self) -> Option<Whole> {
         match &self.target {
-            Target::Pipe(fd) => Some(fd.clone()),
+            Target::Pipe(fd) => Some(Whole {
+                fd: fd.clone(),
+                socket: false,
+            }),
+            Target::Socket(fd, true) => Some(Whole {
+                fd: fd.clone(),
+                socket: true,
+            }),
             _ => None,
         }
     }
@@ -263,7 +323,7 @@ impl QuietWrite {
     /// end shows on its reading half).
     pub(crate) async fn reader_gone(&self) -> io::Result<()> {
         let (watch, socket) = match &self.target {
-            Target::Socket(fd) => (fd, true),
+            Target::Socket(fd, _) => (&**fd, true),
             Target::Pipe(fd) => (&**fd, false),
             Target::Connection(_) => return std::future::pending().await,
         };
@@ -293,7 +353,7 @@ impl QuietWrite {
     fn target_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.target {
             Target::Connection(s) => s.get_ref().as_fd(),
-            Target::Socket(fd) => fd.get_ref().as_fd(),
+            Target::Socket(fd, _) => fd.get_ref().as_fd(),
             Target::Pipe(fd) => fd.get_ref().as_fd(),
         }
     }

@@ -1137,7 +1137,10 @@ async fn stream_events(
     let written = if follow {
         // Caught up, its events go to the pipe straight from the task that
         // committed them.
-        if let Some(w) = output.as_ref().and_then(Handed::inline_writer) {
+        if let Some(w) = output
+            .as_ref()
+            .and_then(|h| h.inline_writer(&state.registry))
+        {
             events.write_inline(w);
         }
         follow_events(conn, state, &mut events, &mut output, monitor).await
