@@ -174,6 +174,24 @@ pub trait Journal: Send + 'static {
     fn flush(&mut self) -> Result<(), JournalError> {
         Ok(())
     }
+
+    /// A handle that flushes beside the journal's appends, for a journal
+    /// whose flush takes long (a database transaction) and can run while
+    /// it takes more entries: its caller then flushes through the handle,
+    /// without holding the journal, so an append need not wait for a
+    /// flush. `None` (the default): flushes go through [`Journal::flush`].
+    fn flusher(&self) -> Option<std::sync::Arc<dyn Flusher>> {
+        None
+    }
+}
+
+/// Flushes a journal beside its appends; see [`Journal::flusher`].
+pub trait Flusher: Send + Sync + 'static {
+    /// As [`Journal::needs_flush`].
+    fn needs_flush(&self) -> bool;
+
+    /// As [`Journal::flush`]; may run while the journal appends.
+    fn flush(&self) -> Result<(), JournalError>;
 }
 
 /// The in-memory journal of an embedded registry: numbers events from 1 and

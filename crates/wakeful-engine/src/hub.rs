@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
-use wakeful_core::journal::{Journal, JournalEntry, Recorded};
+use wakeful_core::journal::{Flusher, Journal, JournalEntry, Recorded};
 use wakeful_core::Event;
 
 /// Events kept in memory for followers that catch up.
@@ -197,6 +197,9 @@ struct State {
 
 struct Inner {
     journal: Mutex<Box<dyn Journal>>,
+    /// Flushes without the journal's lock, when the journal has one
+    /// ([`Journal::flusher`]): appends go on during a flush.
+    flusher: Option<Arc<dyn Flusher>>,
     state: Mutex<State>,
     /// The last ticket whose entries are committed.
     committed: watch::Sender<u64>,
@@ -226,9 +229,11 @@ impl Hub {
     /// A hub over `journal`, whose last event has seq `latest`, reading
     /// back through `replay` when there is a store.
     pub fn new(journal: impl Journal, latest: u64, replay: Option<Arc<dyn Replay>>) -> Self {
+        let flusher = journal.flusher();
         Hub {
             inner: Arc::new(Inner {
                 journal: Mutex::new(Box::new(journal)),
+                flusher,
                 state: Mutex::new(State {
                     queue: Vec::new(),
                     tickets: 0,
@@ -278,8 +283,11 @@ impl Hub {
     /// [`Journal::needs_flush`]) and no other caller has taken that on
     /// since the last flush. One flush at a time is scheduled, for all.
     pub fn claim_flush(&self) -> Option<Duration> {
-        let due = lock(&self.inner.journal).needs_flush()
-            && !self.inner.flush_claimed.swap(true, Ordering::SeqCst);
+        let needs = match &self.inner.flusher {
+            Some(f) => f.needs_flush(),
+            None => lock(&self.inner.journal).needs_flush(),
+        };
+        let due = needs && !self.inner.flush_claimed.swap(true, Ordering::SeqCst);
         due.then(|| Duration::from_millis(self.inner.fold_delay_ms.load(Ordering::Relaxed)))
     }
 
@@ -294,11 +302,15 @@ impl Hub {
     /// into its tables). Monitors call it a moment after their events were
     /// handed out (the delay [`Hub::claim_flush`] gives), so that the readers
     /// those events woke run first, and one transaction takes the events of
-    /// many lines. A failure is counted and logged; the
+    /// many lines. A journal with a [`Flusher`] is flushed through it,
+    /// while appends go on. A failure is counted and logged; the
     /// entries stay durable and wait for the next flush.
     pub fn flush(&self) {
         self.inner.flush_claimed.store(false, Ordering::SeqCst);
-        let flushed = lock(&self.inner.journal).flush();
+        let flushed = match &self.inner.flusher {
+            Some(f) => f.flush(),
+            None => lock(&self.inner.journal).flush(),
+        };
         if let Err(e) = flushed {
             let n = self.inner.failures.fetch_add(1, Ordering::SeqCst) + 1;
             tracing::error!(
@@ -1070,5 +1082,98 @@ mod tests {
         hub.append(vec![entry("a", 3)]).await.unwrap();
         hub.close().await;
         assert_eq!(flushes.load(Ordering::SeqCst), 2, "closing flushes");
+    }
+
+    /// A journal with a flusher whose flush waits until it is let go.
+    struct SlowFlush {
+        flusher: Arc<Gate>,
+        inner: MemoryJournal,
+    }
+
+    /// A flush that signals it started, then waits for `open`.
+    #[derive(Default)]
+    struct Gate {
+        started: std::sync::Mutex<bool>,
+        open: std::sync::Mutex<bool>,
+        changed: std::sync::Condvar,
+    }
+
+    impl Flusher for Gate {
+        fn needs_flush(&self) -> bool {
+            true
+        }
+
+        fn flush(&self) -> Result<(), JournalError> {
+            *lock(&self.started) = true;
+            self.changed.notify_all();
+            let mut open = lock(&self.open);
+            while !*open {
+                open = self.changed.wait(open).unwrap();
+            }
+            Ok(())
+        }
+    }
+
+    impl Journal for SlowFlush {
+        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+            self.inner.append(batch)
+        }
+
+        fn flush(&mut self) -> Result<(), JournalError> {
+            panic!("flushed through the journal, not its flusher");
+        }
+
+        fn flusher(&self) -> Option<Arc<dyn Flusher>> {
+            Some(self.flusher.clone())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appends_go_on_while_a_flusher_flushes() {
+        let gate = Arc::new(Gate::default());
+        let hub = Hub::new(
+            SlowFlush {
+                flusher: gate.clone(),
+                inner: MemoryJournal::default(),
+            },
+            0,
+            None,
+        );
+        let mut f = hub.follow(Filter::session("a"), 0);
+        let flushing = {
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.flush())
+        };
+        {
+            let mut started = lock(&gate.started);
+            while !*started {
+                started = gate.changed.wait(started).unwrap();
+            }
+        }
+        // Lets the flush finish however this test ends (an append stuck
+        // behind it holds a worker thread until then).
+        let open = Opens(gate.clone());
+        // The flush waits; an append is committed and handed out meanwhile.
+        let append = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.append(vec![entry("a", 1)]).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), append)
+            .await
+            .expect("the append waited for the flush")
+            .unwrap()
+            .unwrap();
+        assert_eq!(soon(f.next()).await.seq(), 1);
+        drop(open);
+        flushing.join().unwrap();
+    }
+
+    struct Opens(Arc<Gate>);
+
+    impl Drop for Opens {
+        fn drop(&mut self) {
+            *lock(&self.0.open) = true;
+            self.0.changed.notify_all();
+        }
     }
 }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension};
-use wakeful_core::journal::{Journal, JournalEntry, JournalError, Recorded, Registration};
+use wakeful_core::journal::{Flusher, Journal, JournalEntry, JournalError, Recorded, Registration};
 use wakeful_core::{Event, MonitorInfo, MonitorState};
 
 use crate::redo::Redo;
@@ -306,6 +306,22 @@ impl Journal for StoreWriter {
 
     fn flush(&mut self) -> Result<(), JournalError> {
         self.shared.fold().map_err(|e| self.shared.sql(e))
+    }
+
+    fn flusher(&self) -> Option<Arc<dyn Flusher>> {
+        Some(self.shared.clone())
+    }
+}
+
+/// A fold holds only the tables' lock for its transaction ([`Shared::fold`]),
+/// so it runs beside takes.
+impl Flusher for Shared {
+    fn needs_flush(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn flush(&self) -> Result<(), JournalError> {
+        self.fold().map_err(|e| self.sql(e))
     }
 }
 
