@@ -14,8 +14,9 @@
 //!
 //! Both writers of these notifications use this module: `wakeful mcp` when
 //! it relays events itself, and the daemon when `wakeful mcp` handed it its
-//! stdout ([`frame`] is the whole JSON-RPC line).
+//! stdout ([`Notification::frame`] is the whole JSON-RPC line).
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::Event;
@@ -37,52 +38,120 @@ pub fn content(event: &Event, description: Option<&str>) -> String {
     crate::present::single(event, description, MAX_CONTENT_BYTES)
 }
 
+/// The `params` of one notification: `content` and `meta`. Serialized as
+/// the same JSON as a `serde_json::Value` of it (keys in sorted order), but
+/// straight to text ([`Notification::frame`]), without building that value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notification {
+    /// The presenter's text of the events it carries.
+    pub content: String,
+    /// Identifier keys, string values.
+    pub meta: Meta,
+}
+
+/// The `meta` of a [`Notification`] (fields in the order JSON shows them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Meta {
+    /// The first event the text covers, when events held back come first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<String>,
+    /// The kind of the event that woke.
+    pub kind: &'static str,
+    /// Its monitor.
+    pub monitor_id: String,
+    /// Its seq.
+    pub seq: String,
+}
+
+impl Notification {
+    /// For `event` alone; `description` is the monitor's, when known.
+    pub fn single(event: &Event, description: Option<&str>) -> Self {
+        Notification {
+            content: content(event, description),
+            meta: Meta::of(event, None),
+        }
+    }
+
+    /// For `held` events that did not wake followed by `event`, which
+    /// does: `content` frames them all (the events past those quoted, and
+    /// `more` others, are counted with a pointer to read them), `meta`
+    /// names the event that woke, and `from_seq` the first one the text
+    /// covers.
+    pub fn with_held(
+        held: &[(Event, Option<String>)],
+        more: u64,
+        event: &Event,
+        description: Option<&str>,
+    ) -> Self {
+        let mut all: Vec<(Event, Option<String>)> = held.to_vec();
+        all.push((event.clone(), description.map(str::to_string)));
+        let (mut content, n) =
+            crate::present::batch(&all, MAX_CONTENT_BYTES, MAX_CONTENT_BYTES / 4, None);
+        let from_seq = held.first().map_or(event.seq, |(e, _)| e.seq);
+        let left = (all.len() - n) as u64 + more;
+        if left > 0 {
+            content.push_str(&format!(
+                "\n({left} more events that did not wake: `wakeful events --session {} --after {}`)",
+                event.session,
+                from_seq.saturating_sub(1)
+            ));
+        }
+        Notification {
+            content,
+            meta: Meta::of(event, Some(from_seq)),
+        }
+    }
+
+    /// As a JSON value (what an MCP library sends as `params`).
+    pub fn params(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The whole JSON-RPC line, newline included: what goes to the
+    /// client's stdin; the same text as [`frame`] of [`Notification::params`].
+    pub fn frame(&self) -> String {
+        #[derive(Serialize)]
+        struct Frame<'a> {
+            jsonrpc: &'static str,
+            method: &'static str,
+            params: &'a Notification,
+        }
+        let frame = Frame {
+            jsonrpc: "2.0",
+            method: METHOD,
+            params: self,
+        };
+        let mut line = serde_json::to_string(&frame).unwrap_or_default();
+        line.push('\n');
+        line
+    }
+}
+
+impl Meta {
+    fn of(event: &Event, from_seq: Option<u64>) -> Self {
+        Meta {
+            from_seq: from_seq.map(|s| s.to_string()),
+            kind: event.kind().as_str(),
+            monitor_id: event.monitor_id.clone(),
+            seq: event.seq.to_string(),
+        }
+    }
+}
+
 /// The `params` of the notification for `event`: `content` and `meta`.
 /// `description` is the monitor's, when known.
 pub fn params(event: &Event, description: Option<&str>) -> Value {
-    json!({
-        "content": content(event, description),
-        "meta": {
-            "monitor_id": event.monitor_id,
-            "seq": event.seq.to_string(),
-            "kind": event.kind().as_str(),
-        },
-    })
+    Notification::single(event, description).params()
 }
 
-/// The `params` of one notification for `held` events that did not wake
-/// followed by `event`, which does: `content` frames them all (the events
-/// past those quoted, and `more` others, are counted with a pointer to read
-/// them), `meta` names the event that woke, and `from_seq` the first one
-/// the text covers.
+/// The `params` of [`Notification::with_held`].
 pub fn params_with_held(
     held: &[(Event, Option<String>)],
     more: u64,
     event: &Event,
     description: Option<&str>,
 ) -> Value {
-    let mut all: Vec<(Event, Option<String>)> = held.to_vec();
-    all.push((event.clone(), description.map(str::to_string)));
-    let (mut content, n) =
-        crate::present::batch(&all, MAX_CONTENT_BYTES, MAX_CONTENT_BYTES / 4, None);
-    let from_seq = held.first().map_or(event.seq, |(e, _)| e.seq);
-    let left = (all.len() - n) as u64 + more;
-    if left > 0 {
-        content.push_str(&format!(
-            "\n({left} more events that did not wake: `wakeful events --session {} --after {}`)",
-            event.session,
-            from_seq.saturating_sub(1)
-        ));
-    }
-    json!({
-        "content": content,
-        "meta": {
-            "monitor_id": event.monitor_id,
-            "seq": event.seq.to_string(),
-            "kind": event.kind().as_str(),
-            "from_seq": from_seq.to_string(),
-        },
-    })
+    Notification::with_held(held, more, event, description).params()
 }
 
 /// The notification with `params` as one JSON-RPC line, newline included:
@@ -108,6 +177,16 @@ impl Held {
     /// to send now when it wakes (with every event held before it), `None`
     /// when it is held back.
     pub fn offer(&mut self, event: &Event, description: Option<&str>) -> Option<Value> {
+        self.offer_notification(event, description)
+            .map(|n| n.params())
+    }
+
+    /// As [`Held::offer`], the notification itself.
+    pub fn offer_notification(
+        &mut self,
+        event: &Event,
+        description: Option<&str>,
+    ) -> Option<Notification> {
         if !event.wakes {
             if self.events.len() < MAX_HELD {
                 self.events
@@ -117,14 +196,14 @@ impl Held {
             }
             return None;
         }
-        let params = if self.events.is_empty() {
-            params(event, description)
+        let n = if self.events.is_empty() {
+            Notification::single(event, description)
         } else {
-            params_with_held(&self.events, self.more, event, description)
+            Notification::with_held(&self.events, self.more, event, description)
         };
         self.events.clear();
         self.more = 0;
-        Some(params)
+        Some(n)
     }
 
     /// Whether events are waiting for the next one that wakes.
@@ -187,6 +266,18 @@ mod tests {
         assert_eq!(line.matches('\n').count(), 1, "{line}");
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v, json!({"jsonrpc": "2.0", "method": METHOD, "params": p}));
+    }
+
+    #[test]
+    fn the_typed_frame_is_the_same_text_as_the_value_frame() {
+        let quiet = (event(1, false, "quiet \"one\""), Some("d\u{7}".to_string()));
+        for n in [
+            Notification::single(&event(7, true, "a\nb"), Some("desc")),
+            Notification::single(&event(8, true, "c"), None),
+            Notification::with_held(&[quiet], 2, &event(9, true, "loud"), None),
+        ] {
+            assert_eq!(n.frame(), frame(&n.params()));
+        }
     }
 
     #[test]

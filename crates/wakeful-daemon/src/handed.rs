@@ -20,7 +20,7 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::io::AsyncWriteExt;
-use wakeful_core::channel::{self, Held};
+use wakeful_core::channel::Held;
 use wakeful_engine::hub::{Committed, InlineWriter};
 use wakeful_engine::MonitorRegistry;
 use wakeful_protocol::{FrameLock, OutputForm};
@@ -229,10 +229,10 @@ impl InlineWriter for InlineChannel {
         let description = c.described.get(id).cloned().flatten();
         // Held back (it does not wake): nothing to write.
         let before = c.held.clone();
-        let Some(params) = c.held.offer(&e.event, description.as_deref()) else {
+        let Some(notification) = c.held.offer_notification(&e.event, description.as_deref()) else {
             return true;
         };
-        let frame = channel::frame(&params);
+        let frame = notification.frame();
         let written = match c.lock.try_lock() {
             Ok(true) => {
                 // One write of at most PIPE_BUF bytes cannot be cut, so no
@@ -277,8 +277,8 @@ impl Channel {
             self.describe(&event.monitor_id, describe(&event.monitor_id));
         }
         let description = self.described.get(&event.monitor_id).cloned().flatten();
-        if let Some(params) = self.held.offer(event, description.as_deref()) {
-            buf.extend_from_slice(channel::frame(&params).as_bytes());
+        if let Some(n) = self.held.offer_notification(event, description.as_deref()) {
+            buf.extend_from_slice(n.frame().as_bytes());
             self.framed = Some(event.seq);
         }
     }
@@ -379,7 +379,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 1, "one frame: {text}");
         let frame: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
-        assert_eq!(frame["method"], channel::METHOD);
+        assert_eq!(frame["method"], wakeful_core::channel::METHOD);
         assert_eq!(frame["params"]["meta"]["seq"], "2");
         assert_eq!(frame["params"]["meta"]["from_seq"], "1");
         let content = frame["params"]["content"].as_str().unwrap();
