@@ -209,6 +209,9 @@ struct Inner {
     failures: AtomicU64,
     /// Follower tasks woken by fan-outs so far.
     woken: AtomicU64,
+    /// A flush runs on a blocking thread ([`Hub::flush_in_background`]),
+    /// and whether another was asked for meanwhile.
+    background: Mutex<(bool, bool)>,
     /// A caller of [`Hub::claim_flush`] will flush.
     flush_claimed: AtomicBool,
     fold_delay_ms: AtomicU64,
@@ -249,6 +252,7 @@ impl Hub {
                 replay,
                 failures: AtomicU64::new(0),
                 woken: AtomicU64::new(0),
+                background: Mutex::new((false, false)),
                 flush_claimed: AtomicBool::new(false),
                 fold_delay_ms: AtomicU64::new(DEFAULT_FOLD_DELAY.as_millis() as u64),
             }),
@@ -318,6 +322,31 @@ impl Hub {
                  they are safe and wait for the next try"
             );
         }
+    }
+
+    /// [`Hub::flush`] on a blocking thread of the runtime: the caller's
+    /// task goes on at once, and no task of the runtime waits for a
+    /// database transaction (the daemon runs its tasks on one thread). One
+    /// at a time: asked for while one runs, that one flushes once more
+    /// when it is done.
+    pub fn flush_in_background(&self) {
+        {
+            let mut b = lock(&self.inner.background);
+            if b.0 {
+                b.1 = true;
+                return;
+            }
+            *b = (true, false);
+        }
+        let hub = self.clone();
+        tokio::task::spawn_blocking(move || loop {
+            hub.flush();
+            let mut b = lock(&hub.inner.background);
+            if !std::mem::take(&mut b.1) {
+                b.0 = false;
+                return;
+            }
+        });
     }
 
     /// Commits `entries` (see the module docs) and returns once they are
@@ -1096,6 +1125,7 @@ mod tests {
         started: std::sync::Mutex<bool>,
         open: std::sync::Mutex<bool>,
         changed: std::sync::Condvar,
+        flushes: AtomicU64,
     }
 
     impl Flusher for Gate {
@@ -1110,6 +1140,7 @@ mod tests {
             while !*open {
                 open = self.changed.wait(open).unwrap();
             }
+            self.flushes.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
@@ -1175,5 +1206,36 @@ mod tests {
             *lock(&self.0.open) = true;
             self.0.changed.notify_all();
         }
+    }
+
+    #[tokio::test]
+    async fn background_flushes_run_one_at_a_time_and_coalesce() {
+        let gate = Arc::new(Gate::default());
+        let hub = Hub::new(
+            SlowFlush {
+                flusher: gate.clone(),
+                inner: MemoryJournal::default(),
+            },
+            0,
+            None,
+        );
+        let open = Opens(gate.clone());
+        hub.flush_in_background();
+        {
+            let mut started = lock(&gate.started);
+            while !*started {
+                started = gate.changed.wait(started).unwrap();
+            }
+        }
+        // Asked for twice while one runs: that one goes once more.
+        hub.flush_in_background();
+        hub.flush_in_background();
+        drop(open);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while *lock(&hub.inner.background) != (false, false) {
+            assert!(std::time::Instant::now() < deadline, "still flushing");
+            std::thread::yield_now();
+        }
+        assert_eq!(gate.flushes.load(Ordering::SeqCst), 2);
     }
 }

@@ -242,7 +242,7 @@ async fn drive<S: InputSource>(
         tokio::select! {
             _ = sleep_until_opt(fold_at), if fold_at.is_some() => {
                 fold_at = None;
-                feed.hub.flush();
+                feed.hub.flush_in_background();
                 continue;
             }
             changed = stop_rx.changed(), if !stopping => {
@@ -278,15 +278,16 @@ async fn drive<S: InputSource>(
         let woken = feed.hub.followers_woken();
         feed.emit(step.emits).await;
         if emitted {
-            // Readers this emit woke write first. What this task does next
-            // — arming the fold's timer, polling its source and deadlines
-            // again (a new timer for each) — wakes the runtime's driver (an
-            // eventfd write) and, on two workers, the other worker, which
-            // then competed with the reader for a processor: a followed
-            // file's line took 1.5–1.65× `tail -F | grep` that way, 1.1–1.3×
-            // with this yield (docs/BENCHMARKS.md). Readers written inline
-            // have their line already; the yield would only add work
-            // between their wake-up and this thread's sleep.
+            // Readers' tasks this emit woke write first. What this task
+            // does next — arming the fold's timer, polling its source and
+            // deadlines again (a new timer for each) — can wake the
+            // runtime's driver (an eventfd write) and, on two workers, the
+            // other worker, which then competed with the reader for a
+            // processor: a followed file's line took 1.5–1.65× `tail -F |
+            // grep` that way, 1.1–1.3× with this yield (docs/BENCHMARKS.md).
+            // Readers written inline have their line already; the yield
+            // would only add work between their wake-up and this thread's
+            // sleep.
             if feed.hub.followers_woken() != woken {
                 tokio::task::yield_now().await;
             }
