@@ -112,13 +112,24 @@ pub mod exit {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    // The daemon and the live views run many tasks at once: two worker
-    // threads. A client (`events --follow`, `wait`, `list`, `wakeful mcp`, a
-    // hook …) runs a few tasks that hand each event on: on one thread, each
+    // The daemon runs its tasks on one worker thread: a line's way is one
+    // task (the monitor's commits it and writes it to waiting readers), and
+    // a second worker only added wake-ups of that worker on the line's way
+    // (a followed file's line: 0.86–0.95× `tail -F | grep` on one, 0.88–1.12×
+    // on two, docs/BENCHMARKS.md). What blocks — the store's folds, SQLite
+    // writes of acknowledgements — runs on the runtime's blocking threads or
+    // is short. The live views run many tasks at once: two worker threads. A
+    // client (`events --follow`, `wait`, `list`, `wakeful mcp`, a hook …)
+    // runs a few tasks that hand each event on: on one thread, each
     // hand-over is a plain task switch instead of a wake-up of another
     // thread, and no worker threads are started.
     let mut builder = match cli.command {
-        cli::Command::Daemon(_) | cli::Command::Tui { .. } | cli::Command::Web { .. } => {
+        cli::Command::Daemon(_) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(1);
+            b
+        }
+        cli::Command::Tui { .. } | cli::Command::Web { .. } => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(2);
             b

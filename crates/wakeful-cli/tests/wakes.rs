@@ -130,12 +130,14 @@ fn wake_on_match_wakes_on_the_line_and_all_reads_the_rest() {
 #[test]
 fn more_than_a_page_of_quiet_events_reach_the_waiter_with_the_wake() {
     // Over 1,000 events that do not wake (more than a batch holds: 70
-    // monitors of 18 events each, within the rate limit's burst), then a
-    // failure: a plain wait hands out all of them, in order, each once.
+    // monitors of 18 events each, within the rate limit's burst; lines
+    // 10 ms apart, so that each is read alone even while the daemon is
+    // busy with the others), then a failure: a plain wait hands out all of
+    // them, in order, each once.
     let home = Home::new();
     let config = home.path().join("config.toml");
     std::fs::write(&config, "[limits]\nmax_active_per_session = 100\n").unwrap();
-    let quiet = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do echo q$i; sleep 0.002; done";
+    let quiet = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do echo q$i; sleep 0.01; done";
     for _ in 0..70 {
         home.json(&["start", "--wake-on", "fail", "--batch-ms", "0", "--", quiet]);
     }
