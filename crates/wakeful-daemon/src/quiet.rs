@@ -466,6 +466,60 @@ mod tests {
         assert!(handed(OwnedFd::from(stream)).is_ok());
     }
 
+    /// Writes `n`-byte records through `whole` until one is refused; the
+    /// count written.
+    fn fill(whole: &Whole, n: usize) -> usize {
+        let record = vec![b'x'; n];
+        let mut written = 0;
+        while whole.write(&record) {
+            written += 1;
+            assert!(written < 1_000_000, "never full");
+        }
+        written
+    }
+
+    /// Reads everything there is now from a non-blocking descriptor.
+    fn drain(fd: &OwnedFd) -> usize {
+        let mut buf = [0u8; 65536];
+        let mut n = 0;
+        while let Ok(k) = nix::unistd::read(fd.as_raw_fd(), &mut buf) {
+            if k == 0 {
+                break;
+            }
+            n += k;
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn whole_writes_take_all_of_an_event_or_none_of_it() {
+        // A pipe and a Unix stream socket: records of 3,000 bytes until one
+        // does not fit; the reader then finds whole records only.
+        let (pipe_r, pipe_w) = nonblocking_pipe();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        for (read, write) in [
+            (pipe_r, pipe_w),
+            (OwnedFd::from(ours), OwnedFd::from(theirs)),
+        ] {
+            let out = handed(write).unwrap();
+            let whole = out.whole().expect("a pipe or a Unix socket");
+            let records = fill(&whole, 3000);
+            assert!(records > 0);
+            assert_eq!(drain(&read), records * 3000, "whole records only");
+            // Longer than PIPE_BUF: never written this way.
+            assert!(!whole.write(&vec![b'y'; nix::libc::PIPE_BUF + 1]));
+            assert_eq!(drain(&read), 0);
+            // The reader gone: refused, no signal.
+            drop(read);
+            assert!(!whole.write(b"line\n"));
+        }
+        // The connection itself is never written this way.
+        let (conn, _peer) = tokio::net::UnixStream::pair().unwrap();
+        let (_r, w, _passed) = split(conn).unwrap();
+        assert!(w.whole().is_none());
+    }
+
     #[tokio::test]
     async fn a_handed_pipe_waits_for_room_and_a_reader_gone_is_an_error() {
         let (pipe_r, pipe_w) = nonblocking_pipe();
