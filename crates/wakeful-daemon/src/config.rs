@@ -102,7 +102,7 @@ impl Default for MonitorDefaults {
 pub struct StoreOptions {
     /// Milliseconds an event waits in the redo log (durable already) before
     /// it is put into the database's tables, in one transaction with every
-    /// other waiting event (default 50). Reads never see the difference.
+    /// other waiting event (default 1000). Reads never see the difference.
     pub fold_delay_ms: u64,
 }
 

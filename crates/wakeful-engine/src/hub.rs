@@ -55,9 +55,12 @@ const RING_BYTES: usize = 8 * 1024 * 1024;
 /// waiting). A line's reader is often woken on the daemon's processor:
 /// flushing at once would make it wait for the transaction; and a
 /// transaction for every line cost as much as the rest of the line's way.
-/// Nothing is at risk meanwhile: the events are durable, and every read of
-/// the store flushes first.
-pub const DEFAULT_FOLD_DELAY: Duration = Duration::from_millis(50);
+/// Once a second: a fold is a burst of work beside the lines that come
+/// meanwhile, and at 50 ms those bursts were the slowest 1–2 % of a line's
+/// ways (p99 1.3–2.0× `tail -F | grep`, against 1.0–1.1× at 1 s;
+/// docs/BENCHMARKS.md). Nothing is at risk meanwhile: the events are
+/// durable, and every read of the store flushes first.
+pub const DEFAULT_FOLD_DELAY: Duration = Duration::from_millis(1000);
 /// Events a follower may have waiting before it is marked lagged.
 const FOLLOWER_QUEUE: usize = 4096;
 /// Events read from the ring or the store at a time while catching up.
