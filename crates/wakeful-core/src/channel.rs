@@ -17,7 +17,7 @@
 //! stdout ([`Notification::frame`] is the whole JSON-RPC line).
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::Event;
 
@@ -108,7 +108,7 @@ impl Notification {
     }
 
     /// The whole JSON-RPC line, newline included: what goes to the
-    /// client's stdin; the same text as [`frame`] of [`Notification::params`].
+    /// client's stdin (`{"jsonrpc":"2.0","method":METHOD,"params":…}`).
     pub fn frame(&self) -> String {
         #[derive(Serialize)]
         struct Frame<'a> {
@@ -138,30 +138,6 @@ impl Meta {
     }
 }
 
-/// The `params` of the notification for `event`: `content` and `meta`.
-/// `description` is the monitor's, when known.
-pub fn params(event: &Event, description: Option<&str>) -> Value {
-    Notification::single(event, description).params()
-}
-
-/// The `params` of [`Notification::with_held`].
-pub fn params_with_held(
-    held: &[(Event, Option<String>)],
-    more: u64,
-    event: &Event,
-    description: Option<&str>,
-) -> Value {
-    Notification::with_held(held, more, event, description).params()
-}
-
-/// The notification with `params` as one JSON-RPC line, newline included:
-/// what goes to the client's stdin.
-pub fn frame(params: &Value) -> String {
-    let mut line = json!({ "jsonrpc": "2.0", "method": METHOD, "params": params }).to_string();
-    line.push('\n');
-    line
-}
-
 /// The events read since the last notification that did not wake: a pure
 /// state machine fed every event of the stream in seq order.
 #[derive(Debug, Default, Clone)]
@@ -173,20 +149,10 @@ pub struct Held {
 }
 
 impl Held {
-    /// Takes the next event of the stream: the `params` of the notification
-    /// to send now when it wakes (with every event held before it), `None`
+    /// Takes the next event of the stream: the notification to send now
+    /// when it wakes (with every event held before it), `None`
     /// when it is held back.
-    pub fn offer(&mut self, event: &Event, description: Option<&str>) -> Option<Value> {
-        self.offer_notification(event, description)
-            .map(|n| n.params())
-    }
-
-    /// As [`Held::offer`], the notification itself.
-    pub fn offer_notification(
-        &mut self,
-        event: &Event,
-        description: Option<&str>,
-    ) -> Option<Notification> {
+    pub fn offer(&mut self, event: &Event, description: Option<&str>) -> Option<Notification> {
         if !event.wakes {
             if self.events.len() < MAX_HELD {
                 self.events
@@ -217,6 +183,14 @@ mod tests {
     use super::*;
     use crate::EventBody;
     use chrono::TimeZone;
+    use serde_json::json;
+
+    /// The frame built from a `serde_json::Value`, to hold the typed one to.
+    fn frame(params: &Value) -> String {
+        let mut line = json!({ "jsonrpc": "2.0", "method": METHOD, "params": params }).to_string();
+        line.push('\n');
+        line
+    }
 
     fn event(seq: u64, wakes: bool, text: &str) -> Event {
         Event {
@@ -239,7 +213,7 @@ mod tests {
     #[test]
     fn params_frame_sanitize_and_identify() {
         let e = event(42, true, "\u{1b}[31merror\u{1b}[0m: x\nok");
-        let p = params(&e, Some("build\u{7}"));
+        let p = Notification::single(&e, Some("build\u{7}")).params();
         assert_eq!(
             p,
             json!({
@@ -260,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_frame_is_one_json_rpc_notification_line() {
-        let p = params(&event(7, true, "a\nb"), None);
+        let p = Notification::single(&event(7, true, "a\nb"), None).params();
         let line = frame(&p);
         assert!(line.ends_with('\n'));
         assert_eq!(line.matches('\n').count(), 1, "{line}");
@@ -288,7 +262,10 @@ mod tests {
             .offer(&event(2, false, "quiet two"), Some("d"))
             .is_none());
         assert!(!held.is_empty());
-        let p = held.offer(&event(3, true, "loud"), None).expect("wakes");
+        let p = held
+            .offer(&event(3, true, "loud"), None)
+            .expect("wakes")
+            .params();
         assert_eq!(p["meta"]["seq"], "3");
         assert_eq!(p["meta"]["from_seq"], "1");
         let text = p["content"].as_str().unwrap();
@@ -300,7 +277,7 @@ mod tests {
         assert!(one < two && two < three, "{text}");
         assert!(held.is_empty());
         // The next waking event stands alone again.
-        let p = held.offer(&event(4, true, "alone"), None).unwrap();
+        let p = held.offer(&event(4, true, "alone"), None).unwrap().params();
         assert!(p["meta"].get("from_seq").is_none());
     }
 
@@ -312,7 +289,8 @@ mod tests {
         }
         let p = held
             .offer(&event(MAX_HELD as u64 + 6, true, "loud"), None)
-            .unwrap();
+            .unwrap()
+            .params();
         let text = p["content"].as_str().unwrap();
         assert!(
             text.contains(

@@ -229,7 +229,7 @@ impl InlineWriter for InlineChannel {
         let description = c.described.get(id).cloned().flatten();
         // Held back (it does not wake): nothing to write.
         let before = c.held.clone();
-        let Some(notification) = c.held.offer_notification(&e.event, description.as_deref()) else {
+        let Some(notification) = c.held.offer(&e.event, description.as_deref()) else {
             return true;
         };
         let frame = notification.frame();
@@ -277,7 +277,7 @@ impl Channel {
             self.describe(&event.monitor_id, describe(&event.monitor_id));
         }
         let description = self.described.get(&event.monitor_id).cloned().flatten();
-        if let Some(n) = self.held.offer_notification(event, description.as_deref()) {
+        if let Some(n) = self.held.offer(event, description.as_deref()) {
             buf.extend_from_slice(n.frame().as_bytes());
             self.framed = Some(event.seq);
         }

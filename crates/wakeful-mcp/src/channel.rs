@@ -207,10 +207,10 @@ async fn relay(conn: &mut Connection, push: &Push, state: &mut Following) -> Fol
                     continue;
                 }
                 let description = state.descriptions.get(&push.paths, &event.monitor_id).await;
-                let Some(params) = state.held.offer(&event, description.as_deref()) else {
+                let Some(notification) = state.held.offer(&event, description.as_deref()) else {
                     continue;
                 };
-                let n = CustomNotification::new(METHOD, Some(params));
+                let n = CustomNotification::new(METHOD, Some(notification.params()));
                 if push
                     .peer
                     .send_notification(ServerNotification::CustomNotification(n))
