@@ -336,6 +336,14 @@ mod tests {
         })
     }
 
+    /// What the pipe holds: exactly one frame, parsed.
+    fn one_frame(fd: &OwnedFd) -> serde_json::Value {
+        let text = read_all(fd);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "one frame: {text}");
+        serde_json::from_str(lines[0]).unwrap()
+    }
+
     fn read_all(fd: &OwnedFd) -> String {
         let mut out = Vec::new();
         let mut buf = [0u8; 65536];
@@ -375,10 +383,7 @@ mod tests {
         server.unlock().unwrap();
         let out = writer.await.unwrap();
 
-        let text = read_all(&read);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 1, "one frame: {text}");
-        let frame: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let frame = one_frame(&read);
         assert_eq!(frame["method"], wakeful_core::channel::METHOD);
         assert_eq!(frame["params"]["meta"]["seq"], "2");
         assert_eq!(frame["params"]["meta"]["from_seq"], "1");
@@ -489,8 +494,7 @@ mod tests {
         assert!(inline.try_write(&committed(2, false, "quiet")));
         assert_eq!(read_all(&read), "", "held back");
         assert!(inline.try_write(&committed(3, true, "loud")));
-        let text = read_all(&read);
-        let frame: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        let frame = one_frame(&read);
         assert_eq!(frame["params"]["meta"]["seq"], "3");
         assert_eq!(frame["params"]["meta"]["from_seq"], "2");
         let content = frame["params"]["content"].as_str().unwrap();
@@ -513,10 +517,9 @@ mod tests {
         let mut buf = Vec::new();
         out.add(&mut buf, &committed(5, true, "while locked"), &|_| None);
         out.write(&buf).await.unwrap();
-        let text = read_all(&read);
-        let frame: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        let frame = one_frame(&read);
         assert_eq!(frame["params"]["meta"]["seq"], "5");
-        assert_eq!(frame["params"]["meta"]["from_seq"], "4", "{text}");
+        assert_eq!(frame["params"]["meta"]["from_seq"], "4", "{frame}");
 
         // A monitor the registry does not know: the task looks it up.
         let mut other = committed(6, true, "elsewhere");

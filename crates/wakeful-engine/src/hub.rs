@@ -1148,6 +1148,26 @@ mod tests {
         }
     }
 
+    /// A hub whose flushes wait for their gate.
+    fn slow_flushing_hub() -> (Hub, Arc<Gate>) {
+        let gate = Arc::new(Gate::default());
+        let journal = SlowFlush {
+            flusher: gate.clone(),
+            inner: MemoryJournal::default(),
+        };
+        (Hub::new(journal, 0, None), gate)
+    }
+
+    impl Gate {
+        /// Returns once a flush has started.
+        fn wait_started(&self) {
+            let mut started = lock(&self.started);
+            while !*started {
+                started = self.changed.wait(started).unwrap();
+            }
+        }
+    }
+
     impl Journal for SlowFlush {
         fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
             self.inner.append(batch)
@@ -1164,26 +1184,13 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn appends_go_on_while_a_flusher_flushes() {
-        let gate = Arc::new(Gate::default());
-        let hub = Hub::new(
-            SlowFlush {
-                flusher: gate.clone(),
-                inner: MemoryJournal::default(),
-            },
-            0,
-            None,
-        );
+        let (hub, gate) = slow_flushing_hub();
         let mut f = hub.follow(Filter::session("a"), 0);
         let flushing = {
             let hub = hub.clone();
             std::thread::spawn(move || hub.flush())
         };
-        {
-            let mut started = lock(&gate.started);
-            while !*started {
-                started = gate.changed.wait(started).unwrap();
-            }
-        }
+        gate.wait_started();
         // Lets the flush finish however this test ends (an append stuck
         // behind it holds a worker thread until then).
         let open = Opens(gate.clone());
@@ -1213,23 +1220,10 @@ mod tests {
 
     #[tokio::test]
     async fn background_flushes_run_one_at_a_time_and_coalesce() {
-        let gate = Arc::new(Gate::default());
-        let hub = Hub::new(
-            SlowFlush {
-                flusher: gate.clone(),
-                inner: MemoryJournal::default(),
-            },
-            0,
-            None,
-        );
+        let (hub, gate) = slow_flushing_hub();
         let open = Opens(gate.clone());
         hub.flush_in_background();
-        {
-            let mut started = lock(&gate.started);
-            while !*started {
-                started = gate.changed.wait(started).unwrap();
-            }
-        }
+        gate.wait_started();
         // Asked for twice while one runs: that one goes once more.
         hub.flush_in_background();
         hub.flush_in_background();
