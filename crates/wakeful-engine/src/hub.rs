@@ -652,8 +652,6 @@ impl Follow {
 
     /// The next event if one is there now, without waiting.
     pub fn try_next(&mut self) -> Result<Option<Arc<Committed>>, FollowError> {
-        // Events written inline count as handed out.
-        self.after = self.position();
         loop {
             while let Some(e) = self.backlog.pop_front() {
                 if e.seq() > self.after {
@@ -685,6 +683,10 @@ impl Follow {
                 }
             }
             let mut q = lock(&self.shared.queue);
+            // Events written inline count as handed out. (They are written
+            // only while this follower waits, with nothing in its backlog
+            // and nothing to catch up: what is read above is older.)
+            self.after = self.after.max(q.written);
             if q.lagged {
                 // Dropped pushes: read them back, after what is queued.
                 q.lagged = false;
