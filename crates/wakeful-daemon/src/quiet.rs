@@ -17,7 +17,8 @@
 //! `wakeful events` hands over its stdout so that the daemon writes the
 //! events to the reader itself ([`handed`]). The same writer serves it,
 //! never blocking: a pipe must come opened non-blocking, a stream socket
-//! is written with `MSG_DONTWAIT`.
+//! is written with `MSG_DONTWAIT`. [`Whole`] writes one event to a handed
+//! pipe or Unix socket at once or not at all, for the hub's inline writes.
 
 use std::io::{self, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
