@@ -41,7 +41,13 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     `seq 10000000 | cat | cat > file`.
 (b) also: `list` over the socket and through the CLI with 1,000 running monitors.
 (a) also: the same monitors read through `wakeful mcp` as Claude Code channel
-    notifications, and each path's ratio to the `tail -F | grep` baseline.
+    notifications, and each path's ratio to the `tail -F | grep` baseline;
+    the CPU time each side spends on a line (wakeful's processes against
+    tail and grep), from /proc/PID/task/*/schedstat.
+--runs K repeats (a) K times, each with a new daemon and new baselines: the
+    rows pool all samples (a p99 of more samples), and each run's own ratios
+    are listed with their range (how far one run's ratio can be trusted on
+    this machine).
 """
 
 from __future__ import annotations
@@ -88,6 +94,37 @@ def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))
     return s[k]
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time a process has used, all its threads, in ns (from
+    /proc/PID/task/*/schedstat: no 10 ms tick resolution). 0 once it is gone."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
+            pass
+    return total
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+# Processes whose CPU time per line is reported: a name and its pids, set by
+# the latency paths (the daemon for wakeful's paths, tail and grep for each
+# baseline).
+CPU_PIDS: dict[str, list[int]] = {}
 
 
 def summary_us(ns: list[int]) -> tuple[float, float, float]:
@@ -282,6 +319,9 @@ def wakeful_latency(
             f"cat {shlex.quote(str(home.dir / f'{tag}-fifo-{k}'))}",
             *[f.replace("{k}", str(k)) for f in flags],
         )
+    wakeful = CPU_PIDS.setdefault("wakeful", [])
+    if home.daemon_pid not in wakeful:
+        wakeful.append(home.daemon_pid)
     if via == "socket":
         # The same stream without the CLI: the protocol spoken from Python.
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -305,6 +345,7 @@ def wakeful_latency(
             start_new_session=True,
         )
         home.children.append(server)
+        wakeful.append(server.pid)
         init = {
             "jsonrpc": "2.0",
             "id": 1,
@@ -333,6 +374,7 @@ def wakeful_latency(
             stderr=subprocess.DEVNULL,
             bufsize=0,
         )
+        wakeful.append(follower.pid)
         reader = LineReader(follower.stdout.fileno())
         unwrap = lambda obj: obj  # noqa: E731
     stats = {"suppressed": 0, "lost": 0, "coalesced": 0}
@@ -402,6 +444,11 @@ def tailgrep_latency(home: Home, n_samples: int, gap_s: float, via_cat: bool = F
         bufsize=0,
     )
     reader = LineReader(pipeline.stdout.fileno())
+    # `sh -c 'tail … | grep …'` forks both; their CPU per line is reported.
+    deadline = time.monotonic() + 5
+    while len(kids := children(pipeline.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    CPU_PIDS["tail_cat" if via_cat else "tail"] = kids
     # Warm-up: repeat until tail has opened the file and grep answers.
     for w in range(50):
         os.write(fd, f"probe-warm-{w}\n".encode())
@@ -447,6 +494,7 @@ def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, sess
         stderr=subprocess.DEVNULL,
         bufsize=0,
     )
+    CPU_PIDS.setdefault("wakeful", []).append(follower.pid)
     reader = LineReader(follower.stdout.fileno())
     fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
     stats = {"suppressed": 0, "lost": 0}
@@ -482,16 +530,24 @@ def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, sess
     return {"samples": samples, **stats}
 
 
-def interleaved(paths: dict, gap_s: float) -> dict:
+def interleaved(paths: dict, gap_s: float, cpu: dict | None = None) -> dict:
     """Runs latency generators (each yields after a sample and returns its
     results) side by side: every round takes one sample of each path, in a
     new random order, `gap_s` apart — so that the machine's drift over the
-    run weighs on every path alike and the ratios compare like with like."""
+    run weighs on every path alike and the ratios compare like with like.
+    With `cpu`, it is filled with the CPU time (ns) each process group of
+    CPU_PIDS used from the end of the first round (every path set up and
+    warmed up) to the end of the last, and the rounds that took."""
     import random
 
     rng = random.Random(1)
     live, out = dict(paths), {}
+    start: dict[str, int] = {}
+    rounds = 0
     while live:
+        if rounds == 1 and cpu is not None:
+            start = {k: sum(cpu_ns(p) for p in pids) for k, pids in CPU_PIDS.items()}
+        rounds += 1
         keys = list(live)
         rng.shuffle(keys)
         for k in keys:
@@ -501,6 +557,11 @@ def interleaved(paths: dict, gap_s: float) -> dict:
                 out[k] = done.value
                 del live[k]
             time.sleep(gap_s)
+        if not live and cpu is not None:
+            # The last round ended with the generators' own cleanup; the
+            # processes are still there (they go with their home).
+            cpu.update({k: sum(cpu_ns(p) for p in CPU_PIDS[k]) - v for k, v in start.items()})
+            cpu["rounds"] = rounds - 2  # the rounds that took a sample, after the first
     return out
 
 
@@ -700,6 +761,13 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary WAKEFUL_HOMEs")
     ap.add_argument("--flood", action="store_true", help="also (d): a 10,000,000-line flood")
     ap.add_argument("--latency-only", action="store_true", help="only (a), the latency rows")
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="(a) this many times, each with a new daemon; the rows pool every run's samples "
+        "and each run's own ratios are listed (default 1)",
+    )
     args = ap.parse_args()
     # Each latency monitor stays within its rate limit's burst: a larger
     # sample (a steadier p99) takes more monitors.
@@ -745,9 +813,14 @@ def main() -> int:
     try:
         # (a) latency ---------------------------------------------------------
         print("\n(a) latency ...", flush=True)
-        ha = new_home("lat", MAX_ACTIVE)
-        res.update(
-            interleaved(
+        res["a_cpu"], res["a_runs"] = {}, []
+        for run in range(args.runs):
+            if args.runs > 1:
+                print(f"    run {run + 1} of {args.runs} ...", flush=True)
+            ha = new_home("lat", MAX_ACTIVE)
+            CPU_PIDS.clear()
+            cpu: dict = {}
+            one = interleaved(
                 {
                     "a0": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lat", "b0"),
                     "a0s": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "lats", "bs", via="socket"),
@@ -757,10 +830,22 @@ def main() -> int:
                     "a_file": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf"),
                 },
                 0.010 / 6,
+                cpu=cpu,
             )
-        )
-        res["a_def"] = interleaved({"d": wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")}, 0.250)["d"]
-        close(ha)
+            if run == 0:
+                res["a_def"] = interleaved(
+                    {"d": wakeful_latency(ha, 1, 20, None, 0.250, "latdef", "bd")}, 0.250
+                )["d"]
+            close(ha)
+            res["a_runs"].append(ratios(one))
+            for key, r in one.items():
+                pooled = res.setdefault(key, {"samples": [], "lost": 0})
+                pooled["samples"] += r["samples"]
+                for k in ("lost", "suppressed", "coalesced"):
+                    if k in r:
+                        pooled[k] = pooled.get(k, 0) + r[k]
+            for key, ns in cpu.items():
+                res["a_cpu"][key] = res["a_cpu"].get(key, 0) + ns
         if args.latency_only:
             raise StopIteration
 
@@ -837,6 +922,29 @@ def fmt(x: float, unit: str = "") -> str:
     return f"{x:.2f}{unit}"
 
 
+# The ratio rows: (name, path, baseline path, baseline's name).
+RATIOS = (
+    ("`events --follow`", "a0", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+    ("socket", "a0s", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+    ("MCP channel", "a0m", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+    ("`events --follow`", "a0", "a_tail", "`tail -F \\| grep`"),
+    ("file source → `events --follow`", "a_file", "a_tail", "`tail -F \\| grep`"),
+)
+
+
+def ratios(res: dict) -> dict:
+    """Each ratio row's (median, p99) ratio to its baseline, from `res`."""
+    out = {}
+    for name, key, base, base_name in RATIOS:
+        r, b = res.get(key), res.get(base)
+        if r and r["samples"] and b and b["samples"]:
+            out[(name, base_name)] = (
+                statistics.median(r["samples"]) / statistics.median(b["samples"]),
+                pct(r["samples"], 99) / pct(b["samples"], 99),
+            )
+    return out
+
+
 def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
     print()
     if "a0" in res:
@@ -861,18 +969,32 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
                 print(f"| {name} | {len(r['samples'])} | {fmt(med)} | {fmt(p99)} | {fmt(mx)} | {r['lost']} | {r.get('suppressed', '—')} |")
             else:
                 print(f"| {name} | 0 | — | — | — | {r['lost']} | {r.get('suppressed', '—')} |")
-        print("| ratio to its baseline | | median | p99 | | | |")
-        for name, key, base, base_name in (
-            ("`events --follow`", "a0", "a_tailcat", "`cat` → `tail -F \\| grep`"),
-            ("socket", "a0s", "a_tailcat", "`cat` → `tail -F \\| grep`"),
-            ("MCP channel", "a0m", "a_tailcat", "`cat` → `tail -F \\| grep`"),
-            ("`events --follow`", "a0", "a_tail", "`tail -F \\| grep`"),
-            ("file source → `events --follow`", "a_file", "a_tail", "`tail -F \\| grep`"),
-        ):
-            r, b = res.get(key), res.get(base)
-            if r and r["samples"] and b and b["samples"]:
-                bm, bp = statistics.median(b["samples"]), pct(b["samples"], 99)
-                print(f"| {name} ÷ {base_name} | | {statistics.median(r['samples']) / bm:.2f} | {pct(r['samples'], 99) / bp:.2f} | | | |")
+        runs = res.get("a_runs", [])
+        pooled = f" (all {len(runs)} runs' samples)" if len(runs) > 1 else ""
+        print(f"| ratio to its baseline{pooled} | | median | p99 | | | |")
+        for (name, base_name), (med, p99) in ratios(res).items():
+            print(f"| {name} ÷ {base_name} | | {med:.2f} | {p99:.2f} | | | |")
+        if len(runs) > 1:
+            print("\nEach run's own ratios (median / p99), and their range:\n")
+            print("| ratio | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " | range |")
+            print("|---|" + "---:|" * (len(runs) + 1))
+            for name, _key, _base, base_name in RATIOS:
+                got = [r[(name, base_name)] for r in runs if (name, base_name) in r]
+                if len(got) != len(runs):
+                    continue
+                cells = " | ".join(f"{m:.2f} / {q:.2f}" for m, q in got)
+                lo_m, hi_m = min(m for m, _ in got), max(m for m, _ in got)
+                lo_p, hi_p = min(q for _, q in got), max(q for _, q in got)
+                print(f"| {name} ÷ {base_name} | {cells} | {lo_m:.2f}–{hi_m:.2f} / {lo_p:.2f}–{hi_p:.2f} |")
+        cpu = res.get("a_cpu") or {}
+        if cpu.get("rounds"):
+            rounds = cpu["rounds"]
+            print(f"CPU time per line over the {rounds} rounds after each run's first (/proc/PID/task/*/schedstat), µs: "
+                  f"wakeful (daemon, both `events --follow` processes and `wakeful mcp`; 4 lines a round: "
+                  f"`cat` ×3 paths + followed file) {cpu.get('wakeful', 0) / 1000 / (4 * rounds):.1f} · "
+                  f"`tail -F | grep` behind `cat` {cpu.get('tail_cat', 0) / 1000 / rounds:.1f} · "
+                  f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f}. "
+                  "The writer (`cat`, or the script) is not counted on either side.")
         print()
     if "d" in res:
         d = res["d"]
