@@ -40,6 +40,11 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     the daemon's peak RSS, and the time to the final event against
     `seq 10000000 | cat | cat > file`.
 (b) also: `list` over the socket and through the CLI with 1,000 running monitors.
+(a) also: baselines of as many `tail -F | grep` pipelines as there are
+    monitors, taking the samples round-robin as the monitors do. A single
+    pipeline gets a line every ~10 ms and stays hot in the caches, while
+    each monitor gets one every N × 10 ms; with as many pipelines, each
+    pipeline waits as long between its lines as a monitor: like for like.
 (a) also: the same monitors read through `wakeful mcp` as Claude Code channel
     notifications, and each path's ratio to the `tail -F | grep` baseline;
     the CPU time each side spends on a line (wakeful's processes against
@@ -419,47 +424,59 @@ def wakeful_latency(
     return {"samples": samples, **stats}
 
 
-def tailgrep_latency(home: Home, n_samples: int, gap_s: float, via_cat: bool = False) -> dict:
+def tailgrep_latency(
+    home: Home, n_samples: int, gap_s: float, via_cat: bool = False, n_pipes: int = 1
+) -> dict:
     """`tail -n0 -F FILE | grep --line-buffered probe`. The script appends
     each line to FILE itself, or (`via_cat`) writes it into a FIFO that
     `cat FIFO >> FILE` copies: the same writer process as the wakeful
-    monitors' `cat FIFO`, so both paths start with the same hop."""
-    path = home.dir / ("tail-cat-target.log" if via_cat else "tail-target.log")
-    path.write_bytes(b"")
-    if via_cat:
-        fifo = home.dir / "tail-cat-fifo"
-        os.mkfifo(fifo)
-        fd = os.open(fifo, os.O_RDWR)
-        home.popen(
-            ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
-            stdout=subprocess.DEVNULL,
+    monitors' `cat FIFO`, so both paths start with the same hop. With
+    `n_pipes` > 1, that many pipelines (each its own file, `cat`, `tail` and
+    `grep`) take the samples round-robin, as wakeful's monitors do: each
+    pipeline then sits as long between its lines as a monitor does."""
+    tag = ("tail-cat" if via_cat else "tail") + (f"-x{n_pipes}" if n_pipes > 1 else "")
+    fds, readers, pids = [], [], []
+    for k in range(n_pipes):
+        path = home.dir / f"{tag}-target-{k}.log"
+        path.write_bytes(b"")
+        if via_cat:
+            fifo = home.dir / f"{tag}-fifo-{k}"
+            os.mkfifo(fifo)
+            fds.append(os.open(fifo, os.O_RDWR))
+            home.popen(
+                ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        else:
+            fds.append(os.open(path, os.O_WRONLY | os.O_APPEND))
+        pipeline = home.popen(
+            ["sh", "-c", f"tail -n0 -F {shlex.quote(str(path))} | grep --line-buffered probe"],
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            bufsize=0,
         )
-    else:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    pipeline = home.popen(
-        ["sh", "-c", f"tail -n0 -F {shlex.quote(str(path))} | grep --line-buffered probe"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        bufsize=0,
-    )
-    reader = LineReader(pipeline.stdout.fileno())
-    # `sh -c 'tail … | grep …'` forks both; their CPU per line is reported.
-    deadline = time.monotonic() + 5
-    while len(kids := children(pipeline.pid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    CPU_PIDS["tail_cat" if via_cat else "tail"] = kids
+        readers.append(LineReader(pipeline.stdout.fileno()))
+        # `sh -c 'tail … | grep …'` forks both; their CPU per line is reported.
+        deadline = time.monotonic() + 5
+        while len(kids := children(pipeline.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pids += kids
+    CPU_PIDS[tag] = pids
     # Warm-up: repeat until tail has opened the file and grep answers.
-    for w in range(50):
-        os.write(fd, f"probe-warm-{w}\n".encode())
-        if reader.readline(0.1) is not None:
-            break
-    else:
-        raise RuntimeError("tail -F | grep never answered")
-    while reader.readline(0.1) is not None:
-        pass
+    for fd, reader in zip(fds, readers):
+        for w in range(50):
+            os.write(fd, f"probe-warm-{w}\n".encode())
+            if reader.readline(0.1) is not None:
+                break
+        else:
+            raise RuntimeError("tail -F | grep never answered")
+        while reader.readline(0.1) is not None:
+            pass
+        time.sleep(gap_s)
     samples, lost = [], 0
     for i in range(n_samples):
+        fd, reader = fds[i % n_pipes], readers[i % n_pipes]
         text = f"probe-{i:06d}"
         t0 = time.perf_counter_ns()
         os.write(fd, (text + "\n").encode())
@@ -473,7 +490,8 @@ def tailgrep_latency(home: Home, n_samples: int, gap_s: float, via_cat: bool = F
                 samples.append(t1 - t0)
                 break
         yield
-    os.close(fd)
+    for fd in fds:
+        os.close(fd)
     return {"samples": samples, "lost": lost}
 
 
@@ -828,8 +846,10 @@ def main() -> int:
                     "a_tail": tailgrep_latency(ha, args.samples, 0.010),
                     "a_tailcat": tailgrep_latency(ha, args.samples, 0.010, via_cat=True),
                     "a_file": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf"),
+                    "a_tailx": tailgrep_latency(ha, args.samples, 0.010, n_pipes=LAT_MONITORS),
+                    "a_tailcatx": tailgrep_latency(ha, args.samples, 0.010, via_cat=True, n_pipes=LAT_MONITORS),
                 },
-                0.010 / 6,
+                0.010 / 8,
                 cpu=cpu,
             )
             if run == 0:
@@ -929,6 +949,10 @@ RATIOS = (
     ("MCP channel", "a0m", "a_tailcat", "`cat` → `tail -F \\| grep`"),
     ("`events --follow`", "a0", "a_tail", "`tail -F \\| grep`"),
     ("file source → `events --follow`", "a_file", "a_tail", "`tail -F \\| grep`"),
+    ("`events --follow`", "a0", "a_tailcatx", "as many `cat` → `tail -F \\| grep` as monitors"),
+    ("socket", "a0s", "a_tailcatx", "as many `cat` → `tail -F \\| grep` as monitors"),
+    ("MCP channel", "a0m", "a_tailcatx", "as many `cat` → `tail -F \\| grep` as monitors"),
+    ("file source → `events --follow`", "a_file", "a_tailx", "as many `tail -F \\| grep` as monitors"),
 )
 
 
@@ -959,6 +983,8 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             ("baseline: `cat FIFO >> file` → `tail -n0 -F | grep --line-buffered` (the same writer as the monitors)", res.get("a_tailcat")),
             (f"wakeful: append to a followed file (`--file`, {LAT_MONITORS} monitors round-robin) → `events --follow`", res.get("a_file")),
             ("baseline: append to file → `tail -n0 -F | grep --line-buffered`", at),
+            (f"baseline: `cat FIFO >> file` → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin (as many as monitors)", res.get("a_tailcatx")),
+            (f"baseline: append to file → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin", res.get("a_tailx")),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
         ]
         for name, r in rows:
@@ -992,8 +1018,10 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             print(f"CPU time per line over the {rounds} rounds after each run's first (/proc/PID/task/*/schedstat), µs: "
                   f"wakeful (daemon, both `events --follow` processes and `wakeful mcp`; 4 lines a round: "
                   f"`cat` ×3 paths + followed file) {cpu.get('wakeful', 0) / 1000 / (4 * rounds):.1f} · "
-                  f"`tail -F | grep` behind `cat` {cpu.get('tail_cat', 0) / 1000 / rounds:.1f} · "
-                  f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f}. "
+                  f"`tail -F | grep` behind `cat` {cpu.get('tail-cat', 0) / 1000 / rounds:.1f} · "
+                  f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f} · "
+                  f"the same, {LAT_MONITORS} pipelines round-robin: {cpu.get(f'tail-cat-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "
+                  f"{cpu.get(f'tail-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f}. "
                   "The writer (`cat`, or the script) is not counted on either side.")
         print()
     if "d" in res:
