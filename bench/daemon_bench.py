@@ -791,6 +791,23 @@ def main() -> int:
     # sample (a steadier p99) takes more monitors.
     global LAT_MONITORS
     LAT_MONITORS = max(LAT_MONITORS, math.ceil(args.samples / SAMPLES_PER_MONITOR))
+    # Every `tail -F` and every followed-file monitor holds an inotify
+    # instance: past the user's limit, tail falls back to polling once a
+    # second and the rows mean nothing.
+    try:
+        limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    except (OSError, ValueError):
+        limit = None
+    needed = 3 * LAT_MONITORS + 2 + 8
+    if limit is not None and needed > limit:
+        print(
+            f"--samples {args.samples} takes {LAT_MONITORS} monitors a path, and with the "
+            f"round-robin baselines about {needed} inotify instances, over this machine's "
+            f"limit of {limit} (fs.inotify.max_user_instances); take fewer samples a run "
+            f"(400 or less) and more runs (--runs)",
+            file=sys.stderr,
+        )
+        return 2
     exe = str(Path(args.wakeful).resolve())
     if not os.access(exe, os.X_OK):
         print(f"no wakeful binary at {exe}; build it with `cargo build --release -p wakeful-cli`", file=sys.stderr)
