@@ -775,6 +775,59 @@ mod tests {
     }
 
     #[test]
+    fn counters_reach_the_monitor_row_and_leave_the_rest_of_it_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, r) = open(&db).unwrap();
+        let registered = |id: &str| {
+            JournalEntry::Registered(Box::new(Registration {
+                info: info(id),
+                spec: MonitorSpec::command("true", "d"),
+                base_env: None,
+                base_cwd: None,
+            }))
+        };
+        let counters = |id: &str, n: u64| JournalEntry::Counters {
+            monitor_id: id.into(),
+            events: n,
+            lines: n * 10,
+            suppressed_lines: n * 100,
+        };
+        w.append(&[registered("m1"), registered("m2")]).unwrap();
+        let before = r.monitor("m1").unwrap().unwrap().info;
+        // Taken with the events (the redo log), folded before a read.
+        w.append(&[pending("m1", EventBody::MonitorStarted), counters("m1", 3)])
+            .unwrap();
+        w.append(&[counters("m1", 4), counters("m2", 1)]).unwrap();
+        let after = r.monitor("m1").unwrap().unwrap().info;
+        assert_eq!(
+            (after.events, after.lines, after.suppressed_lines),
+            (4, 40, 400)
+        );
+        let mut expected = before.clone();
+        (expected.events, expected.lines, expected.suppressed_lines) = (4, 40, 400);
+        assert_eq!(
+            serde_json::to_value(&after).unwrap(),
+            serde_json::to_value(&expected).unwrap()
+        );
+        assert_eq!(r.monitor("m2").unwrap().unwrap().info.lines, 10);
+        // A row that is not JSON is left as it is; the fold goes on.
+        Connection::open(&db)
+            .unwrap()
+            .execute("UPDATE monitors SET info = 'not json' WHERE id = 'm2'", [])
+            .unwrap();
+        w.append(&[counters("m2", 2), counters("m1", 5)]).unwrap();
+        assert_eq!(r.monitor("m1").unwrap().unwrap().info.events, 5);
+        let raw: String = Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT info FROM monitors WHERE id = 'm2'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(raw, "not json");
+    }
+
+    #[test]
     fn an_imported_event_is_stored_once_per_origin() {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
