@@ -300,8 +300,8 @@ impl PendingEvent {
 }
 
 /// One entry of the durable, totally ordered event log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "WireEvent", try_from = "WireEvent")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "WireEvent")]
 pub struct Event {
     /// Global, strictly increasing, never reused.
     pub seq: u64,
@@ -343,7 +343,8 @@ pub fn format_ts(ts: &DateTime<Utc>) -> String {
     ts.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-#[derive(Serialize, Deserialize)]
+/// The wire form of an event, as read.
+#[derive(Deserialize)]
 struct WireEvent {
     seq: u64,
     session: String,
@@ -351,27 +352,27 @@ struct WireEvent {
     kind: EventKind,
     ts: String,
     text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     lines: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     count: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     from_line: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     to_line: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     stop_reason: Option<MonitorStopReason>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     error: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     survivors: Vec<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     quiet_ms: Option<u64>,
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    #[serde(default = "yes")]
     wake: bool,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     replayed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     host: Option<String>,
 }
 
@@ -383,32 +384,67 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
-impl From<Event> for WireEvent {
-    fn from(e: Event) -> Self {
-        let kind = e.kind();
-        let mut w = WireEvent {
-            seq: e.seq,
-            session: e.session,
-            monitor_id: e.monitor_id,
-            kind,
-            ts: format_ts(&e.ts),
-            text: e.text,
+/// The wire form of an event, borrowed from it: encoding an event copies
+/// nothing but its timestamp's text (it is encoded for every event the
+/// daemon commits). The same fields, in the same order, as [`WireEvent`].
+#[derive(Serialize)]
+struct WireRef<'a> {
+    seq: u64,
+    session: &'a str,
+    monitor_id: &'a str,
+    kind: EventKind,
+    ts: String,
+    text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lines: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<std::borrow::Cow<'a, MonitorStopReason>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[i32]>::is_empty")]
+    survivors: &'a [i32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quiet_ms: Option<u64>,
+    #[serde(skip_serializing_if = "is_true")]
+    wake: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    replayed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a str>,
+}
+
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use std::borrow::Cow;
+        let mut w = WireRef {
+            seq: self.seq,
+            session: &self.session,
+            monitor_id: &self.monitor_id,
+            kind: self.kind(),
+            ts: format_ts(&self.ts),
+            text: &self.text,
             lines: None,
             count: None,
             from_line: None,
             to_line: None,
             stop_reason: None,
             error: None,
-            survivors: Vec::new(),
+            survivors: &[],
             quiet_ms: None,
-            wake: e.wakes,
-            replayed: e.replayed,
-            host: e.host,
+            wake: self.wakes,
+            replayed: self.replayed,
+            host: self.host.as_deref(),
         };
-        match e.body {
+        match &self.body {
             EventBody::MonitorStarted | EventBody::MonitorRearmed => {}
             EventBody::MonitorSilent { quiet_ms } | EventBody::MonitorResumed { quiet_ms } => {
-                w.quiet_ms = Some(quiet_ms);
+                w.quiet_ms = Some(*quiet_ms);
             }
             EventBody::MonitorEvent {
                 lines,
@@ -417,27 +453,25 @@ impl From<Event> for WireEvent {
             } => {
                 w.count = Some(lines.len() as u64);
                 w.lines = Some(lines);
-                w.from_line = Some(from_line);
-                w.to_line = Some(to_line);
+                w.from_line = Some(*from_line);
+                w.to_line = Some(*to_line);
             }
             EventBody::MonitorSuppressed {
                 count,
                 from_line,
                 to_line,
             } => {
-                w.count = Some(count);
-                w.from_line = Some(from_line);
-                w.to_line = Some(to_line);
+                w.count = Some(*count);
+                w.from_line = Some(*from_line);
+                w.to_line = Some(*to_line);
             }
             EventBody::MonitorStopped {
                 reason,
                 last_lines,
                 survivors,
             } => {
-                w.stop_reason = Some(reason);
-                if !last_lines.is_empty() {
-                    w.lines = Some(last_lines);
-                }
+                w.stop_reason = Some(Cow::Borrowed(reason));
+                w.lines = (!last_lines.is_empty()).then_some(last_lines.as_slice());
                 w.survivors = survivors;
             }
             EventBody::MonitorFailed {
@@ -445,17 +479,15 @@ impl From<Event> for WireEvent {
                 last_lines,
                 survivors,
             } => {
-                w.stop_reason = Some(MonitorStopReason::Failed {
+                w.stop_reason = Some(Cow::Owned(MonitorStopReason::Failed {
                     error: error.clone(),
-                });
+                }));
                 w.error = Some(error);
-                if !last_lines.is_empty() {
-                    w.lines = Some(last_lines);
-                }
+                w.lines = (!last_lines.is_empty()).then_some(last_lines.as_slice());
                 w.survivors = survivors;
             }
         }
-        w
+        w.serialize(serializer)
     }
 }
 
