@@ -62,6 +62,34 @@ pub struct MonitorInfo {
 }
 
 impl MonitorInfo {
+    /// The listing of monitor `id` of `session`, starting now from `spec`:
+    /// running, nothing counted yet, its lines going to `output_path`.
+    pub fn starting(
+        id: String,
+        session: String,
+        spec: &crate::params::MonitorSpec,
+        output_path: PathBuf,
+    ) -> Self {
+        MonitorInfo {
+            id,
+            session,
+            description: spec.description.clone(),
+            source: spec.source.clone(),
+            persistent: spec.persistent,
+            timeout_ms: spec.effective_timeout().map(|d| d.as_millis() as u64),
+            key: spec.key.clone(),
+            state: MonitorState::Running,
+            stop_reason: None,
+            started_at: Utc::now(),
+            ended_at: None,
+            events: 0,
+            lines: 0,
+            suppressed_lines: 0,
+            output_path,
+            survivors: Vec::new(),
+        }
+    }
+
     /// Whether it is still running.
     pub fn is_active(&self) -> bool {
         self.state == MonitorState::Running

@@ -445,26 +445,12 @@ mod tests {
     /// A registry that knows monitor `mon-a` as "desc a".
     fn registry_with_mon_a() -> MonitorRegistry {
         let registry = MonitorRegistry::new(wakeful_engine::RegistryConfig::default());
-        registry.insert_ended(wakeful_core::MonitorInfo {
-            id: "mon-a".into(),
-            session: "s".into(),
-            description: "desc a".into(),
-            source: wakeful_core::Source::Command {
-                command: "true".into(),
-            },
-            persistent: false,
-            timeout_ms: None,
-            key: None,
-            state: wakeful_core::MonitorState::Running,
-            stop_reason: None,
-            started_at: chrono::Utc::now(),
-            ended_at: None,
-            events: 0,
-            lines: 0,
-            suppressed_lines: 0,
-            output_path: "/x".into(),
-            survivors: vec![],
-        });
+        registry.insert_ended(wakeful_core::MonitorInfo::starting(
+            "mon-a".into(),
+            "s".into(),
+            &wakeful_core::MonitorSpec::command("true", "desc a"),
+            "/x".into(),
+        ));
         registry
     }
 

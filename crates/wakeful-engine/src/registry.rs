@@ -332,24 +332,12 @@ impl MonitorRegistry {
         let id = opts.id.clone().unwrap_or_else(new_monitor_id);
         let (stop_tx, stop_rx) = watch::channel(None);
         let (done_tx, done_rx) = watch::channel(false);
-        let info = MonitorInfo {
-            id: id.clone(),
-            session: session.clone(),
-            description: spec.description.clone(),
-            source: spec.source.clone(),
-            persistent: spec.persistent,
-            timeout_ms: spec.effective_timeout().map(|d| d.as_millis() as u64),
-            key: spec.key.clone(),
-            state: wakeful_core::MonitorState::Running,
-            stop_reason: None,
-            started_at: Utc::now(),
-            ended_at: None,
-            events: 0,
-            lines: 0,
-            suppressed_lines: 0,
-            output_path: self.inner.config.output_dir.join(format!("{id}.log")),
-            survivors: Vec::new(),
-        };
+        let info = MonitorInfo::starting(
+            id.clone(),
+            session.clone(),
+            &spec,
+            self.inner.config.output_dir.join(format!("{id}.log")),
+        );
         let status = Arc::new(Mutex::new(info.clone()));
         {
             let mut monitors = self.inner.lock();

@@ -702,26 +702,12 @@ mod tests {
     }
 
     fn info(id: &str) -> MonitorInfo {
-        MonitorInfo {
-            id: id.into(),
-            session: "s".into(),
-            description: "d".into(),
-            source: wakeful_core::Source::Command {
-                command: "true".into(),
-            },
-            persistent: false,
-            timeout_ms: Some(1000),
-            key: None,
-            state: MonitorState::Running,
-            stop_reason: None,
-            started_at: Utc::now(),
-            ended_at: None,
-            events: 0,
-            lines: 0,
-            suppressed_lines: 0,
-            output_path: "/x".into(),
-            survivors: vec![],
-        }
+        MonitorInfo::starting(
+            id.into(),
+            "s".into(),
+            &MonitorSpec::command("true", "d"),
+            "/x".into(),
+        )
     }
 
     #[test]
