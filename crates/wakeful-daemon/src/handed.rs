@@ -385,16 +385,8 @@ mod tests {
 
         let frame = one_frame(&read);
         assert_eq!(frame["method"], wakeful_core::channel::METHOD);
-        assert_eq!(frame["params"]["meta"]["seq"], "2");
-        assert_eq!(frame["params"]["meta"]["from_seq"], "1");
-        let content = frame["params"]["content"].as_str().unwrap();
-        assert!(
-            content.contains("quiet") && content.contains("\"desc\""),
-            "{content}"
-        );
         // The seq is kept for the server, and the lock is free again.
-        assert_eq!(server.recorded().unwrap(), Some(2));
-        assert!(server.try_lock().unwrap());
+        assert_carries_the_held(&frame, &server, (1, 2), "\"desc\"");
         drop(out);
     }
 
@@ -442,6 +434,26 @@ mod tests {
         assert!(text.starts_with('{'), "{text}");
     }
 
+    /// `frame` notifies events `from..=to`, quoting the held "quiet" one
+    /// and `description`; the daemon kept `to` in the lock's memfd and let
+    /// go of the lock (`server` takes it, and holds it from then on).
+    fn assert_carries_the_held(
+        frame: &serde_json::Value,
+        server: &FrameLock,
+        (from, to): (u64, u64),
+        description: &str,
+    ) {
+        assert_eq!(frame["params"]["meta"]["seq"], to.to_string());
+        assert_eq!(frame["params"]["meta"]["from_seq"], from.to_string());
+        let content = frame["params"]["content"].as_str().unwrap();
+        assert!(
+            content.contains("quiet") && content.contains(description),
+            "{content}"
+        );
+        assert_eq!(server.recorded().unwrap(), Some(to));
+        assert!(server.try_lock().unwrap(), "the lock is free again");
+    }
+
     /// A registry that knows monitor `mon-a` as "desc a".
     fn registry_with_mon_a() -> MonitorRegistry {
         let registry = MonitorRegistry::new(wakeful_engine::RegistryConfig::default());
@@ -480,16 +492,7 @@ mod tests {
         assert!(inline.try_write(&committed(2, false, "quiet")));
         assert_eq!(read_all(&read), "", "held back");
         assert!(inline.try_write(&committed(3, true, "loud")));
-        let frame = one_frame(&read);
-        assert_eq!(frame["params"]["meta"]["seq"], "3");
-        assert_eq!(frame["params"]["meta"]["from_seq"], "2");
-        let content = frame["params"]["content"].as_str().unwrap();
-        assert!(
-            content.contains("quiet") && content.contains("desc a"),
-            "{content}"
-        );
-        assert_eq!(server.recorded().unwrap(), Some(3));
-        assert!(server.try_lock().unwrap(), "the lock is free again");
+        assert_carries_the_held(&one_frame(&read), &server, (2, 3), "desc a");
 
         // The server holds the lock: refused, and nothing held changed —
         // the task writes the same frame later.
