@@ -98,14 +98,18 @@ impl<R: tokio::io::AsyncRead + Unpin> Pipe<R> {
     fn new(reader: Option<R>) -> Self {
         Pipe {
             reader,
-            buf: vec![0u8; READ_CHUNK],
+            buf: Vec::with_capacity(READ_CHUNK),
         }
     }
 
-    /// Reads what is readable; `None` at end of stream (or on error).
+    /// Reads what is readable into the buffer (which then holds just that);
+    /// `None` at end of stream (or on error). The read goes into the
+    /// buffer's spare capacity: its memory is never zeroed, and a pipe that
+    /// only ever carries short lines touches one page of it, not sixteen.
     async fn read(&mut self) -> Option<usize> {
         let r = self.reader.as_mut()?;
-        match r.read(&mut self.buf).await {
+        self.buf.clear();
+        match r.read_buf(&mut self.buf).await {
             Ok(0) | Err(_) => {
                 self.reader = None;
                 None
@@ -117,8 +121,8 @@ impl<R: tokio::io::AsyncRead + Unpin> Pipe<R> {
     /// After a read of `n` bytes: a read that filled the buffer means a
     /// flood; take the next ones in larger pieces.
     fn grow_on_flood(&mut self, n: usize) {
-        if n == self.buf.len() && self.buf.len() < FLOOD_READ_CHUNK {
-            self.buf = vec![0u8; FLOOD_READ_CHUNK];
+        if n >= READ_CHUNK && self.buf.capacity() < FLOOD_READ_CHUNK {
+            self.buf = Vec::with_capacity(FLOOD_READ_CHUNK);
         }
     }
 }
@@ -353,4 +357,45 @@ fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
         pipe.as_raw_fd(),
         nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pipe_read_holds_exactly_what_was_read_and_grows_only_on_a_full_read() {
+        let short: &[u8] = b"one line\n";
+        let mut pipe = Pipe::new(Some(short));
+        assert_eq!(pipe.read().await, Some(9));
+        assert_eq!(pipe.buf, b"one line\n");
+        pipe.grow_on_flood(9);
+        assert!(
+            pipe.buf.capacity() < FLOOD_READ_CHUNK,
+            "a short read is no flood"
+        );
+        assert_eq!(pipe.read().await, None, "end of stream");
+        assert_eq!(pipe.read().await, None, "and it stays ended");
+
+        let flood: Vec<u8> = (0..READ_CHUNK * 3).map(|i| (i % 251) as u8).collect();
+        let mut pipe = Pipe::new(Some(&flood[..]));
+        assert_eq!(
+            pipe.read().await,
+            Some(READ_CHUNK),
+            "one read takes a whole chunk"
+        );
+        assert_eq!(pipe.buf, flood[..READ_CHUNK]);
+        pipe.grow_on_flood(READ_CHUNK);
+        assert!(
+            pipe.buf.capacity() >= FLOOD_READ_CHUNK,
+            "a full read means a flood"
+        );
+        assert_eq!(
+            pipe.read().await,
+            Some(READ_CHUNK * 2),
+            "the rest in one read"
+        );
+        assert_eq!(pipe.buf, flood[READ_CHUNK..]);
+        assert_eq!(pipe.read().await, None);
+    }
 }
