@@ -49,6 +49,11 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     notifications, and each path's ratio to the `tail -F | grep` baseline;
     the CPU time each side spends on a line (wakeful's processes against
     tail and grep), from /proc/PID/task/*/schedstat.
+(a) also: monitors taken in turn instead of round-robin (`events --follow`,
+    `wakeful mcp`, followed files): each monitor takes its share of the
+    samples in a row, so that while its turn lasts it is as hot as the
+    single pipeline is all along — the like-for-like comparison with that
+    pipeline (only a turn's first line finds its monitor cold).
 --runs K repeats (a) K times, each with a new daemon and new baselines: the
     rows pool all samples (a p99 of more samples), and each run's own ratios
     are listed with their range (how far one run's ratio can be trusted on
@@ -307,7 +312,13 @@ def wakeful_latency(
     session: str,
     tag: str,
     via: str = "cli",
+    in_turn: bool = False,
 ) -> dict:
+    """`cat FIFO` monitors read by `events --follow` (`via` "cli"), by this
+    script from the socket ("socket") or through `wakeful mcp` ("mcp"). The
+    samples go round-robin over the monitors, or (`in_turn`) to one monitor
+    after another, each taking its share in a row: a monitor is then as hot
+    as the single pipeline while its turn lasts."""
     fifos = []
     for k in range(n_monitors):
         path = home.dir / f"{tag}-fifo-{k}"
@@ -409,7 +420,7 @@ def wakeful_latency(
     stats["lost"] = 0
     samples = []
     for i in range(n_samples):
-        dt = probe(fifos[i % n_monitors], f"{tag}-probe-{i:06d}")
+        dt = probe(fifos[monitor_of(i, n_monitors, n_samples, in_turn)], f"{tag}-probe-{i:06d}")
         if dt is not None:
             samples.append(dt)
         yield  # the driver sleeps the gap (and probes the other paths)
@@ -495,17 +506,27 @@ def tailgrep_latency(
     return {"samples": samples, "lost": lost}
 
 
-def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, session: str) -> dict:
+def monitor_of(i: int, n_monitors: int, n_samples: int, in_turn: bool) -> int:
+    """The monitor that takes sample `i`: round-robin, or in turn (each its
+    share of the samples in a row)."""
+    if in_turn:
+        return min(i // math.ceil(n_samples / n_monitors), n_monitors - 1)
+    return i % n_monitors
+
+
+def file_latency(
+    home: Home, n_monitors: int, n_samples: int, gap_s: float, session: str, in_turn: bool = False
+) -> dict:
     """`--file` monitors (inotify in the monitor's task), `--batch-ms 0`:
     the script appends a line to one of their files, the clock stops when
     `events --follow` prints it. Round-robin over `n_monitors` files keeps
     each monitor within the rate limit's burst."""
-    paths = [home.dir / f"followed-{k}.log" for k in range(n_monitors)]
+    paths = [home.dir / f"followed-{session}-{k}.log" for k in range(n_monitors)]
     for p in paths:
         p.write_bytes(b"")
     after = home.status()["last_seq"]
     for k, p in enumerate(paths):
-        home.json("--session", session, "start", "--file", str(p), "-d", f"file-{k}", "--batch-ms", "0")
+        home.json("--session", session, "start", "--file", str(p), "-d", f"{session}-{k}", "--batch-ms", "0")
     follower = home.popen(
         [home.exe, "--json", "--session", session, "events", "--follow", "--after", str(after)],
         stdout=subprocess.PIPE,
@@ -539,7 +560,7 @@ def file_latency(home: Home, n_monitors: int, n_samples: int, gap_s: float, sess
     stats["lost"] = 0
     samples = []
     for i in range(n_samples):
-        dt = probe(fds[i % n_monitors], f"file-probe-{i:06d}")
+        dt = probe(fds[monitor_of(i, n_monitors, n_samples, in_turn)], f"file-probe-{i:06d}")
         if dt is not None:
             samples.append(dt)
         yield
@@ -798,7 +819,7 @@ def main() -> int:
         limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
     except (OSError, ValueError):
         limit = None
-    needed = 3 * LAT_MONITORS + 2 + 8
+    needed = 4 * LAT_MONITORS + 2 + 8
     if limit is not None and needed > limit:
         print(
             f"--samples {args.samples} takes {LAT_MONITORS} monitors a path, and with the "
@@ -865,8 +886,13 @@ def main() -> int:
                     "a_file": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf"),
                     "a_tailx": tailgrep_latency(ha, args.samples, 0.010, n_pipes=LAT_MONITORS),
                     "a_tailcatx": tailgrep_latency(ha, args.samples, 0.010, via_cat=True, n_pipes=LAT_MONITORS),
+                    "a0t": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latt", "bt", in_turn=True),
+                    "a0mt": wakeful_latency(
+                        ha, LAT_MONITORS, args.samples, 0, 0.010, "latmt", "bmt", via="mcp", in_turn=True
+                    ),
+                    "a_filet": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latft", in_turn=True),
                 },
-                0.010 / 8,
+                0.010 / 11,
                 cpu=cpu,
             )
             if run == 0:
@@ -970,6 +996,9 @@ RATIOS = (
     ("socket", "a0s", "a_tailcatx", "as many `cat` → `tail -F \\| grep` as monitors"),
     ("MCP channel", "a0m", "a_tailcatx", "as many `cat` → `tail -F \\| grep` as monitors"),
     ("file source → `events --follow`", "a_file", "a_tailx", "as many `tail -F \\| grep` as monitors"),
+    ("`events --follow`, monitors in turn", "a0t", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+    ("MCP channel, monitors in turn", "a0mt", "a_tailcat", "`cat` → `tail -F \\| grep`"),
+    ("file source in turn → `events --follow`", "a_filet", "a_tail", "`tail -F \\| grep`"),
 )
 
 
@@ -1002,6 +1031,9 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             ("baseline: append to file → `tail -n0 -F | grep --line-buffered`", at),
             (f"baseline: `cat FIFO >> file` → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin (as many as monitors)", res.get("a_tailcatx")),
             (f"baseline: append to file → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin", res.get("a_tailx")),
+            (f"wakeful: `cat FIFO` monitors in turn ({LAT_MONITORS}, each its share of the samples in a row) → `events --follow`", res.get("a0t")),
+            ("wakeful: the same, in turn → `wakeful mcp` → `notifications/claude/channel`", res.get("a0mt")),
+            (f"wakeful: followed files in turn ({LAT_MONITORS} monitors) → `events --follow`", res.get("a_filet")),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
         ]
         for name, r in rows:
@@ -1033,8 +1065,8 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
         if cpu.get("rounds"):
             rounds = cpu["rounds"]
             print(f"CPU time per line over the {rounds} rounds after each run's first (/proc/PID/task/*/schedstat), µs: "
-                  f"wakeful (daemon, both `events --follow` processes and `wakeful mcp`; 4 lines a round: "
-                  f"`cat` ×3 paths + followed file) {cpu.get('wakeful', 0) / 1000 / (4 * rounds):.1f} · "
+                  f"wakeful (daemon, the four `events --follow` processes and both `wakeful mcp`; 7 lines a round: "
+                  f"`cat` ×5 paths + followed files ×2) {cpu.get('wakeful', 0) / 1000 / (7 * rounds):.1f} · "
                   f"`tail -F | grep` behind `cat` {cpu.get('tail-cat', 0) / 1000 / rounds:.1f} · "
                   f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f} · "
                   f"the same, {LAT_MONITORS} pipelines round-robin: {cpu.get(f'tail-cat-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "
