@@ -20,7 +20,7 @@ at the end (and nothing is written anywhere else).
     window. One more row reads the same stream straight from the socket (no
     CLI process), to separate the daemon's share from the client's. The
     paths are measured side by side: each round takes one sample of every
-    path (wakeful's and the baselines), in a new random order, ~1.7 ms
+    path (wakeful's and the baselines), in a new random order, ~0.9 ms
     apart, so that the machine's drift over the run weighs on all alike.
 (b) `wakeful list` with 100 running monitors (`sleep 600`): the whole CLI
     (exec + connect + round trip + print), and the bare socket round trip
@@ -519,8 +519,9 @@ def file_latency(
 ) -> dict:
     """`--file` monitors (inotify in the monitor's task), `--batch-ms 0`:
     the script appends a line to one of their files, the clock stops when
-    `events --follow` prints it. Round-robin over `n_monitors` files keeps
-    each monitor within the rate limit's burst."""
+    `events --follow` prints it. Round-robin over `n_monitors` files (or,
+    `in_turn`, one file after another, each its share in a row) keeps each
+    monitor within the rate limit's burst."""
     paths = [home.dir / f"followed-{session}-{k}.log" for k in range(n_monitors)]
     for p in paths:
         p.write_bytes(b"")
