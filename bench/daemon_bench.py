@@ -436,7 +436,12 @@ def wakeful_latency(
 
 
 def tailgrep_latency(
-    home: Home, n_samples: int, gap_s: float, via_cat: bool = False, n_pipes: int = 1
+    home: Home,
+    n_samples: int,
+    gap_s: float,
+    via_cat: bool = False,
+    n_pipes: int = 1,
+    n_files: int = 1,
 ) -> dict:
     """`tail -n0 -F FILE | grep --line-buffered probe`. The script appends
     each line to FILE itself, or (`via_cat`) writes it into a FIFO that
@@ -444,30 +449,39 @@ def tailgrep_latency(
     monitors' `cat FIFO`, so both paths start with the same hop. With
     `n_pipes` > 1, that many pipelines (each its own file, `cat`, `tail` and
     `grep`) take the samples round-robin, as wakeful's monitors do: each
-    pipeline then sits as long between its lines as a monitor does."""
+    pipeline then sits as long between its lines as a monitor does. With
+    `n_files` > 1, one pipeline follows that many files (`tail -n0 -F F1 …
+    FN | grep`), each with its own writer, and the samples go round-robin
+    over the files: as many writers as monitors, each as cold between its
+    lines as a monitor's `cat`, and one reader as hot as the daemon — what
+    one would run to watch that many jobs' logs without wakeful."""
     tag = ("tail-cat" if via_cat else "tail") + (f"-x{n_pipes}" if n_pipes > 1 else "")
+    tag += f"-f{n_files}" if n_files > 1 else ""
     fds, readers, pids = [], [], []
     for k in range(n_pipes):
-        path = home.dir / f"{tag}-target-{k}.log"
-        path.write_bytes(b"")
-        if via_cat:
-            fifo = home.dir / f"{tag}-fifo-{k}"
-            os.mkfifo(fifo)
-            fds.append(os.open(fifo, os.O_RDWR))
-            home.popen(
-                ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        else:
-            fds.append(os.open(path, os.O_WRONLY | os.O_APPEND))
+        paths = [home.dir / f"{tag}-target-{k}-{f}.log" for f in range(n_files)]
+        for f, path in enumerate(paths):
+            path.write_bytes(b"")
+            if via_cat:
+                fifo = home.dir / f"{tag}-fifo-{k}-{f}"
+                os.mkfifo(fifo)
+                fds.append(os.open(fifo, os.O_RDWR))
+                home.popen(
+                    ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            else:
+                fds.append(os.open(path, os.O_WRONLY | os.O_APPEND))
+        files = " ".join(shlex.quote(str(p)) for p in paths)
         pipeline = home.popen(
-            ["sh", "-c", f"tail -n0 -F {shlex.quote(str(path))} | grep --line-buffered probe"],
+            ["sh", "-c", f"tail -n0 -F {files} | grep --line-buffered probe"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             bufsize=0,
         )
-        readers.append(LineReader(pipeline.stdout.fileno()))
+        reader = LineReader(pipeline.stdout.fileno())
+        readers += [reader] * n_files
         # `sh -c 'tail … | grep …'` forks both; their CPU per line is reported.
         deadline = time.monotonic() + 5
         while len(kids := children(pipeline.pid)) < 2 and time.monotonic() < deadline:
@@ -487,7 +501,7 @@ def tailgrep_latency(
         time.sleep(gap_s)
     samples, lost = [], 0
     for i in range(n_samples):
-        fd, reader = fds[i % n_pipes], readers[i % n_pipes]
+        fd, reader = fds[i % len(fds)], readers[i % len(fds)]
         text = f"probe-{i:06d}"
         t0 = time.perf_counter_ns()
         os.write(fd, (text + "\n").encode())
@@ -801,6 +815,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary WAKEFUL_HOMEs")
     ap.add_argument("--flood", action="store_true", help="also (d): a 10,000,000-line flood")
     ap.add_argument("--latency-only", action="store_true", help="only (a), the latency rows")
+    ap.add_argument("--samples-out", metavar="FILE", help="also write (a)'s samples (ns), by path and run, as JSON")
     ap.add_argument(
         "--runs",
         type=int,
@@ -820,7 +835,7 @@ def main() -> int:
         limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
     except (OSError, ValueError):
         limit = None
-    needed = 4 * LAT_MONITORS + 2 + 8
+    needed = 4 * LAT_MONITORS + 4 + 8  # + the single tails (four) + headroom
     if limit is not None and needed > limit:
         print(
             f"--samples {args.samples} takes {LAT_MONITORS} monitors a path, and with the "
@@ -871,6 +886,7 @@ def main() -> int:
         # (a) latency ---------------------------------------------------------
         print("\n(a) latency ...", flush=True)
         res["a_cpu"], res["a_runs"] = {}, []
+        raw: list[dict] = []
         for run in range(args.runs):
             if args.runs > 1:
                 print(f"    run {run + 1} of {args.runs} ...", flush=True)
@@ -887,6 +903,8 @@ def main() -> int:
                     "a_file": file_latency(ha, LAT_MONITORS, args.samples, 0.010, "latf"),
                     "a_tailx": tailgrep_latency(ha, args.samples, 0.010, n_pipes=LAT_MONITORS),
                     "a_tailcatx": tailgrep_latency(ha, args.samples, 0.010, via_cat=True, n_pipes=LAT_MONITORS),
+                    "a_tailcatf": tailgrep_latency(ha, args.samples, 0.010, via_cat=True, n_files=LAT_MONITORS),
+                    "a_tailf": tailgrep_latency(ha, args.samples, 0.010, n_files=LAT_MONITORS),
                     "a0t": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latt", "bt", in_turn=True),
                     "a0mt": wakeful_latency(
                         ha, LAT_MONITORS, args.samples, 0, 0.010, "latmt", "bmt", via="mcp", in_turn=True
@@ -902,6 +920,9 @@ def main() -> int:
                 )["d"]
             close(ha)
             res["a_runs"].append(ratios(one))
+            raw.append({key: r["samples"] for key, r in one.items()})
+            if args.samples_out:
+                Path(args.samples_out).write_text(json.dumps(raw))
             for key, r in one.items():
                 pooled = res.setdefault(key, {"samples": [], "lost": 0})
                 pooled["samples"] += r["samples"]
@@ -1001,6 +1022,8 @@ BASELINE_NAMES = {
     "a_tail": "`tail -F \\| grep`",
     "a_tailcatx": "as many `cat` → `tail -F \\| grep` as monitors",
     "a_tailx": "as many `tail -F \\| grep` as monitors",
+    "a_tailcatf": "one `tail -F \\| grep` over as many `cat`-fed files as monitors",
+    "a_tailf": "one `tail -F \\| grep` over as many files as monitors",
 }
 # The ratio rows: (path, its baseline), in the order they are printed.
 RATIOS = (
@@ -1013,6 +1036,9 @@ RATIOS = (
     ("a0s", "a_tailcatx"),
     ("a0m", "a_tailcatx"),
     ("a_file", "a_tailx"),
+    ("a0", "a_tailcatf"),
+    ("a0m", "a_tailcatf"),
+    ("a_file", "a_tailf"),
     ("a0t", "a_tailcat"),
     ("a0mt", "a_tailcat"),
     ("a_filet", "a_tail"),
@@ -1048,6 +1074,8 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             ("baseline: append to file → `tail -n0 -F | grep --line-buffered`", at),
             (f"baseline: `cat FIFO >> file` → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin (as many as monitors)", res.get("a_tailcatx")),
             (f"baseline: append to file → `tail -n0 -F | grep`, {LAT_MONITORS} pipelines round-robin", res.get("a_tailx")),
+            (f"baseline: {LAT_MONITORS} `cat FIFO >> file` round-robin → one `tail -n0 -F` over the {LAT_MONITORS} files `| grep`", res.get("a_tailcatf")),
+            (f"baseline: append to {LAT_MONITORS} files round-robin → one `tail -n0 -F` over them `| grep`", res.get("a_tailf")),
             (f"wakeful: `cat FIFO` monitors in turn ({LAT_MONITORS}, each its share of the samples in a row) → `events --follow`", res.get("a0t")),
             ("wakeful: the same, in turn → `wakeful mcp` → `notifications/claude/channel`", res.get("a0mt")),
             (f"wakeful: followed files in turn ({LAT_MONITORS} monitors) → `events --follow`", res.get("a_filet")),
@@ -1088,7 +1116,9 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
                   f"`tail -F | grep` behind `cat` {cpu.get('tail-cat', 0) / 1000 / rounds:.1f} · "
                   f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f} · "
                   f"the same, {LAT_MONITORS} pipelines round-robin: {cpu.get(f'tail-cat-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "
-                  f"{cpu.get(f'tail-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f}. "
+                  f"{cpu.get(f'tail-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f}; "
+                  f"one pipeline over {LAT_MONITORS} files: {cpu.get(f'tail-cat-f{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "
+                  f"{cpu.get(f'tail-f{LAT_MONITORS}', 0) / 1000 / rounds:.1f}. "
                   "The writer (`cat`, or the script) is not counted on either side.")
         print()
     if "d" in res:
