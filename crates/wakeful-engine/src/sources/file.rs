@@ -62,8 +62,16 @@ pub(crate) struct Follower {
     /// another inotify event. The next call waits for that event instead
     /// of reading again.
     at_end: bool,
+    /// What a read takes: [`FIRST_READ`] bytes until a read fills it, then
+    /// [`READ_CHUNK`] (a file written in bursts).
     buf: Vec<u8>,
+    /// The last read filled the buffer: there may be more to read.
+    filled: bool,
 }
+
+/// The buffer a follower starts with: a page, enough for the lines of a
+/// log, so that a thousand followers do not each keep 64 KiB zeroed.
+const FIRST_READ: usize = 4 * 1024;
 
 /// What the directory watch reports: names coming and going.
 const DIR_MASK: WatchMask = WatchMask::CREATE
@@ -113,7 +121,8 @@ impl Follower {
             #[cfg(test)]
             seen: 0,
             at_end: false,
-            buf: vec![0; READ_CHUNK],
+            buf: vec![0; FIRST_READ],
+            filled: false,
         };
         // Follow from the end of what is there now (the watch first, so
         // that no write after the end was taken goes unnoticed).
@@ -204,7 +213,11 @@ impl Follower {
         let Some(file) = self.file.as_ref() else {
             return Ok(None);
         };
+        if self.filled && self.buf.len() < READ_CHUNK {
+            self.buf.resize(READ_CHUNK, 0);
+        }
         let n = file.read_at(&mut self.buf, self.offset)?;
+        self.filled = n == self.buf.len();
         if n == 0 {
             return Ok(None);
         }
@@ -255,7 +268,7 @@ impl InputSource for Follower {
                 };
                 match read {
                     Ok(Some(n)) => {
-                        self.at_end = write_only && n < self.buf.len();
+                        self.at_end = write_only && !self.filled;
                         return Input::Chunk(Stream::Stdout, &self.buf[..n]);
                     }
                     Ok(None) => {}
@@ -376,6 +389,8 @@ mod tests {
             assert_eq!(got, line);
         }
         assert!(f.at_end);
+        // Short lines never fill the first buffer: it stays a page.
+        assert_eq!(f.buf.len(), FIRST_READ);
         // Two writes before the follower looks: both in one read, and the
         // second write's event finds nothing new (a read to the end, then
         // back to waiting), never a repeat.
@@ -391,5 +406,22 @@ mod tests {
             append(&ours, "after truncation\n");
         });
         assert_eq!(got, "after truncation\n");
+    }
+
+    #[tokio::test]
+    async fn a_burst_fills_the_first_buffer_then_is_read_in_full_chunks() {
+        let (_dir, ours, mut f) = following("burst.log", "before\n");
+        let burst: String = (0..2000).map(|i| format!("line {i:05}\n")).collect();
+        assert!(burst.len() > FIRST_READ && burst.len() < READ_CHUNK);
+        let (first, ()) = tokio::join!(next_text(&mut f), async { append(&ours, &burst) });
+        // The first read took a page and found it full: not at the end.
+        assert_eq!(first.len(), FIRST_READ);
+        assert!(!f.at_end);
+        // The rest comes at once, in a buffer grown to a full chunk.
+        let rest = next_text(&mut f).await;
+        assert_eq!(f.buf.len(), READ_CHUNK);
+        assert_eq!(first + &rest, burst);
+        let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, "after\n") });
+        assert_eq!(got, "after\n");
     }
 }
