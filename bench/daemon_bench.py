@@ -54,6 +54,12 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     samples in a row, so that while its turn lasts it is as hot as the
     single pipeline is all along — the like-for-like comparison with that
     pipeline (only a turn's first line finds its monitor cold).
+(a) also: one `tail -F` over as many files as monitors, each file with its
+    own writer (`cat FIFO >> file`, or the script appending), `| grep`: the
+    writers take the samples round-robin and are as cold between their
+    lines as the monitors' `cat`, while the one reader stays as hot as the
+    daemon — what one runs to watch that many jobs' logs without wakeful.
+--samples-out FILE writes (a)'s raw samples (ns) by path and run, as JSON.
 --runs K repeats (a) K times, each with a new daemon and new baselines: the
     rows pool all samples (a p99 of more samples), and each run's own ratios
     are listed with their range (how far one run's ratio can be trusted on
