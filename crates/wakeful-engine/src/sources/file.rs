@@ -70,7 +70,7 @@ pub(crate) struct Follower {
 }
 
 /// The buffer a follower starts with: a page, enough for the lines of a
-/// log, so that a thousand followers do not each keep 64 KiB zeroed.
+/// log, so that a thousand followers do not each hold 64 KiB.
 const FIRST_READ: usize = 4 * 1024;
 
 /// What the directory watch reports: names coming and going.
