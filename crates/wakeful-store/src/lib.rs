@@ -70,7 +70,10 @@ CREATE TABLE IF NOT EXISTS monitors (
     running    INTEGER NOT NULL,
     persistent INTEGER NOT NULL,
     pid        INTEGER,
-    start_ticks INTEGER
+    start_ticks INTEGER,
+    events     INTEGER,
+    lines      INTEGER,
+    suppressed_lines INTEGER
 );
 CREATE INDEX IF NOT EXISTS monitors_running ON monitors(running);
 CREATE TABLE IF NOT EXISTS cursors (
@@ -94,8 +97,15 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
 
-/// The schema this build writes: 2 added `events.origin`.
-const SCHEMA_VERSION: u32 = 2;
+/// The schema this build writes: 2 added `events.origin`; 3 added the
+/// counters of `monitors` (`events`, `lines`, `suppressed_lines`), which,
+/// when set, are newer than those in the row's `info`.
+const SCHEMA_VERSION: u32 = 3;
+
+/// The counters a fold sets in a monitor's row without touching its `info`
+/// (see [`SCHEMA_VERSION`]); any rewrite of `info` takes them in and clears
+/// them.
+const COUNTER_COLUMNS: [&str; 3] = ["events", "lines", "suppressed_lines"];
 
 /// Brings a database made by an older build up to [`SCHEMA_VERSION`]:
 /// adds what is missing, never drops anything.
@@ -105,6 +115,14 @@ fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
         .exists([])?;
     if !has_origin {
         conn.execute_batch("ALTER TABLE events ADD COLUMN origin TEXT")?;
+    }
+    for column in COUNTER_COLUMNS {
+        let has = conn
+            .prepare("SELECT 1 FROM pragma_table_info('monitors') WHERE name = ?1")?
+            .exists([column])?;
+        if !has {
+            conn.execute_batch(&format!("ALTER TABLE monitors ADD COLUMN {column} INTEGER"))?;
+        }
     }
     // Only imported events have an origin: a partial index, so that this
     // host's own events (origin NULL) cost no index entry. An index of an
@@ -585,7 +603,8 @@ impl StoreReader {
     fn monitors_where_id(&self, id: &str) -> Result<Vec<StoredMonitor>, StoreError> {
         let rows = self.with(|c| {
             let mut stmt = c.prepare_cached(
-                "SELECT info, spec, base_env, base_cwd, pid, start_ticks FROM monitors WHERE id = ?1",
+                "SELECT info, spec, base_env, base_cwd, pid, start_ticks, events, lines, suppressed_lines
+                 FROM monitors WHERE id = ?1",
             )?;
             let rows = stmt.query_map([id], row_tuple)?;
             rows.collect::<Result<Vec<_>, _>>()
@@ -595,7 +614,8 @@ impl StoreReader {
 
     fn monitors_where(&self, cond: &'static str) -> Result<Vec<StoredMonitor>, StoreError> {
         let sql = format!(
-            "SELECT info, spec, base_env, base_cwd, pid, start_ticks FROM monitors WHERE {cond}"
+            "SELECT info, spec, base_env, base_cwd, pid, start_ticks, events, lines, suppressed_lines
+             FROM monitors WHERE {cond}"
         );
         let rows = self.with(|c| {
             let mut stmt = c.prepare(&sql)?;
@@ -606,9 +626,12 @@ impl StoreReader {
     }
 
     fn decode(&self, r: RowTuple) -> Result<StoredMonitor, StoreError> {
-        let (info, spec, env, cwd, pid, ticks) = r;
+        let (info, spec, env, cwd, pid, ticks, counters) = r;
+        let mut info: MonitorInfo =
+            serde_json::from_str(&info).map_err(|e| self.corrupt(format!("monitor: {e}")))?;
+        writer::take_counters(&mut info, counters);
         Ok(StoredMonitor {
-            info: serde_json::from_str(&info).map_err(|e| self.corrupt(format!("monitor: {e}")))?,
+            info,
             spec: serde_json::from_str(&spec).map_err(|e| self.corrupt(format!("spec: {e}")))?,
             base_env: env
                 .map(|e| serde_json::from_str(&e))
@@ -628,6 +651,7 @@ type RowTuple = (
     Option<String>,
     Option<i32>,
     Option<i64>,
+    writer::CounterColumns,
 );
 
 fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
@@ -638,6 +662,7 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
+        (r.get(6)?, r.get(7)?, r.get(8)?),
     ))
 }
 
@@ -814,6 +839,83 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_2_database_gets_counter_columns_that_a_final_event_takes_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("v2.db");
+        let mut stored = info("m1");
+        (stored.events, stored.lines, stored.suppressed_lines) = (1, 2, 3);
+        {
+            // The monitors table as schema 2 made it: no counter columns.
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE monitors (id TEXT PRIMARY KEY, session TEXT NOT NULL,
+                    info TEXT NOT NULL, spec TEXT NOT NULL, base_env TEXT, base_cwd TEXT,
+                    running INTEGER NOT NULL, persistent INTEGER NOT NULL,
+                    pid INTEGER, start_ticks INTEGER);
+                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('schema', '2');",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO monitors(id, session, info, spec, running, persistent)
+                 VALUES ('m1', 's', ?1, ?2, 1, 0)",
+                [
+                    serde_json::to_string(&stored).unwrap(),
+                    serde_json::to_string(&MonitorSpec::command("true", "d")).unwrap(),
+                ],
+            )
+            .unwrap();
+        }
+        let (mut w, r) = open(&db).unwrap();
+        // The row as it was: no counter set yet.
+        let m = r.monitor("m1").unwrap().unwrap().info;
+        assert_eq!((m.events, m.lines, m.suppressed_lines), (1, 2, 3));
+        // A fold sets the columns; readers see them over `info`, which
+        // stays as it was written.
+        let counters = JournalEntry::Counters {
+            monitor_id: "m1".into(),
+            events: 7,
+            lines: 70,
+            suppressed_lines: 700,
+        };
+        w.append(&[counters]).unwrap();
+        let m = r.running_monitors().unwrap().remove(0).info;
+        assert_eq!((m.events, m.lines, m.suppressed_lines), (7, 70, 700));
+        let raw = |sql: &str| -> String {
+            Connection::open(&db)
+                .unwrap()
+                .query_row(sql, [], |row| row.get(0))
+                .unwrap()
+        };
+        assert_eq!(
+            raw("SELECT info FROM monitors WHERE id = 'm1'"),
+            serde_json::to_string(&stored).unwrap()
+        );
+        // The final event rewrites `info`: the counters go into it and the
+        // columns are cleared, so that `info` alone says it again.
+        let stopped = pending(
+            "m1",
+            EventBody::MonitorStopped {
+                reason: MonitorStopReason::ExitCode { code: 0 },
+                last_lines: vec![],
+                survivors: vec![],
+            },
+        );
+        w.append(&[stopped]).unwrap();
+        let m = r.monitor("m1").unwrap().unwrap().info;
+        assert_eq!(m.state, MonitorState::Ended);
+        assert_eq!((m.events, m.lines, m.suppressed_lines), (7, 70, 700));
+        assert_eq!(
+            raw("SELECT coalesce(events, lines, suppressed_lines, 'cleared') FROM monitors"),
+            "cleared"
+        );
+        let in_info: MonitorInfo =
+            serde_json::from_str(&raw("SELECT info FROM monitors WHERE id = 'm1'")).unwrap();
+        assert_eq!(in_info.lines, 70);
+        assert_eq!(raw("SELECT value FROM meta WHERE key = 'schema'"), "3");
+    }
+
+    #[test]
     fn an_imported_event_is_stored_once_per_origin() {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
@@ -893,7 +995,7 @@ mod tests {
                 })
             })
             .unwrap();
-        assert_eq!(schema, "2");
+        assert_eq!(schema, SCHEMA_VERSION.to_string());
         drop((w, r));
         // Opening again changes nothing.
         let (_, r) = open(&db).unwrap();
