@@ -120,17 +120,19 @@ fn counter(n: u64) -> i64 {
 pub(crate) type CounterColumns = (Option<i64>, Option<i64>, Option<i64>);
 
 /// Puts a row's counter columns, where set, over its `info`'s counters.
+/// Within one registration of a monitor (a new one replaces the row and
+/// clears the columns) counters only grow, so the larger of the two is the
+/// newer: an `info` rewritten by a build that knew no columns still wins
+/// over columns it left behind.
 pub(crate) fn take_counters(info: &mut MonitorInfo, (events, lines, suppressed): CounterColumns) {
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    if let Some(n) = events {
-        info.events = count(n);
-    }
-    if let Some(n) = lines {
-        info.lines = count(n);
-    }
-    if let Some(n) = suppressed {
-        info.suppressed_lines = count(n);
-    }
+    let newer = |ours: &mut u64, column: Option<i64>| {
+        if let Some(n) = column.and_then(|n| u64::try_from(n).ok()) {
+            *ours = (*ours).max(n);
+        }
+    };
+    newer(&mut info.events, events);
+    newer(&mut info.lines, lines);
+    newer(&mut info.suppressed_lines, suppressed);
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -552,6 +554,30 @@ pub(crate) fn insert_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_larger_of_a_counter_column_and_info_is_the_newer() {
+        let mut info = MonitorInfo::starting(
+            "m".into(),
+            "s".into(),
+            &wakeful_core::MonitorSpec::command("true", "d"),
+            "/x".into(),
+        );
+        (info.events, info.lines, info.suppressed_lines) = (10, 100, 0);
+        // Columns ahead of info (a fold since info was written); one unset.
+        take_counters(&mut info, (Some(12), Some(120), None));
+        assert_eq!(
+            (info.events, info.lines, info.suppressed_lines),
+            (12, 120, 0)
+        );
+        // Columns behind info (left by a build that rewrote info without
+        // them), or not a count: info stays.
+        take_counters(&mut info, (Some(5), Some(-1), Some(3)));
+        assert_eq!(
+            (info.events, info.lines, info.suppressed_lines),
+            (12, 120, 3)
+        );
+    }
 
     fn line(n: u64) -> JournalEntry {
         JournalEntry::Event(crate::test_events::line(n))
