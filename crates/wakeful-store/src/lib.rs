@@ -98,8 +98,8 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
 
 /// The schema this build writes: 2 added `events.origin`; 3 added the
-/// counters of `monitors` (`events`, `lines`, `suppressed_lines`), which,
-/// when set, are newer than those in the row's `info`.
+/// counters of `monitors` (`events`, `lines`, `suppressed_lines`), set by
+/// folds beside the row's `info` (a reader takes the larger of the two).
 const SCHEMA_VERSION: u32 = 3;
 
 /// The counters a fold sets in a monitor's row without touching its `info`

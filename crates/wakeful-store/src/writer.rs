@@ -94,8 +94,8 @@ impl Counters {
     /// its `info` is neither decoded nor rewritten for them (decoding and
     /// encoding it in Rust was half of a fold's work when every line came
     /// with counters; SQLite's `json_set` on it, a quarter). A reader takes
-    /// them over the row's `info` ([`take_counters`]); a rewrite of `info`
-    /// takes them in and clears them ([`update_info`]).
+    /// the larger of them and `info`'s ([`take_counters`]); a rewrite of
+    /// `info` takes them in and clears them ([`update_info`]).
     fn apply(&self, tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
         tx.prepare_cached(
             "UPDATE monitors SET events = ?2, lines = ?3, suppressed_lines = ?4 WHERE id = ?1",
