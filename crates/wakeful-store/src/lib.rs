@@ -662,7 +662,7 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
-        (r.get(6)?, r.get(7)?, r.get(8)?),
+        writer::counter_columns(r, 6)?,
     ))
 }
 

@@ -119,6 +119,15 @@ fn counter(n: u64) -> i64 {
 /// `None` where no fold has set them since its `info` was written.
 pub(crate) type CounterColumns = (Option<i64>, Option<i64>, Option<i64>);
 
+/// A row's counter columns, read from `row` starting at column `first`
+/// (`events`, `lines`, `suppressed_lines`, in that order).
+pub(crate) fn counter_columns(
+    row: &rusqlite::Row<'_>,
+    first: usize,
+) -> Result<CounterColumns, rusqlite::Error> {
+    Ok((row.get(first)?, row.get(first + 1)?, row.get(first + 2)?))
+}
+
 /// Puts a row's counter columns, where set, over its `info`'s counters.
 /// Within one registration of a monitor (a new one replaces the row and
 /// clears the columns) counters only grow, so the larger of the two is the
@@ -503,7 +512,7 @@ fn update_info(
     // Cached statements: this runs with every monitor's final event.
     let row: Option<(String, CounterColumns)> = tx
         .prepare_cached("SELECT info, events, lines, suppressed_lines FROM monitors WHERE id = ?1")?
-        .query_row([id], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+        .query_row([id], |r| Ok((r.get(0)?, counter_columns(r, 1)?)))
         .optional()?;
     let Some((json, counters)) = row else {
         return Ok(());
