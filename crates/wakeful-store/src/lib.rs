@@ -21,6 +21,12 @@
 //! index: the writer stores at most one event per origin (schema 2; a
 //! database of schema 1 gets the column when it is opened).
 //!
+//! A monitor's row holds its `MonitorInfo` as JSON; the counters a fold
+//! brings (events, lines, suppressed lines, at most once a second a
+//! monitor) go to three columns beside it instead of into that JSON
+//! (schema 3). A reader takes the larger of column and JSON; the monitor's
+//! final event, which rewrites the JSON, takes them in and clears them.
+//!
 //! The cluster link (docs/CLUSTER.md) ships this host's own events (those
 //! without an origin) in seq order; its cursor, the *shipped mark*, is a row
 //! of `marks` written through the same writer ([`JournalEntry::Shipped`](wakeful_core::journal::JournalEntry::Shipped))
