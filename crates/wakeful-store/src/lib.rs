@@ -24,8 +24,10 @@
 //! A monitor's row holds its `MonitorInfo` as JSON; the counters a fold
 //! brings (events, lines, suppressed lines, at most once a second a
 //! monitor) go to three columns beside it instead of into that JSON
-//! (schema 3). A reader takes the larger of column and JSON; the monitor's
-//! final event, which rewrites the JSON, takes them in and clears them.
+//! (schema 3). A reader takes the larger of column and JSON. A rewrite of
+//! the JSON (a monitor's final event) takes in the columns set so far and
+//! clears them; the counters a monitor sends with its final event come
+//! after it, and set them again.
 //!
 //! The cluster link (docs/CLUSTER.md) ships this host's own events (those
 //! without an origin) in seq order; its cursor, the *shipped mark*, is a row
@@ -109,8 +111,7 @@ INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 const SCHEMA_VERSION: u32 = 3;
 
 /// The counters a fold sets in a monitor's row without touching its `info`
-/// (see [`SCHEMA_VERSION`]); any rewrite of `info` takes them in and clears
-/// them.
+/// (see the crate docs).
 const COUNTER_COLUMNS: [&str; 3] = ["events", "lines", "suppressed_lines"];
 
 /// Brings a database made by an older build up to [`SCHEMA_VERSION`]:
@@ -919,6 +920,18 @@ mod tests {
             serde_json::from_str(&raw("SELECT info FROM monitors WHERE id = 'm1'")).unwrap();
         assert_eq!(in_info.lines, 70);
         assert_eq!(raw("SELECT value FROM meta WHERE key = 'schema'"), "3");
+        // A monitor sends its last counters after its final event (as the
+        // engine does): they set the columns again, and readers see them.
+        let last = JournalEntry::Counters {
+            monitor_id: "m1".into(),
+            events: 8,
+            lines: 80,
+            suppressed_lines: 700,
+        };
+        w.append(&[last]).unwrap();
+        let m = r.monitor("m1").unwrap().unwrap().info;
+        assert_eq!((m.events, m.lines, m.suppressed_lines), (8, 80, 700));
+        assert_eq!(m.state, MonitorState::Ended);
     }
 
     #[test]

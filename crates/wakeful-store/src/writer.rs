@@ -95,7 +95,8 @@ impl Counters {
     /// encoding it in Rust was half of a fold's work when every line came
     /// with counters; SQLite's `json_set` on it, a quarter). A reader takes
     /// the larger of them and `info`'s ([`take_counters`]); a rewrite of
-    /// `info` takes them in and clears them ([`update_info`]).
+    /// `info` takes in those set so far and clears them ([`update_info`]),
+    /// and counters folded after it set them again.
     fn apply(&self, tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
         tx.prepare_cached(
             "UPDATE monitors SET events = ?2, lines = ?3, suppressed_lines = ?4 WHERE id = ?1",
