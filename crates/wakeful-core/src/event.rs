@@ -327,6 +327,22 @@ pub struct Event {
 }
 
 impl Event {
+    /// Takes its place in the log back: the event as it was before
+    /// [`PendingEvent::with_seq`] (for a journal that gives back a batch it
+    /// could not keep).
+    pub fn into_pending(self) -> PendingEvent {
+        PendingEvent {
+            session: self.session,
+            monitor_id: self.monitor_id,
+            ts: self.ts,
+            text: self.text,
+            body: self.body,
+            wakes: self.wakes,
+            replayed: self.replayed,
+            host: self.host,
+        }
+    }
+
     /// The event's kind.
     pub fn kind(&self) -> EventKind {
         self.body.kind()

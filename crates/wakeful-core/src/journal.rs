@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::{Event, MonitorInfo, MonitorSpec, PendingEvent};
 
@@ -140,24 +141,27 @@ pub enum JournalError {
 }
 
 /// An event with its place in the log, and its wire JSON when the journal
-/// made it (a store does; an in-memory journal need not).
+/// made it (a store does; an in-memory journal need not). Both are shared,
+/// not copied: a store keeps the same event and JSON until it has written
+/// them into its tables, and the hub hands them to every reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
     /// The event.
-    pub event: Event,
+    pub event: Arc<Event>,
     /// `serde_json::to_string(&event)`, if the journal already has it.
-    pub json: Option<String>,
+    pub json: Option<Arc<str>>,
 }
 
 /// Numbers (and possibly persists) events. Called by one caller at a time,
 /// in order.
 pub trait Journal: Send + 'static {
     /// Takes a batch of entries, in order, and returns the events among them
-    /// with their `seq`. On error nothing of the batch was kept, and the
-    /// same batch is offered again.
+    /// with their `seq`. On success the batch is left empty (its events are
+    /// moved into what it returns, not copied); on error nothing of it was
+    /// kept, it is left as it was, and the same batch is offered again.
     /// The events it returns are in the log: a journal that persists them
     /// has them where a crash of the process cannot take them back.
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError>;
+    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError>;
 
     /// Whether entries taken by `append` wait for [`Journal::flush`]:
     /// durable, but not yet where the journal keeps them for good (a
@@ -210,13 +214,13 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
         let mut out = Vec::new();
-        for e in batch {
+        for e in batch.drain(..) {
             if let JournalEntry::Event(p) | JournalEntry::Imported { event: p, .. } = e {
                 self.next += 1;
                 out.push(Recorded {
-                    event: p.clone().with_seq(self.next),
+                    event: Arc::new(p.with_seq(self.next)),
                     json: None,
                 });
             }

@@ -317,7 +317,7 @@ mod tests {
     fn committed(seq: u64, wakes: bool, text: &str) -> Committed {
         use chrono::TimeZone;
         Committed::new(wakeful_core::journal::Recorded {
-            event: wakeful_core::Event {
+            event: std::sync::Arc::new(wakeful_core::Event {
                 wakes,
                 seq,
                 session: "s".into(),
@@ -331,7 +331,7 @@ mod tests {
                 },
                 replayed: false,
                 host: None,
-            },
+            }),
             json: None,
         })
     }
@@ -482,7 +482,7 @@ mod tests {
         let mut buf = Vec::new();
         // (Another monitor's: mon-a's description is the registry's.)
         let mut first = committed(1, true, "first");
-        first.event.monitor_id = "mon-b".into();
+        std::sync::Arc::make_mut(&mut first.event).monitor_id = "mon-b".into();
         out.add(&mut buf, &first, &|_| None);
         out.write(&buf).await.unwrap();
         assert_eq!(read_all(&read).lines().count(), 1);
@@ -512,7 +512,7 @@ mod tests {
 
         // A monitor the registry does not know: the task looks it up.
         let mut other = committed(6, true, "elsewhere");
-        other.event.monitor_id = "mon-gone".into();
+        std::sync::Arc::make_mut(&mut other.event).monitor_id = "mon-gone".into();
         assert!(!inline.try_write(&other));
         assert_eq!(server.recorded().unwrap(), Some(5));
     }

@@ -472,7 +472,7 @@ fn recover(
         batch.push(JournalEntry::Terminal(t));
     }
     if !batch.is_empty() {
-        writer.append(&batch)?;
+        writer.append(&mut batch)?;
     }
     Ok(rearm)
 }

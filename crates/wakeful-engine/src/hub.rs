@@ -70,7 +70,7 @@ const PAGE: usize = 1000;
 #[derive(Debug)]
 pub struct Committed {
     /// The event.
-    pub event: Event,
+    pub event: Arc<Event>,
     json: OnceLock<Arc<str>>,
 }
 
@@ -79,7 +79,7 @@ impl Committed {
     pub fn new(r: Recorded) -> Self {
         let json = OnceLock::new();
         if let Some(j) = r.json {
-            let _ = json.set(Arc::from(j));
+            let _ = json.set(j);
         }
         Committed {
             event: r.event,
@@ -95,7 +95,7 @@ impl Committed {
     /// Its wire JSON (`events --json`), encoded at most once.
     pub fn json(&self) -> &str {
         self.json.get_or_init(|| {
-            serde_json::to_string(&self.event)
+            serde_json::to_string(&*self.event)
                 .map(Arc::from)
                 .unwrap_or_else(|_| Arc::from("{}"))
         })
@@ -407,7 +407,7 @@ impl Hub {
     /// (the caller that found no commit running, or the retry task).
     fn commit(&self) {
         loop {
-            let (batch, upto) = {
+            let (mut batch, upto) = {
                 let mut st = lock(&self.inner.state);
                 if st.queue.is_empty() {
                     st.committing = false;
@@ -418,7 +418,7 @@ impl Hub {
                 }
                 (std::mem::take(&mut st.queue), st.tickets)
             };
-            let appended = lock(&self.inner.journal).append(&batch);
+            let appended = lock(&self.inner.journal).append(&mut batch);
             let recorded = match appended {
                 Ok(r) => r,
                 Err(e) => {
@@ -923,7 +923,7 @@ mod tests {
     }
 
     impl Journal for Keeping {
-        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
             let r = self.inner.append(batch)?;
             lock(&self.log.0).extend(r.iter().cloned());
             Ok(r)
@@ -1022,7 +1022,7 @@ mod tests {
     }
 
     impl Journal for Flaky {
-        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
             if self.fail > 0 {
                 self.fail -= 1;
                 return Err(JournalError::Store("disk full (test)".into()));
@@ -1070,7 +1070,7 @@ mod tests {
     }
 
     impl Journal for TwoStep {
-        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
             self.waiting += batch.len();
             self.inner.append(batch)
         }
@@ -1175,7 +1175,7 @@ mod tests {
     }
 
     impl Journal for SlowFlush {
-        fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+        fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
             self.inner.append(batch)
         }
 

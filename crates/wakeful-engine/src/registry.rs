@@ -152,7 +152,7 @@ impl Subscription {
     /// The next event, in log order.
     pub async fn recv(&mut self) -> Result<Event, RecvError> {
         match self.follow.next().await {
-            Ok(c) => Ok(c.event.clone()),
+            Ok(c) => Ok(Event::clone(&c.event)),
             Err(FollowError::Lagged(n)) => Err(RecvError::Lagged(n)),
             Err(FollowError::Closed) => Err(RecvError::Closed),
         }

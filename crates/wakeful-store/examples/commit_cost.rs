@@ -13,7 +13,7 @@ fn main() {
     let (mut writer, _reader) = wakeful_store::open(&dir.join("w.db")).expect("open the store");
     let mut times = Vec::new();
     for i in 0..2000u64 {
-        let batch = vec![JournalEntry::Event(PendingEvent {
+        let mut batch = vec![JournalEntry::Event(PendingEvent {
             wakes: true,
             session: "s".into(),
             monitor_id: format!("mon-{}", i % 20),
@@ -28,7 +28,7 @@ fn main() {
             host: None,
         })];
         let t = Instant::now();
-        writer.append(&batch).expect("append");
+        writer.append(&mut batch).expect("append");
         times.push(t.elapsed().as_micros() as u64);
     }
     times.sort_unstable();

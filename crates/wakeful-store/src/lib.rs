@@ -383,7 +383,10 @@ impl StoreReader {
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
         let recorded = self.recorded_after(session, monitor, after, limit)?;
-        Ok(recorded.into_iter().map(|r| r.event).collect())
+        Ok(recorded
+            .into_iter()
+            .map(|r| Arc::unwrap_or_clone(r.event))
+            .collect())
     }
 
     /// Like [`StoreReader::events_after`], with each event's stored JSON
@@ -414,8 +417,8 @@ impl StoreReader {
                 let event =
                     serde_json::from_str(&json).map_err(|e| self.corrupt(format!("event: {e}")))?;
                 Ok(Recorded {
-                    event,
-                    json: Some(json),
+                    event: Arc::new(event),
+                    json: Some(Arc::from(json)),
                 })
             })
             .collect()
@@ -748,7 +751,7 @@ mod tests {
         let db = dir.path().join("w.db");
         {
             let (mut w, r) = open(&db).unwrap();
-            let batch = vec![
+            let mut batch = vec![
                 JournalEntry::Registered(Box::new(Registration {
                     info: info("m1"),
                     spec: MonitorSpec::command("true", "d"),
@@ -762,10 +765,10 @@ mod tests {
                     start_ticks: 7,
                 },
             ];
-            let evs = w.append(&batch).unwrap();
+            let evs = w.append(&mut batch).unwrap();
             assert_eq!(evs[0].event.seq, 1);
             assert_eq!(r.running_monitors().unwrap()[0].pid, Some(42));
-            let batch = vec![pending(
+            let mut batch = vec![pending(
                 "m1",
                 EventBody::MonitorStopped {
                     reason: MonitorStopReason::ExitCode { code: 0 },
@@ -773,7 +776,7 @@ mod tests {
                     survivors: vec![],
                 },
             )];
-            assert_eq!(w.append(&batch).unwrap()[0].event.seq, 2);
+            assert_eq!(w.append(&mut batch).unwrap()[0].event.seq, 2);
             assert!(r.running_monitors().unwrap().is_empty());
             let m = r.monitor("m1").unwrap().unwrap();
             assert_eq!(m.info.state, MonitorState::Ended);
@@ -781,8 +784,8 @@ mod tests {
         }
         let (mut w, r) = open(&db).unwrap();
         assert_eq!(r.latest_seq().unwrap(), 2);
-        let batch = vec![pending("m2", EventBody::MonitorStarted)];
-        assert_eq!(w.append(&batch).unwrap()[0].event.seq, 3);
+        let mut batch = vec![pending("m2", EventBody::MonitorStarted)];
+        assert_eq!(w.append(&mut batch).unwrap()[0].event.seq, 3);
         let all = r.events_after(Some("s"), None, 0, 100).unwrap();
         assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(r.events_after(None, Some("m2"), 0, 100).unwrap().len(), 1);
@@ -811,12 +814,17 @@ mod tests {
             lines: n * 10,
             suppressed_lines: n * 100,
         };
-        w.append(&[registered("m1"), registered("m2")]).unwrap();
+        w.append(&mut vec![registered("m1"), registered("m2")])
+            .unwrap();
         let before = r.monitor("m1").unwrap().unwrap().info;
         // Taken with the events (the redo log), folded before a read.
-        w.append(&[pending("m1", EventBody::MonitorStarted), counters("m1", 3)])
+        w.append(&mut vec![
+            pending("m1", EventBody::MonitorStarted),
+            counters("m1", 3),
+        ])
+        .unwrap();
+        w.append(&mut vec![counters("m1", 4), counters("m2", 1)])
             .unwrap();
-        w.append(&[counters("m1", 4), counters("m2", 1)]).unwrap();
         let after = r.monitor("m1").unwrap().unwrap().info;
         assert_eq!(
             (after.events, after.lines, after.suppressed_lines),
@@ -834,7 +842,8 @@ mod tests {
             .unwrap()
             .execute("UPDATE monitors SET info = 'not json' WHERE id = 'm2'", [])
             .unwrap();
-        w.append(&[counters("m2", 2), counters("m1", 5)]).unwrap();
+        w.append(&mut vec![counters("m2", 2), counters("m1", 5)])
+            .unwrap();
         assert_eq!(r.monitor("m1").unwrap().unwrap().info.events, 5);
         let raw: String = Connection::open(&db)
             .unwrap()
@@ -885,7 +894,7 @@ mod tests {
             lines: 70,
             suppressed_lines: 700,
         };
-        w.append(&[counters]).unwrap();
+        w.append(&mut vec![counters]).unwrap();
         let m = r.running_monitors().unwrap().remove(0).info;
         assert_eq!((m.events, m.lines, m.suppressed_lines), (7, 70, 700));
         let raw = |sql: &str| -> String {
@@ -908,7 +917,7 @@ mod tests {
                 survivors: vec![],
             },
         );
-        w.append(&[stopped]).unwrap();
+        w.append(&mut vec![stopped]).unwrap();
         let m = r.monitor("m1").unwrap().unwrap().info;
         assert_eq!(m.state, MonitorState::Ended);
         assert_eq!((m.events, m.lines, m.suppressed_lines), (7, 70, 700));
@@ -928,7 +937,7 @@ mod tests {
             lines: 80,
             suppressed_lines: 700,
         };
-        w.append(&[last]).unwrap();
+        w.append(&mut vec![last]).unwrap();
         let m = r.monitor("m1").unwrap().unwrap().info;
         assert_eq!((m.events, m.lines, m.suppressed_lines), (8, 80, 700));
         assert_eq!(m.state, MonitorState::Ended);
@@ -941,7 +950,7 @@ mod tests {
         let imported = |origin: &str, body: EventBody| imported_as(origin, "m1", body);
         let mut ended = info("m1");
         ended.state = MonitorState::Ended;
-        let batch = vec![
+        let mut batch = vec![
             pending("local", EventBody::MonitorStarted),
             JournalEntry::Registered(Box::new(Registration {
                 info: ended,
@@ -952,7 +961,7 @@ mod tests {
             imported("h/1", EventBody::MonitorStarted),
             imported("h/2", EventBody::MonitorRearmed),
         ];
-        let got = w.append(&batch).unwrap();
+        let got = w.append(&mut batch).unwrap();
         assert_eq!(
             got.iter().map(|r| r.event.seq).collect::<Vec<_>>(),
             [1, 2, 3]
@@ -966,12 +975,12 @@ mod tests {
             event.wakes = false;
             event.replayed = true;
         }
-        let again = vec![
+        let mut again = vec![
             imported("h/1", EventBody::MonitorStarted),
             imported("h/2", EventBody::MonitorRearmed),
             quiet,
         ];
-        let got = w.append(&again).unwrap();
+        let got = w.append(&mut again).unwrap();
         assert_eq!(got.iter().map(|r| r.event.seq).collect::<Vec<_>>(), [4]);
         let stored = r.events_after(None, None, 3, 10).unwrap();
         assert_eq!(stored.len(), 1);
@@ -1005,8 +1014,8 @@ mod tests {
         let (mut w, r) = open(&db).unwrap();
         assert_eq!(r.events_after(None, None, 0, 10).unwrap().len(), 1);
         let entry = || imported_as("h/9", "m2", EventBody::MonitorStarted);
-        assert_eq!(w.append(&[entry()]).unwrap()[0].event.seq, 2);
-        assert!(w.append(&[entry()]).unwrap().is_empty());
+        assert_eq!(w.append(&mut vec![entry()]).unwrap()[0].event.seq, 2);
+        assert!(w.append(&mut vec![entry()]).unwrap().is_empty());
         let schema: String = r
             .with(|c| {
                 c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
@@ -1047,8 +1056,8 @@ mod tests {
         assert!(sql.contains("WHERE origin IS NOT NULL"), "{sql}");
         // Still one event per origin.
         let entry = || imported_as("h/1", "m", EventBody::MonitorStarted);
-        assert_eq!(w.append(&[entry()]).unwrap().len(), 1);
-        assert!(w.append(&[entry(), entry()]).unwrap().is_empty());
+        assert_eq!(w.append(&mut vec![entry()]).unwrap().len(), 1);
+        assert!(w.append(&mut vec![entry(), entry()]).unwrap().is_empty());
     }
 
     #[test]
@@ -1060,12 +1069,12 @@ mod tests {
         if let JournalEntry::Imported { event, .. } = &mut imported {
             event.host = Some("h".into());
         }
-        let batch = vec![
+        let mut batch = vec![
             pending("m1", EventBody::MonitorStarted),
             imported,
             pending("m1", EventBody::MonitorRearmed),
         ];
-        w.append(&batch).unwrap();
+        w.append(&mut batch).unwrap();
         let local = r.local_events_after(0, 10).unwrap();
         assert_eq!(local.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 3]);
         assert_eq!(local[0].monitor_id, "m1");
@@ -1074,8 +1083,10 @@ mod tests {
         // The imported event keeps its host.
         let far = r.events_after(None, Some("far"), 0, 10).unwrap();
         assert_eq!(far[0].host.as_deref(), Some("h"));
-        w.append(&[JournalEntry::Shipped { seq: 3 }]).unwrap();
-        w.append(&[JournalEntry::Shipped { seq: 1 }]).unwrap();
+        w.append(&mut vec![JournalEntry::Shipped { seq: 3 }])
+            .unwrap();
+        w.append(&mut vec![JournalEntry::Shipped { seq: 1 }])
+            .unwrap();
         assert_eq!(r.shipped_mark().unwrap(), 3);
         assert_eq!(r.count_local_after(3).unwrap(), 0);
     }
@@ -1089,9 +1100,9 @@ mod tests {
             consumer: "c".into(),
             seq,
         };
-        w.append(&[ack(5)]).unwrap();
+        w.append(&mut vec![ack(5)]).unwrap();
         assert_eq!(r.cursor("s", "c").unwrap(), 5);
-        w.append(&[ack(3)]).unwrap();
+        w.append(&mut vec![ack(3)]).unwrap();
         assert_eq!(r.cursor("s", "c").unwrap(), 5);
         assert_eq!(r.cursor("s", "other").unwrap(), 0);
         assert_eq!(
@@ -1116,7 +1127,7 @@ mod tests {
     fn events_are_read_back_before_they_are_folded_into_the_tables() {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, r) = open(&dir.path().join("w.db")).unwrap();
-        let out = w.append(&[line(1), line(2)]).unwrap();
+        let out = w.append(&mut vec![line(1), line(2)]).unwrap();
         assert_eq!(
             out.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
             vec![1, 2]
@@ -1128,8 +1139,8 @@ mod tests {
         assert!(!w.needs_flush());
         // Another kind of entry folds what is pending before its own
         // transaction, in order.
-        w.append(&[line(3)]).unwrap();
-        w.append(&[JournalEntry::Ack {
+        w.append(&mut vec![line(3)]).unwrap();
+        w.append(&mut vec![JournalEntry::Ack {
             session: "s".into(),
             consumer: "c".into(),
             seq: 3,
@@ -1146,11 +1157,11 @@ mod tests {
         let db = dir.path().join("w.db");
         {
             let (mut w, r) = open(&db).unwrap();
-            w.append(&[line(1)]).unwrap();
+            w.append(&mut vec![line(1)]).unwrap();
             w.flush().unwrap();
             assert!(!w.needs_flush());
-            w.append(&[line(2), line(3)]).unwrap();
-            w.append(&[line(4)]).unwrap();
+            w.append(&mut vec![line(2), line(3)]).unwrap();
+            w.append(&mut vec![line(4)]).unwrap();
             assert!(w.needs_flush());
             // Killed: nothing runs after the appends (no flush, no drop).
             std::mem::forget(w);
@@ -1175,7 +1186,7 @@ mod tests {
         assert_eq!(texts[3], (4, "t".into()));
         // Seqs go on after the recovered ones; the redo log was emptied.
         assert_eq!(std::fs::metadata(redo_path(&db)).unwrap().len(), 0);
-        assert_eq!(w.append(&[line(5)]).unwrap()[0].event.seq, 5);
+        assert_eq!(w.append(&mut vec![line(5)]).unwrap()[0].event.seq, 5);
     }
 
     #[test]
@@ -1184,7 +1195,7 @@ mod tests {
         let db = dir.path().join("w.db");
         {
             let (mut w, _r) = open(&db).unwrap();
-            w.append(&[line(1), line(2)]).unwrap();
+            w.append(&mut vec![line(1), line(2)]).unwrap();
         }
         assert_eq!(std::fs::metadata(redo_path(&db)).unwrap().len(), 0);
         let (w, r) = open(&db).unwrap();

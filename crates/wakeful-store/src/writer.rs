@@ -60,8 +60,30 @@ struct Taken {
 
 /// Taken, in the redo log, not yet in the tables.
 enum Pending {
-    Event { event: Event, json: String },
+    Event { event: Arc<Event>, json: Arc<str> },
     Counters(Counters),
+}
+
+/// Bytes a batch's redo records get per entry before the first is encoded
+/// (a line's event encodes to ~200).
+const RECORD_ROOM: usize = 384;
+
+/// An entry of a batch being taken, until its redo record is written.
+enum Staged {
+    /// An event, numbered, and its JSON.
+    Event(Event, Arc<str>),
+    /// Counters, as they came.
+    Other(JournalEntry),
+}
+
+impl Staged {
+    /// The entry as it came (the batch could not be taken).
+    fn give_back(self) -> JournalEntry {
+        match self {
+            Staged::Event(event, _) => JournalEntry::Event(event.into_pending()),
+            Staged::Other(entry) => entry,
+        }
+    }
 }
 
 /// A monitor's counters, as [`JournalEntry::Counters`] carries them.
@@ -259,8 +281,9 @@ impl StoreWriter {
     }
 
     /// The first step for a batch of events and counters: seqs, one write
-    /// to the redo log.
-    fn take(&self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+    /// to the redo log. The batch's events are moved, not copied: into
+    /// what is returned and what waits for the fold, which share them.
+    fn take(&self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
         if self.shared.pending.load(Ordering::Acquire)
             && lock(&self.shared.taken).pending.len() >= MAX_PENDING
         {
@@ -268,39 +291,67 @@ impl StoreWriter {
         }
         let mut taken = lock(&self.shared.taken);
         // Everything is prepared before anything changes: an entry that
-        // cannot be encoded, or a failed write, leaves no trace (the hub
-        // offers the same batch again).
-        let mut records = String::new();
-        let mut out = Vec::new();
-        let mut pending = Vec::with_capacity(batch.len());
+        // cannot be encoded, or a failed write, leaves no trace (the batch
+        // is given back as it was, and the hub offers it again).
+        // Room for the usual event's record at once: grown piece by piece
+        // as serde writes, it would be copied five or six times.
+        let mut records = Vec::with_capacity(RECORD_ROOM * batch.len());
+        let mut staged = Vec::with_capacity(batch.len());
+        let mut failed = None;
         let mut seq = taken.next_seq;
-        for entry in batch {
+        for entry in batch.drain(..) {
             match entry {
-                JournalEntry::Event(p) => {
-                    let event = p.clone().with_seq(seq);
-                    let json = to_json(&event).map_err(|e| self.shared.sql(e))?;
-                    records.push_str(&json);
-                    records.push('\n');
-                    out.push(Recorded {
-                        event: event.clone(),
-                        json: Some(json.clone()),
-                    });
-                    pending.push(Pending::Event { event, json });
-                    seq += 1;
+                JournalEntry::Event(p) if failed.is_none() => {
+                    let event = p.with_seq(seq);
+                    // Encoded straight into the redo log's record; the
+                    // tables and every reader get that same text.
+                    let start = records.len();
+                    match serde_json::to_writer(&mut records, &event) {
+                        Ok(()) => {
+                            staged.push(Staged::Event(event, json_of(&records[start..])));
+                            records.push(b'\n');
+                            seq += 1;
+                        }
+                        Err(e) => {
+                            failed = Some(self.shared.sql(json_error(e)));
+                            staged.push(Staged::Other(JournalEntry::Event(event.into_pending())));
+                        }
+                    }
                 }
-                other => pending.extend(Counters::of(other).map(Pending::Counters)),
+                other => staged.push(Staged::Other(other)),
             }
         }
-        if !records.is_empty() {
-            if let Err(source) = taken.redo.append(records.as_bytes()) {
-                return Err(JournalError::Io {
+        if failed.is_none() && !records.is_empty() {
+            if let Err(source) = taken.redo.append(&records) {
+                failed = Some(JournalError::Io {
                     path: taken.redo.path().to_path_buf(),
                     source,
                 });
             }
         }
+        if let Some(e) = failed {
+            batch.extend(staged.into_iter().map(Staged::give_back));
+            return Err(e);
+        }
+        let mut out = Vec::with_capacity(staged.len());
+        for s in staged {
+            match s {
+                Staged::Event(event, json) => {
+                    let event = Arc::new(event);
+                    out.push(Recorded {
+                        event: event.clone(),
+                        json: Some(json.clone()),
+                    });
+                    taken.pending.push(Pending::Event { event, json });
+                }
+                Staged::Other(other) => {
+                    taken
+                        .pending
+                        .extend(Counters::of(&other).map(Pending::Counters));
+                }
+            }
+        }
         taken.next_seq = seq;
-        taken.pending.extend(pending);
         if !taken.pending.is_empty() {
             self.shared.pending.store(true, Ordering::Release);
         }
@@ -309,7 +360,7 @@ impl StoreWriter {
 
     /// Any other batch: what is pending first, then the batch, each in one
     /// transaction, before this returns.
-    fn write(&self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+    fn write(&self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
         let mut conn = lock(&self.shared.tables);
         let mut taken = lock(&self.shared.taken);
         let written = fold_into(&mut conn, &mut taken)
@@ -317,6 +368,9 @@ impl StoreWriter {
         self.shared
             .pending
             .store(!taken.pending.is_empty(), Ordering::Release);
+        if written.is_ok() {
+            batch.clear();
+        }
         written.map_err(|e| self.shared.sql(e))
     }
 }
@@ -338,7 +392,7 @@ fn is_fast(entry: &JournalEntry) -> bool {
 }
 
 impl Journal for StoreWriter {
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<Vec<Recorded>, JournalError> {
+    fn append(&mut self, batch: &mut Vec<JournalEntry>) -> Result<Vec<Recorded>, JournalError> {
         if batch.iter().all(is_fast) {
             self.take(batch)
         } else {
@@ -388,8 +442,8 @@ fn write_batch(
                     let json = to_json(&event)?;
                     insert_event(&tx, &event, &json)?;
                     out.push(Recorded {
-                        event,
-                        json: Some(json),
+                        event: Arc::new(event),
+                        json: Some(Arc::from(json)),
                     });
                     seq += 1;
                 }
@@ -416,8 +470,8 @@ fn write_batch(
                     }
                     monitor_follows_event(&tx, &event)?;
                     out.push(Recorded {
-                        event,
-                        json: Some(json),
+                        event: Arc::new(event),
+                        json: Some(Arc::from(json)),
                     });
                     seq += 1;
                 }
@@ -502,7 +556,20 @@ fn write_batch(
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, rusqlite::Error> {
-    serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    serde_json::to_string(v).map_err(json_error)
+}
+
+fn json_error(e: serde_json::Error) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(Box::new(e))
+}
+
+/// The text serde_json wrote (always UTF-8; should it ever not be, the
+/// bytes it could not read are replaced rather than the event lost).
+fn json_of(bytes: &[u8]) -> Arc<str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Arc::from(text),
+        Err(_) => Arc::from(String::from_utf8_lossy(bytes)),
+    }
 }
 
 fn update_info(
@@ -607,12 +674,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("w.db");
         let (mut w, r) = crate::open(&db).unwrap();
-        assert_eq!(w.append(&[line(1)]).unwrap()[0].event.seq, 1);
+        assert_eq!(w.append(&mut vec![line(1)]).unwrap()[0].event.seq, 1);
         lock(&w.shared.taken).redo.set_writable(false);
-        let failed = w.append(&[line(2), line(3)]);
+        let counters = JournalEntry::Counters {
+            monitor_id: "m".into(),
+            events: 3,
+            lines: 3,
+            suppressed_lines: 0,
+        };
+        let mut batch = vec![line(2), counters, line(3)];
+        let failed = w.append(&mut batch);
         assert!(matches!(failed, Err(JournalError::Io { .. })), "{failed:?}");
+        // Given back as it came, in order: the hub offers this same batch again.
+        let what: Vec<String> = batch
+            .iter()
+            .map(|e| match e {
+                JournalEntry::Event(p) => p.text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(what, ["line 2", "Counters(m)", "line 3"]);
         lock(&w.shared.taken).redo.set_writable(true);
-        let again = w.append(&[line(2), line(3)]).unwrap();
+        let again = w.append(&mut batch).unwrap();
+        assert!(batch.is_empty(), "taken: {batch:?}");
         assert_eq!(
             again.iter().map(|e| e.event.seq).collect::<Vec<_>>(),
             vec![2, 3]
@@ -626,7 +710,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("w.db");
         let (mut w, r) = crate::open(&db).unwrap();
-        w.append(&[line(1)]).unwrap();
+        w.append(&mut vec![line(1)]).unwrap();
         // Another connection holds the write lock: the fold's transaction
         // waits for it (busy timeout).
         let other = Connection::open(&db).unwrap();
@@ -644,7 +728,7 @@ mod tests {
             std::thread::yield_now();
         }
         // A take does not wait for that transaction.
-        assert_eq!(w.append(&[line(2)]).unwrap()[0].event.seq, 2);
+        assert_eq!(w.append(&mut vec![line(2)]).unwrap()[0].event.seq, 2);
         assert!(!fold.is_finished(), "the fold is still waiting");
         other.execute_batch("COMMIT").unwrap();
         fold.join().unwrap().unwrap();
