@@ -66,6 +66,19 @@ const FOLLOWER_QUEUE: usize = 4096;
 /// Events read from the ring or the store at a time while catching up.
 const PAGE: usize = 1000;
 
+/// Sets a watch's value, waking its receivers only when it changed and
+/// there are any (waking none still costs a watch eight locks; the hub sets
+/// two with every commit). A receiver that subscribes meanwhile misses
+/// nothing: it reads the value after subscribing, and the value is set under
+/// the lock that read takes.
+fn publish(tx: &watch::Sender<u64>, value: u64) {
+    tx.send_if_modified(|v| {
+        let changed = *v != value;
+        *v = value;
+        changed && tx.receiver_count() > 0
+    });
+}
+
 /// A committed event: its place in the log and its JSON, made once.
 #[derive(Debug)]
 pub struct Committed {
@@ -413,7 +426,7 @@ impl Hub {
                     st.committing = false;
                     let upto = st.tickets;
                     drop(st);
-                    self.inner.committed.send_replace(upto);
+                    publish(&self.inner.committed, upto);
                     return;
                 }
                 (std::mem::take(&mut st.queue), st.tickets)
@@ -447,7 +460,7 @@ impl Hub {
                 .map(|r| Arc::new(Committed::new(r)))
                 .collect();
             self.fan_out(&committed);
-            self.inner.committed.send_replace(upto);
+            publish(&self.inner.committed, upto);
         }
     }
 
@@ -504,7 +517,7 @@ impl Hub {
                 }
             }
         }
-        self.inner.latest.send_replace(last);
+        publish(&self.inner.latest, last);
         self.inner
             .woken
             .fetch_add(woken.len() as u64, Ordering::Relaxed);
