@@ -18,7 +18,7 @@ use wakeful_core::{
 use crate::feed::{stamp, Feed};
 use crate::hub::Hub;
 use crate::output::OutputFile;
-use crate::source::{resolve, sleep_until_opt, Control, Ended, Input, InputSource, Launch};
+use crate::source::{resolve, Alarm, Control, Ended, Input, InputSource, Launch};
 use crate::sources;
 
 /// Everything a monitor task needs.
@@ -210,6 +210,10 @@ async fn drive<S: InputSource>(
     let mut failure: Option<String> = None;
     // When the journal should finish what this monitor's events began.
     let mut fold_at: Option<tokio::time::Instant> = None;
+    // Timers kept across turns: one for the fold, one for the machine's
+    // deadlines (batch windows, the rate gate, timeouts).
+    let mut fold_alarm = Alarm::new();
+    let mut tick_alarm = Alarm::new();
     // A stop requested before the source even started.
     let early = stop_rx.borrow_and_update().clone();
     let mut control = early;
@@ -234,13 +238,15 @@ async fn drive<S: InputSource>(
         if ended.is_some() {
             break;
         }
-        let deadline = feed
-            .machine
-            .next_deadline()
-            .map(tokio::time::Instant::from_std);
+        tick_alarm.set(
+            feed.machine
+                .next_deadline()
+                .map(tokio::time::Instant::from_std),
+        );
+        fold_alarm.set(fold_at);
         let mut step = Step::default();
         tokio::select! {
-            _ = sleep_until_opt(fold_at), if fold_at.is_some() => {
+            _ = fold_alarm.ring(), if fold_alarm.is_set() => {
                 fold_at = None;
                 feed.hub.flush_in_background();
                 continue;
@@ -270,7 +276,7 @@ async fn drive<S: InputSource>(
                     }
                 }
             }
-            _ = sleep_until_opt(deadline), if deadline.is_some() => {
+            _ = tick_alarm.ring(), if tick_alarm.is_set() => {
                 step = feed.machine.on_tick(Instant::now());
             }
         }

@@ -108,11 +108,46 @@ pub(crate) trait InputSource {
     async fn close(&mut self) {}
 }
 
-/// Sleeps until `deadline`, or forever without one.
-pub(crate) async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
+/// A timer a loop keeps across its turns, set again only when its deadline
+/// changes. A new `sleep_until` each turn enters the runtime's timer wheel when first polled and leaves it when
+/// dropped — two turns of the time driver's lock for every line a monitor
+/// reads; a deadline that stays (or moves later) costs an alarm nothing.
+pub(crate) struct Alarm {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    at: Option<tokio::time::Instant>,
+}
+
+impl Alarm {
+    /// An alarm without a deadline.
+    pub(crate) fn new() -> Self {
+        Alarm {
+            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
+            at: None,
+        }
+    }
+
+    /// Rings at `at` (or never, with `None`) from now on.
+    pub(crate) fn set(&mut self, at: Option<tokio::time::Instant>) {
+        if at != self.at {
+            if let Some(d) = at {
+                self.sleep.as_mut().reset(d);
+            }
+            self.at = at;
+        }
+    }
+
+    /// Whether it has a deadline.
+    pub(crate) fn is_set(&self) -> bool {
+        self.at.is_some()
+    }
+
+    /// Ready once its deadline has passed (at once if it had already);
+    /// never without one.
+    pub(crate) async fn ring(&mut self) {
+        match self.at {
+            Some(_) => self.sleep.as_mut().await,
+            None => std::future::pending().await,
+        }
     }
 }
 
