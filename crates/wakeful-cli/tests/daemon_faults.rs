@@ -456,3 +456,43 @@ fn an_event_a_reader_saw_survives_kill_9_before_it_reached_the_tables() {
         "the log does not say the event came from the redo log:\n{log}"
     );
 }
+
+#[test]
+fn a_start_waits_for_an_exiting_daemon_to_let_go_of_its_lock() {
+    // A daemon killed (or finishing a stop) closes its socket before the
+    // last of its threads lets go of the daemon lock. A client that comes
+    // in that moment starts a daemon which must wait for the lock — not
+    // report "running" and send the client to a socket nobody serves.
+    let home = Home::new();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(home.path().join("daemon.lock"))
+        .unwrap();
+    let held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let mut list = home.cmd(&["--json", "list"]);
+    let mut list = list
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = home.path().join("daemon.log");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            std::fs::read_to_string(&log).is_ok_and(|l| l.contains("refuses connections: waiting"))
+        }),
+        "the new daemon does not say it waits"
+    );
+    assert!(list.try_wait().unwrap().is_none(), "the client gave up");
+    drop(held);
+    let out = list.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "after the lock was let go: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed, serde_json::json!([]));
+    let _ = home.run(&["daemon", "stop"]);
+}

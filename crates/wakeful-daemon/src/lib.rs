@@ -47,6 +47,11 @@ use wakeful_protocol::Paths;
 
 use config::Config;
 
+/// How long a starting daemon waits for a daemon that holds the lock but no
+/// longer accepts connections (one exiting) to let go of it; less than a
+/// client waits for the start, so that the client hears why.
+pub const HOLDER_EXIT_WAIT: Duration = Duration::from_secs(8);
+
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -54,6 +59,22 @@ pub enum DaemonError {
     /// its socket.
     #[error("a wakeful daemon is already running (socket {0})")]
     AlreadyRunning(String),
+    /// The daemon lock is held, but not by a daemon that accepts
+    /// connections: one still exiting (its socket closed first) that did
+    /// not let go within [`HOLDER_EXIT_WAIT`], or one that hangs.
+    #[error(
+        "the lock {} is held by a process that does not accept connections on {socket} \
+         (a daemon still shutting down, or one that hangs); wait for it to exit, or find it \
+         with `fuser {}`",
+        lock.display(),
+        lock.display()
+    )]
+    LockHeld {
+        /// The daemon lock.
+        lock: std::path::PathBuf,
+        /// The socket its holder recorded.
+        socket: String,
+    },
     /// The state directories.
     #[error(transparent)]
     Paths(#[from] wakeful_protocol::PathsError),
@@ -229,13 +250,46 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         FlockArg::LockExclusiveNonblock,
     ) {
         Ok(l) => l,
-        Err(_) => {
+        Err((file, _)) => {
             let socket = std::fs::read(paths.daemon_info())
                 .ok()
                 .and_then(|b| serde_json::from_slice::<wakeful_protocol::DaemonInfo>(&b).ok())
                 .map(|i| i.socket)
                 .unwrap_or_else(|| paths.socket());
-            return Err(DaemonError::AlreadyRunning(socket.display().to_string()));
+            if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                return Err(DaemonError::AlreadyRunning(socket.display().to_string()));
+            }
+            // Its holder no longer accepts connections: a daemon exiting
+            // (killed, its last threads still closing its files — the
+            // socket may go before the lock — or a stop finishing). Wait
+            // for it to let go rather than send clients to a closed socket.
+            tracing::info!(
+                "the daemon lock is held but {} refuses connections: waiting up to {} s for its holder to exit",
+                socket.display(),
+                HOLDER_EXIT_WAIT.as_secs()
+            );
+            let waited = tokio::time::timeout(
+                HOLDER_EXIT_WAIT,
+                tokio::task::spawn_blocking(move || {
+                    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e)
+                }),
+            )
+            .await;
+            match waited {
+                Ok(Ok(Ok(l))) => l,
+                Ok(Ok(Err(e))) => {
+                    return Err(DaemonError::Io {
+                        what: format!("cannot lock {}", paths.lock_file().display()),
+                        source: e.into(),
+                    })
+                }
+                Ok(Err(_)) | Err(_) => {
+                    return Err(DaemonError::LockHeld {
+                        lock: paths.lock_file(),
+                        socket: socket.display().to_string(),
+                    })
+                }
+            }
         }
     };
     let config = Config::load(&paths.config_file)?;
