@@ -72,7 +72,8 @@ const RECORD_ROOM: usize = 384;
 enum Staged {
     /// An event, numbered, and its JSON.
     Event(Event, Arc<str>),
-    /// Counters, as they came.
+    /// Anything else, as it came: counters, or an event after one that
+    /// could not be encoded.
     Other(JournalEntry),
 }
 
