@@ -109,9 +109,10 @@ pub(crate) trait InputSource {
 }
 
 /// A timer a loop keeps across its turns, set again only when its deadline
-/// changes. A new `sleep_until` each turn enters the runtime's timer wheel when first polled and leaves it when
-/// dropped — two turns of the time driver's lock for every line a monitor
-/// reads; a deadline that stays (or moves later) costs an alarm nothing.
+/// changes. A new `sleep_until` each turn enters the runtime's timer wheel
+/// when first polled and leaves it when dropped — two turns of the time
+/// driver's lock for every line a monitor reads; a deadline that stays (or
+/// moves later) costs an alarm nothing.
 pub(crate) struct Alarm {
     sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
     at: Option<tokio::time::Instant>,
@@ -165,5 +166,51 @@ pub(crate) fn resolve(spec: &MonitorSpec, launch: &Launch, path: &std::path::Pat
     match monitor_cwd(spec, launch) {
         Some(cwd) if path.is_relative() => cwd.join(path),
         _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Alarm;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    /// Whether the alarm rings without time passing.
+    async fn rings_now(alarm: &mut Alarm) -> bool {
+        tokio::select! {
+            biased;
+            _ = alarm.ring() => true,
+            _ = std::future::ready(()) => false,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_alarm_rings_at_its_deadline_follows_a_new_one_and_never_without() {
+        let mut alarm = Alarm::new();
+        assert!(!alarm.is_set());
+        assert!(!rings_now(&mut alarm).await, "no deadline: never");
+
+        let t0 = Instant::now();
+        alarm.set(Some(t0 + Duration::from_millis(100)));
+        assert!(alarm.is_set());
+        tokio::time::advance(Duration::from_millis(99)).await;
+        assert!(!rings_now(&mut alarm).await, "before its deadline");
+        // The same deadline again changes nothing.
+        alarm.set(Some(t0 + Duration::from_millis(100)));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(rings_now(&mut alarm).await, "at its deadline");
+        assert!(rings_now(&mut alarm).await, "and until it is set again");
+
+        // Later, then earlier: each takes the place of the last.
+        alarm.set(Some(t0 + Duration::from_millis(500)));
+        assert!(!rings_now(&mut alarm).await);
+        alarm.set(Some(t0 + Duration::from_millis(200)));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(rings_now(&mut alarm).await, "the earlier deadline");
+
+        alarm.set(None);
+        assert!(!alarm.is_set());
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(!rings_now(&mut alarm).await, "cleared: never");
     }
 }
