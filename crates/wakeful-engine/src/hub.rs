@@ -766,6 +766,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn publish_sets_the_value_and_wakes_only_a_receiver_that_waits() {
+        let (tx, rx) = watch::channel(0u64);
+        drop(rx);
+        // Nobody subscribed: the value is set all the same.
+        publish(&tx, 3);
+        assert_eq!(*tx.borrow(), 3);
+        let mut rx = tx.subscribe();
+        // The same value again is no change.
+        publish(&tx, 3);
+        assert!(!rx.has_changed().unwrap());
+        // A receiver that waits is woken by a new value.
+        let waiter = tokio::spawn(async move { *rx.wait_for(|v| *v >= 5).await.unwrap() });
+        tokio::task::yield_now().await;
+        publish(&tx, 4);
+        publish(&tx, 5);
+        let seen = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiting receiver was not woken")
+            .unwrap();
+        assert_eq!(seen, 5);
+    }
+
+    #[tokio::test]
     async fn a_follower_gets_what_was_there_then_what_comes_in_order() {
         let hub = hub();
         hub.append(vec![entry("a", 1), entry("b", 1), entry("a", 2)])
