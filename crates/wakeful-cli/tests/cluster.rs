@@ -337,14 +337,24 @@ fn a_line_on_b_wakes_wait_on_a_in_that_session_only() {
     }));
     let table = a.ok(&["list", "--all-hosts", "--all-sessions"]);
     assert!(table.starts_with("HOST") && table.contains(&id), "{table}");
-    let cluster = a.json(&["cluster", "status"]);
-    let hosts: Vec<&str> = cluster["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["host"].as_str().unwrap())
-        .collect();
-    assert_eq!(hosts, ["a", "b"], "{cluster}");
+    // b puts its monitors, then asks the stream for its import lag, then
+    // puts its heartbeat: a may see the first before the last.
+    let hosts_of = |cluster: &Value| -> Vec<String> {
+        cluster["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["host"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut cluster = a.json(&["cluster", "status"]);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            cluster = a.json(&["cluster", "status"]);
+            hosts_of(&cluster) == ["a", "b"]
+        }),
+        "{cluster}"
+    );
     assert_eq!(cluster["link"]["host"], "a");
     assert!(cluster["hosts"][1]["alive"].as_bool().unwrap());
     let text = a.ok(&["status"]);
