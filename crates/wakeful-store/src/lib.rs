@@ -679,7 +679,23 @@ fn row_tuple(r: &rusqlite::Row<'_>) -> Result<RowTuple, rusqlite::Error> {
 /// Events for the unit tests of this crate's modules.
 #[cfg(test)]
 pub(crate) mod test_events {
+    use wakeful_core::journal::JournalEntry;
     use wakeful_core::{EventBody, PendingEvent};
+
+    /// A monitor's counters: `lines` events, lines read, lines suppressed.
+    pub(crate) fn counters(
+        monitor: &str,
+        events: u64,
+        lines: u64,
+        suppressed: u64,
+    ) -> JournalEntry {
+        JournalEntry::Counters {
+            monitor_id: monitor.into(),
+            events,
+            lines,
+            suppressed_lines: suppressed,
+        }
+    }
 
     /// Output line `n` of monitor `m` in session `s`, as one event.
     pub(crate) fn line(n: u64) -> PendingEvent {
@@ -808,12 +824,7 @@ mod tests {
                 base_cwd: None,
             }))
         };
-        let counters = |id: &str, n: u64| JournalEntry::Counters {
-            monitor_id: id.into(),
-            events: n,
-            lines: n * 10,
-            suppressed_lines: n * 100,
-        };
+        let counters = |id: &str, n: u64| test_events::counters(id, n, n * 10, n * 100);
         w.append(&mut vec![registered("m1"), registered("m2")])
             .unwrap();
         let before = r.monitor("m1").unwrap().unwrap().info;
@@ -888,13 +899,8 @@ mod tests {
         assert_eq!((m.events, m.lines, m.suppressed_lines), (1, 2, 3));
         // A fold sets the columns; readers see them over `info`, which
         // stays as it was written.
-        let counters = JournalEntry::Counters {
-            monitor_id: "m1".into(),
-            events: 7,
-            lines: 70,
-            suppressed_lines: 700,
-        };
-        w.append(&mut vec![counters]).unwrap();
+        w.append(&mut vec![test_events::counters("m1", 7, 70, 700)])
+            .unwrap();
         let m = r.running_monitors().unwrap().remove(0).info;
         assert_eq!((m.events, m.lines, m.suppressed_lines), (7, 70, 700));
         let raw = |sql: &str| -> String {
@@ -931,13 +937,8 @@ mod tests {
         assert_eq!(raw("SELECT value FROM meta WHERE key = 'schema'"), "3");
         // A monitor sends its last counters after its final event (as the
         // engine does): they set the columns again, and readers see them.
-        let last = JournalEntry::Counters {
-            monitor_id: "m1".into(),
-            events: 8,
-            lines: 80,
-            suppressed_lines: 700,
-        };
-        w.append(&mut vec![last]).unwrap();
+        w.append(&mut vec![test_events::counters("m1", 8, 80, 700)])
+            .unwrap();
         let m = r.monitor("m1").unwrap().unwrap().info;
         assert_eq!((m.events, m.lines, m.suppressed_lines), (8, 80, 700));
         assert_eq!(m.state, MonitorState::Ended);

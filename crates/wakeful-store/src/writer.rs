@@ -677,12 +677,7 @@ mod tests {
         let (mut w, r) = crate::open(&db).unwrap();
         assert_eq!(w.append(&mut vec![line(1)]).unwrap()[0].event.seq, 1);
         lock(&w.shared.taken).redo.set_writable(false);
-        let counters = JournalEntry::Counters {
-            monitor_id: "m".into(),
-            events: 3,
-            lines: 3,
-            suppressed_lines: 0,
-        };
+        let counters = crate::test_events::counters("m", 3, 3, 0);
         let mut batch = vec![line(2), counters, line(3)];
         let failed = w.append(&mut batch);
         assert!(matches!(failed, Err(JournalError::Io { .. })), "{failed:?}");
