@@ -27,6 +27,7 @@ use wakeful_core::Stream;
 
 use super::cgroup::{self, CgroupRoot};
 use super::{GroupGuard, Managed, Target};
+use crate::source::Alarm;
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -139,7 +140,8 @@ pub(crate) struct ProcessDriver {
     grow: Option<(Stream, usize)>,
     exit: Option<ExitStatus>,
     drain: Duration,
-    drain_until: Option<tokio::time::Instant>,
+    /// Set once the command exited: when its pipes stop being read.
+    drain_until: Alarm,
     grace: Duration,
     stopping: Option<tokio::task::JoinHandle<Vec<i32>>>,
 }
@@ -214,7 +216,7 @@ impl ProcessDriver {
             grow: None,
             exit: None,
             drain: req.drain,
-            drain_until: None,
+            drain_until: Alarm::new(),
             grace: req.grace,
             stopping: None,
         })
@@ -251,7 +253,6 @@ impl ProcessDriver {
             if self.exit.is_some() && self.out.reader.is_none() && self.err.reader.is_none() {
                 return None;
             }
-            let draining = self.drain_until;
             tokio::select! {
                 r = self.out.read(), if self.out.reader.is_some() => {
                     return Some(match r {
@@ -273,10 +274,11 @@ impl ProcessDriver {
                 }
                 status = self.child.wait(), if self.exit.is_none() => {
                     self.exit = Some(status.unwrap_or_else(|_| ExitStatus::from_raw(0)));
-                    self.drain_until = Some(tokio::time::Instant::now() + self.drain);
+                    self.drain_until
+                        .set(Some(tokio::time::Instant::now() + self.drain));
                     return Some(ProcEvent::Exited);
                 }
-                _ = sleep_until(draining), if draining.is_some() => {
+                _ = self.drain_until.ring(), if self.drain_until.is_set() => {
                     // A grandchild still holds a pipe: the command is over.
                     if self.out.reader.take().is_some() {
                         return Some(ProcEvent::Eof(Stream::Stdout));
@@ -340,13 +342,6 @@ impl ProcessDriver {
             );
         }
         ProcEnd { end, survivors }
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
 
