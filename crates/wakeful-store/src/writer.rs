@@ -1,11 +1,14 @@
 //! The single writer: two steps for events, one transaction for the rest.
 //!
 //! A batch of events (with monitor counters) is *taken*: each event gets
-//! its seq and the events are appended to the redo log ([`crate::redo`]) in
-//! one write. Then the events are durable, and [`Journal::append`] returns
-//! them to be handed out. Counters wait in memory only: a crash before the
-//! fold leaves a monitor's row with the counters it had (they are written
-//! at most once a second anyway; the events themselves are all kept). They are *folded* into the tables, in one transaction
+//! its seq, is moved out of the batch and encoded to JSON straight into its
+//! redo record, and the records are appended to the redo log
+//! ([`crate::redo`]) in one write. Then the events are durable, and
+//! [`Journal::append`] returns them to be handed out — the same `Arc`s of
+//! event and JSON that wait for the fold, nothing copied. Counters wait in
+//! memory only: a crash before the fold leaves a monitor's row with the
+//! counters it had (they are written at most once a second anyway; the
+//! events themselves are all kept). They are *folded* into the tables, in one transaction
 //! for all that wait, by [`Journal::flush`] — which the engine calls a
 //! moment later, once the readers a line woke have had the processor (a
 //! reader woken by the daemon often runs on the daemon's processor, and
