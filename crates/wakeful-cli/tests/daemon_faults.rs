@@ -496,3 +496,37 @@ fn a_start_waits_for_an_exiting_daemon_to_let_go_of_its_lock() {
     assert_eq!(listed, serde_json::json!([]));
     let _ = home.run(&["daemon", "stop"]);
 }
+
+#[test]
+fn a_lock_never_let_go_is_named_in_the_error_and_no_daemon_stays() {
+    // The holder does not serve the socket and does not exit: after
+    // HOLDER_EXIT_WAIT the start gives up and says which lock, and where
+    // to look; the client fails, and no second daemon is left running.
+    let home = Home::new();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(home.path().join("daemon.lock"))
+        .unwrap();
+    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let t0 = std::time::Instant::now();
+    let (code, _out, err) = home.run(&["--json", "list"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        t0.elapsed() >= wakeful_daemon::HOLDER_EXIT_WAIT,
+        "gave up after {:?}",
+        t0.elapsed()
+    );
+    let lock_path = home.path().join("daemon.lock");
+    assert!(
+        err.contains(&lock_path.display().to_string()) && err.contains("fuser"),
+        "{err}"
+    );
+    assert!(
+        !home.path().join("daemon.json").exists(),
+        "a daemon recorded itself"
+    );
+    let log = std::fs::read_to_string(home.path().join("daemon.log")).unwrap();
+    assert!(log.contains("cannot start"), "{log}");
+}
