@@ -1051,6 +1051,37 @@ RATIOS = (
 )
 
 
+# The event hub's targets (docs/BENCHMARKS.md): a bound on the ratio, median
+# and p99, and the comparisons that check it. Like for like: both sides' writers
+# as hot (a monitor's turn against the one pipeline) or as cold (27 monitors
+# round-robin against 27 `cat`-fed files, in one `tail` or 27 pipelines). The
+# last row of each target sets 27 cold writers against one hot one: shown, not
+# counted.
+TARGETS = (
+    ("line → `events --follow`", 1.0, (("a0t", "a_tailcat"), ("a0", "a_tailcatf"), ("a0", "a_tailcatx")), ("a0", "a_tailcat")),
+    ("line → MCP channel", 1.2, (("a0mt", "a_tailcat"), ("a0m", "a_tailcatf"), ("a0m", "a_tailcatx")), ("a0m", "a_tailcat")),
+    ("file source, append → reader", 1.0, (("a_filet", "a_tail"), ("a_file", "a_tailf"), ("a_file", "a_tailx")), ("a_file", "a_tail")),
+)
+
+
+def print_targets(samples: dict[str, list[float]]) -> None:
+    """Each target's like-for-like comparisons, median / p99 ratio and
+    whether both are within the bound, from samples pooled by path."""
+    print("| target | comparison | median / p99 | within |")
+    print("|---|---|---:|---|")
+    for target, bound, like, unlike in TARGETS:
+        for key, base in (*like, unlike):
+            a, b = samples.get(key), samples.get(base)
+            if not a or not b:
+                continue
+            med = statistics.median(a) / statistics.median(b)
+            p99 = pct(a, 99) / pct(b, 99)
+            within = "yes" if med <= bound and p99 <= bound else "no"
+            if (key, base) == unlike:
+                within += " (not like for like: one hot writer)"
+            print(f"| {target} ≤ {bound:.1f}× | {PATH_NAMES[key]} ÷ {BASELINE_NAMES[base]} | {med:.2f} / {p99:.2f} | {within} |")
+
+
 def ratios(res: dict) -> dict:
     """Each ratio row's (median, p99) ratio to its baseline, from `res`."""
     out = {}
@@ -1113,6 +1144,8 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
                 lo_m, hi_m = min(m for m, _ in got), max(m for m, _ in got)
                 lo_p, hi_p = min(q for _, q in got), max(q for _, q in got)
                 print(f"| {name} ÷ {base_name} | {cells} | {lo_m:.2f}–{hi_m:.2f} / {lo_p:.2f}–{hi_p:.2f} |")
+        print("\nAgainst the targets (every run's samples):\n")
+        print_targets({k: v["samples"] for k, v in res.items() if isinstance(v, dict) and "samples" in v})
         cpu = res.get("a_cpu") or {}
         if cpu.get("rounds"):
             rounds = cpu["rounds"]

@@ -9,7 +9,8 @@ Each argument is one build's files, comma-separated, optionally named
 `daemon_bench.py … --latency-only --runs K --samples-out FILE`, for builds
 compared by alternating invocations. For each build: the ratio rows of
 `daemon_bench.py` over all its runs' samples pooled (median / p99), each
-run's own range beside them, and the percentiles of the main paths. Python
+run's own range beside them, each target's like-for-like comparisons
+(`daemon_bench.TARGETS`), and the percentiles of the main paths. Python
 3.11 standard library only.
 """
 
@@ -53,6 +54,8 @@ def report(name: str, runs: list[dict]) -> None:
             f"| {ratio(pooled[path], pooled[base], 50):.2f} / {ratio(pooled[path], pooled[base], 99):.2f} "
             f"| {min(meds):.2f}–{max(meds):.2f} | {min(p99s):.2f}–{max(p99s):.2f} |"
         )
+    print()
+    db.print_targets(pooled)
     print("\n| path | " + " | ".join(f"p{p}" for p in PERCENTILES) + " |")
     print("|---|" + "---:|" * len(PERCENTILES))
     for path in SHOWN:
