@@ -59,6 +59,11 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     writers take the samples round-robin and are as cold between their
     lines as the monitors' `cat`, while the one reader stays as hot as the
     daemon — what one runs to watch that many jobs' logs without wakeful.
+(a) also: monitors whose command only sleeps, the script writing each line
+    into that command's stdout itself (`/proc/PID/fd/1`), round-robin: a
+    line the command prints, with no `cat` relaying it — the same writer
+    as the appended-file baselines (one `tail -F | grep`, one over as many
+    files, as many pipelines), which it is compared with.
 --samples-out FILE writes (a)'s raw samples (ns) by path and run, as JSON.
 --runs K repeats (a) K times, each with a new daemon and new baselines: the
     rows pool all samples (a p99 of more samples), and each run's own ratios
@@ -319,28 +324,46 @@ def wakeful_latency(
     tag: str,
     via: str = "cli",
     in_turn: bool = False,
+    direct: bool = False,
 ) -> dict:
     """`cat FIFO` monitors read by `events --follow` (`via` "cli"), by this
     script from the socket ("socket") or through `wakeful mcp` ("mcp"). The
     samples go round-robin over the monitors, or (`in_turn`) to one monitor
     after another, each taking its share in a row: a monitor is then as hot
-    as the single pipeline while its turn lasts."""
+    as the single pipeline while its turn lasts. With `direct`, no `cat`:
+    each monitor's command writes its pid to a file and sleeps, and this
+    script writes its lines into that command's stdout itself (opened
+    through `/proc/PID/fd/1`) — a line printed by the command, with no
+    process relaying it: the writer is this script on both sides, as in
+    the appended-file baselines."""
     fifos = []
+    commands = []
     for k in range(n_monitors):
         path = home.dir / f"{tag}-fifo-{k}"
+        if direct:
+            commands.append(f"echo $$ > {shlex.quote(str(path))}; exec sleep 100000")
+            continue
         os.mkfifo(path)
         # O_RDWR never blocks on a FIFO and keeps a writer for the whole run.
         fifos.append(os.open(path, os.O_RDWR))
+        commands.append(f"cat {shlex.quote(str(path))}")
     flags = ["-d", f"{tag}-{{k}}"]
     if batch_ms is not None:
         flags += ["--batch-ms", str(batch_ms)]
     after = home.status()["last_seq"]
     for k in range(n_monitors):
-        home.start(
-            session,
-            f"cat {shlex.quote(str(home.dir / f'{tag}-fifo-{k}'))}",
-            *[f.replace("{k}", str(k)) for f in flags],
-        )
+        home.start(session, commands[k], *[f.replace("{k}", str(k)) for f in flags])
+    if direct:
+        # `start` returns once the command runs, but its shell may not have
+        # written the pid yet: one deadline for all.
+        deadline = time.monotonic() + 10.0
+        for k in range(n_monitors):
+            pid_file = home.dir / f"{tag}-fifo-{k}"
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                if time.monotonic() > deadline:
+                    raise BenchTimeout(f"monitor {tag}-{k} never wrote its pid")
+                time.sleep(0.01)
+            fifos.append(os.open(f"/proc/{pid_file.read_text().strip()}/fd/1", os.O_WRONLY))
     wakeful = CPU_PIDS.setdefault("wakeful", [])
     if home.daemon_pid not in wakeful:
         wakeful.append(home.daemon_pid)
@@ -912,6 +935,7 @@ def main() -> int:
                     "a_tailcatf": tailgrep_latency(ha, args.samples, 0.010, via_cat=True, n_files=LAT_MONITORS),
                     "a_tailf": tailgrep_latency(ha, args.samples, 0.010, n_files=LAT_MONITORS),
                     "a0t": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latt", "bt", in_turn=True),
+                    "a0d": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latd", "bdir", direct=True),
                     "a0mt": wakeful_latency(
                         ha, LAT_MONITORS, args.samples, 0, 0.010, "latmt", "bmt", via="mcp", in_turn=True
                     ),
@@ -1020,6 +1044,7 @@ PATH_NAMES = {
     "a0m": "MCP channel",
     "a_file": "file source → `events --follow`",
     "a0t": "`events --follow`, monitors in turn",
+    "a0d": "`events --follow`, the command's stdout written directly",
     "a0mt": "MCP channel, monitors in turn",
     "a_filet": "file source in turn → `events --follow`",
 }
@@ -1046,6 +1071,9 @@ RATIOS = (
     ("a0m", "a_tailcatf"),
     ("a_file", "a_tailf"),
     ("a0t", "a_tailcat"),
+    ("a0d", "a_tail"),
+    ("a0d", "a_tailf"),
+    ("a0d", "a_tailx"),
     ("a0mt", "a_tailcat"),
     ("a_filet", "a_tail"),
 )
@@ -1054,11 +1082,12 @@ RATIOS = (
 # The event hub's targets (docs/BENCHMARKS.md): a bound on the ratio, median
 # and p99, and the comparisons that check it. Like for like: both sides' writers
 # as hot (a monitor's turn against the one pipeline) or as cold (27 monitors
-# round-robin against 27 `cat`-fed files, in one `tail` or 27 pipelines). The
-# last row of each target sets 27 cold writers against one hot one: shown, not
-# counted.
+# round-robin against 27 `cat`-fed files, in one `tail` or 27 pipelines), or
+# the same writer (this script, writing into a command's stdout or appending
+# to a file). The last row of each target sets 27 cold writers against one hot
+# one: shown, not counted.
 TARGETS = (
-    ("line → `events --follow`", 1.0, (("a0t", "a_tailcat"), ("a0", "a_tailcatf"), ("a0", "a_tailcatx")), ("a0", "a_tailcat")),
+    ("line → `events --follow`", 1.0, (("a0t", "a_tailcat"), ("a0", "a_tailcatf"), ("a0", "a_tailcatx"), ("a0d", "a_tail"), ("a0d", "a_tailf")), ("a0", "a_tailcat")),
     ("line → MCP channel", 1.2, (("a0mt", "a_tailcat"), ("a0m", "a_tailcatf"), ("a0m", "a_tailcatx")), ("a0m", "a_tailcat")),
     ("file source, append → reader", 1.0, (("a_filet", "a_tail"), ("a_file", "a_tailf"), ("a_file", "a_tailx")), ("a_file", "a_tail")),
 )
@@ -1114,6 +1143,7 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             (f"baseline: {LAT_MONITORS} `cat FIFO >> file` round-robin → one `tail -n0 -F` over the {LAT_MONITORS} files `| grep`", res.get("a_tailcatf")),
             (f"baseline: append to {LAT_MONITORS} files round-robin → one `tail -n0 -F` over them `| grep`", res.get("a_tailf")),
             (f"wakeful: `cat FIFO` monitors in turn ({LAT_MONITORS}, each its share of the samples in a row) → `events --follow`", res.get("a0t")),
+            (f"wakeful: {LAT_MONITORS} monitors round-robin, the line written straight into the command's stdout (`/proc/PID/fd/1`, no `cat`) → `events --follow`", res.get("a0d")),
             ("wakeful: the same, in turn → `wakeful mcp` → `notifications/claude/channel`", res.get("a0mt")),
             (f"wakeful: followed files in turn ({LAT_MONITORS} monitors) → `events --follow`", res.get("a_filet")),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
@@ -1150,8 +1180,9 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
         if cpu.get("rounds"):
             rounds = cpu["rounds"]
             print(f"CPU time per line over the {rounds} rounds after each run's first (/proc/PID/task/*/schedstat), µs: "
-                  f"wakeful (daemon, the four `events --follow` processes and both `wakeful mcp`; 7 lines a round: "
-                  f"`cat` ×5 paths + followed files ×2) {cpu.get('wakeful', 0) / 1000 / (7 * rounds):.1f} · "
+                  f"wakeful (daemon, the five `events --follow` processes and both `wakeful mcp`; 8 lines a round: "
+                  f"`cat` ×5 paths + a command's stdout written directly + followed files ×2) "
+                  f"{cpu.get('wakeful', 0) / 1000 / (8 * rounds):.1f} · "
                   f"`tail -F | grep` behind `cat` {cpu.get('tail-cat', 0) / 1000 / rounds:.1f} · "
                   f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f} · "
                   f"the same, {LAT_MONITORS} pipelines round-robin: {cpu.get(f'tail-cat-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "
