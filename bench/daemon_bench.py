@@ -60,10 +60,11 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     lines as the monitors' `cat`, while the one reader stays as hot as the
     daemon — what one runs to watch that many jobs' logs without wakeful.
 (a) also: monitors whose command only sleeps, the script writing each line
-    into that command's stdout itself (`/proc/PID/fd/1`), round-robin: a
-    line the command prints, with no `cat` relaying it — the same writer
-    as the appended-file baselines (one `tail -F | grep`, one over as many
-    files, as many pipelines), which it is compared with.
+    into that command's stdout itself (`/proc/PID/fd/1`), round-robin, read
+    by `events --follow` and through `wakeful mcp`: a line the command
+    prints, with no `cat` relaying it — the same writer as the
+    appended-file baselines (one `tail -F | grep`, one over as many files,
+    as many pipelines), which it is compared with.
 --samples-out FILE writes (a)'s raw samples (ns) by path and run, as JSON.
 --runs K repeats (a) K times, each with a new daemon and new baselines: the
     rows pool all samples (a p99 of more samples), and each run's own ratios
@@ -936,6 +937,9 @@ def main() -> int:
                     "a_tailf": tailgrep_latency(ha, args.samples, 0.010, n_files=LAT_MONITORS),
                     "a0t": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latt", "bt", in_turn=True),
                     "a0d": wakeful_latency(ha, LAT_MONITORS, args.samples, 0, 0.010, "latd", "bdir", direct=True),
+                    "a0md": wakeful_latency(
+                        ha, LAT_MONITORS, args.samples, 0, 0.010, "latmd", "bmdir", via="mcp", direct=True
+                    ),
                     "a0mt": wakeful_latency(
                         ha, LAT_MONITORS, args.samples, 0, 0.010, "latmt", "bmt", via="mcp", in_turn=True
                     ),
@@ -1045,6 +1049,7 @@ PATH_NAMES = {
     "a_file": "file source → `events --follow`",
     "a0t": "`events --follow`, monitors in turn",
     "a0d": "`events --follow`, the command's stdout written directly",
+    "a0md": "MCP channel, the command's stdout written directly",
     "a0mt": "MCP channel, monitors in turn",
     "a_filet": "file source in turn → `events --follow`",
 }
@@ -1074,6 +1079,8 @@ RATIOS = (
     ("a0d", "a_tail"),
     ("a0d", "a_tailf"),
     ("a0d", "a_tailx"),
+    ("a0md", "a_tail"),
+    ("a0md", "a_tailf"),
     ("a0mt", "a_tailcat"),
     ("a_filet", "a_tail"),
 )
@@ -1088,7 +1095,7 @@ RATIOS = (
 # one: shown, not counted.
 TARGETS = (
     ("line → `events --follow`", 1.0, (("a0t", "a_tailcat"), ("a0", "a_tailcatf"), ("a0", "a_tailcatx"), ("a0d", "a_tail"), ("a0d", "a_tailf")), ("a0", "a_tailcat")),
-    ("line → MCP channel", 1.2, (("a0mt", "a_tailcat"), ("a0m", "a_tailcatf"), ("a0m", "a_tailcatx")), ("a0m", "a_tailcat")),
+    ("line → MCP channel", 1.2, (("a0mt", "a_tailcat"), ("a0m", "a_tailcatf"), ("a0m", "a_tailcatx"), ("a0md", "a_tail"), ("a0md", "a_tailf")), ("a0m", "a_tailcat")),
     ("file source, append → reader", 1.0, (("a_filet", "a_tail"), ("a_file", "a_tailf"), ("a_file", "a_tailx")), ("a_file", "a_tail")),
 )
 
@@ -1144,6 +1151,7 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
             (f"baseline: append to {LAT_MONITORS} files round-robin → one `tail -n0 -F` over them `| grep`", res.get("a_tailf")),
             (f"wakeful: `cat FIFO` monitors in turn ({LAT_MONITORS}, each its share of the samples in a row) → `events --follow`", res.get("a0t")),
             (f"wakeful: {LAT_MONITORS} monitors round-robin, the line written straight into the command's stdout (`/proc/PID/fd/1`, no `cat`) → `events --follow`", res.get("a0d")),
+            ("wakeful: the same, written straight into the command's stdout → `wakeful mcp` → `notifications/claude/channel`", res.get("a0md")),
             ("wakeful: the same, in turn → `wakeful mcp` → `notifications/claude/channel`", res.get("a0mt")),
             (f"wakeful: followed files in turn ({LAT_MONITORS} monitors) → `events --follow`", res.get("a_filet")),
             ("wakeful: default batch_ms 200, one monitor, 250 ms gap (leading edge)", ad),
@@ -1180,9 +1188,9 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
         if cpu.get("rounds"):
             rounds = cpu["rounds"]
             print(f"CPU time per line over the {rounds} rounds after each run's first (/proc/PID/task/*/schedstat), µs: "
-                  f"wakeful (daemon, the five `events --follow` processes and both `wakeful mcp`; 8 lines a round: "
-                  f"`cat` ×5 paths + a command's stdout written directly + followed files ×2) "
-                  f"{cpu.get('wakeful', 0) / 1000 / (8 * rounds):.1f} · "
+                  f"wakeful (daemon, the five `events --follow` processes and the three `wakeful mcp`; 9 lines a round: "
+                  f"`cat` ×5 paths + commands' stdout written directly ×2 + followed files ×2) "
+                  f"{cpu.get('wakeful', 0) / 1000 / (9 * rounds):.1f} · "
                   f"`tail -F | grep` behind `cat` {cpu.get('tail-cat', 0) / 1000 / rounds:.1f} · "
                   f"`tail -F | grep` on an appended file {cpu.get('tail', 0) / 1000 / rounds:.1f} · "
                   f"the same, {LAT_MONITORS} pipelines round-robin: {cpu.get(f'tail-cat-x{LAT_MONITORS}', 0) / 1000 / rounds:.1f} · "

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import daemon_bench as db  # noqa: E402
 
 PERCENTILES = (10, 50, 90, 99)
-SHOWN = ("a0", "a0t", "a0d", "a0m", "a_file", "a_tailcat", "a_tailcatf", "a_tail")
+SHOWN = ("a0", "a0t", "a0d", "a0m", "a0md", "a_file", "a_tailcat", "a_tailcatf", "a_tail")
 
 
 def load(files: str) -> list[dict]:
