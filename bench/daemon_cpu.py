@@ -3,11 +3,13 @@
 
 Usage:
     cargo build --release -p wakeful-cli
-    python3 bench/daemon_cpu.py [target/release/wakeful] [--gap-ms 10 …] [--perf-record FILE]
+    python3 bench/daemon_cpu.py [target/release/wakeful] [--gap-ms 10 …] [--in-turn] [--perf-record FILE]
 
 20 monitors (`cat FIFO`, `--batch-ms 0`, one session each, so that no session
 limit or rate limit applies) get 15 lines each, one write(2) a line, 10 ms
-apart (`--gap-ms`, repeatable: one pass of 300 lines per gap). Per pass, from
+apart (`--gap-ms`, repeatable: one pass of 300 lines per gap), round-robin
+over the monitors or, with `--in-turn`, 15 lines to one monitor after
+another (a monitor's task, pipe and output file then stay warm). Per pass, from
 /proc: each daemon thread's processor time and context switches (voluntary,
 and involuntary: preempted) a line, and the daemon's minor page faults a
 line; and, when `perf` is installed, `perf stat`'s task-clock and context
@@ -64,6 +66,7 @@ def main() -> int:
     ap.add_argument("wakeful", nargs="?", default=str(REPO / "target/release/wakeful"))
     ap.add_argument("--perf-record", metavar="FILE", help="record a call graph into FILE instead of counting")
     ap.add_argument("--gap-ms", type=float, action="append", help="ms between lines (repeatable; default 10)")
+    ap.add_argument("--in-turn", action="store_true", help="15 lines to one monitor after another, not round-robin")
     args = ap.parse_args()
     gaps = args.gap_ms or [10.0]
     have_perf = shutil.which("perf") is not None
@@ -95,12 +98,12 @@ def main() -> int:
             time.sleep(0.5)  # perf attaches
             before = threads(pid), minor_faults(pid)
             lines = 0
-            for _ in range(15):
-                for fd in fds:
-                    os.write(fd, b"probe-%d\n" % n)
-                    n += 1
-                    lines += 1
-                    time.sleep(gap / 1000)
+            order = [fd for fd in fds for _ in range(15)] if args.in_turn else [fd for _ in range(15) for fd in fds]
+            for fd in order:
+                os.write(fd, b"probe-%d\n" % n)
+                n += 1
+                lines += 1
+                time.sleep(gap / 1000)
             time.sleep(0.3)  # the last line is committed
             after = threads(pid), minor_faults(pid)
             err = ""
