@@ -340,10 +340,11 @@ def wakeful_latency(
     fifos = []
     commands = []
     for k in range(n_monitors):
-        path = home.dir / f"{tag}-fifo-{k}"
         if direct:
-            commands.append(f"echo $$ > {shlex.quote(str(path))}; exec sleep 100000")
+            pid_file = home.dir / f"{tag}-pid-{k}"
+            commands.append(f"echo $$ > {shlex.quote(str(pid_file))}; exec sleep 100000")
             continue
+        path = home.dir / f"{tag}-fifo-{k}"
         os.mkfifo(path)
         # O_RDWR never blocks on a FIFO and keeps a writer for the whole run.
         fifos.append(os.open(path, os.O_RDWR))
@@ -359,7 +360,7 @@ def wakeful_latency(
         # written the pid yet: one deadline for all.
         deadline = time.monotonic() + 10.0
         for k in range(n_monitors):
-            pid_file = home.dir / f"{tag}-fifo-{k}"
+            pid_file = home.dir / f"{tag}-pid-{k}"
             while not pid_file.exists() or not pid_file.read_text().strip():
                 if time.monotonic() > deadline:
                     raise BenchTimeout(f"monitor {tag}-{k} never wrote its pid")
