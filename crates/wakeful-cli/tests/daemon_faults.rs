@@ -457,6 +457,18 @@ fn an_event_a_reader_saw_survives_kill_9_before_it_reached_the_tables() {
     );
 }
 
+/// Takes `daemon.lock` the way a daemon does, as a daemon that is still
+/// exiting (or hung) would hold it; let go when dropped.
+fn hold_daemon_lock(home: &Home) -> nix::fcntl::Flock<std::fs::File> {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(home.path().join("daemon.lock"))
+        .unwrap();
+    nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap()
+}
+
 #[test]
 fn a_start_waits_for_an_exiting_daemon_to_let_go_of_its_lock() {
     // A daemon killed (or finishing a stop) closes its socket before the
@@ -464,13 +476,7 @@ fn a_start_waits_for_an_exiting_daemon_to_let_go_of_its_lock() {
     // in that moment starts a daemon which must wait for the lock — not
     // report "running" and send the client to a socket nobody serves.
     let home = Home::new();
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(home.path().join("daemon.lock"))
-        .unwrap();
-    let held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let held = hold_daemon_lock(&home);
     let mut list = home.cmd(&["--json", "list"]);
     let mut list = list
         .stdout(Stdio::piped())
@@ -503,13 +509,7 @@ fn a_lock_never_let_go_is_named_in_the_error_and_no_daemon_stays() {
     // HOLDER_EXIT_WAIT the start gives up and says which lock, and where
     // to look; the client fails, and no second daemon is left running.
     let home = Home::new();
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(home.path().join("daemon.lock"))
-        .unwrap();
-    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let _held = hold_daemon_lock(&home);
     let t0 = std::time::Instant::now();
     let (code, _out, err) = home.run(&["--json", "list"]);
     assert_ne!(code, 0, "{err}");
