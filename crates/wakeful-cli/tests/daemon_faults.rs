@@ -529,4 +529,34 @@ fn a_lock_never_let_go_is_named_in_the_error_and_no_daemon_stays() {
     );
     let log = std::fs::read_to_string(home.path().join("daemon.log")).unwrap();
     assert!(log.contains("cannot start"), "{log}");
+    // The daemon that gave up has exited, though the lock is still held
+    // (its wait for the lock does not keep it alive).
+    assert!(
+        eventually(Duration::from_secs(5), || daemons_of(&home).is_empty()),
+        "daemon processes left: {:?}",
+        daemons_of(&home)
+    );
+}
+
+/// Pids of `wakeful daemon` processes started for this home (by the
+/// `WAKEFUL_HOME` in their environment).
+fn daemons_of(home: &Home) -> Vec<i32> {
+    let marker = format!("WAKEFUL_HOME={}", home.path().display());
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let (Ok(env), Ok(cmd)) = (
+            std::fs::read(entry.path().join("environ")),
+            std::fs::read(entry.path().join("cmdline")),
+        ) else {
+            continue; // gone meanwhile, or not ours to read
+        };
+        let has = |bytes: &[u8], what: &[u8]| bytes.split(|b| *b == 0).any(|part| part == what);
+        if has(&env, marker.as_bytes()) && has(&cmd, b"daemon") {
+            pids.push(pid);
+        }
+    }
+    pids
 }
