@@ -172,6 +172,17 @@ pub enum Command {
     /// The cluster of hosts ([cluster] in config.toml, docs/CLUSTER.md).
     #[command(subcommand, after_help = "Example:\n  wakeful cluster status")]
     Cluster(ClusterCommand),
+    /// Remove ended monitors past `[store] max_age` (events, rows, output
+    /// files), then what the size caps call for, oldest first, and give the
+    /// space back. The daemon does this by itself; this does it now.
+    #[command(
+        after_help = "Running monitors are never pruned, nor events younger than max_age while the store is within max_size (docs/STORAGE.md). Every prune is logged, shown by `wakeful status`, and kept as a record that `wakeful export` includes.\n\nExamples:\n  wakeful prune --dry-run   # what would go\n  wakeful prune\n  wakeful prune --json"
+    )]
+    Prune {
+        /// Only say what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Will a wake reach this session's agent? Checks the daemon, the state
     /// directory, what is attached to the session, the wake route's target
     /// and the Claude Code plugin, and prints a fix for each problem.

@@ -110,6 +110,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             session_end(&paths, session, json).await
         }
         Command::Status => status(&paths, json).await,
+        Command::Prune { dry_run } => crate::storage::prune(&paths, dry_run, json).await,
         Command::Cluster(crate::cli::ClusterCommand::Status) => cluster_status(&paths, json).await,
         Command::Doctor => crate::doctor::doctor(&paths, session, json).await,
         Command::Digest => digest(&paths, session, json).await,
@@ -847,6 +848,9 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
                 "wakes undelivered: {} session(s) (`wakeful wake show --session S`)",
                 s.wakes_undelivered
             )?;
+        }
+        if let Some(storage) = &s.storage {
+            crate::storage::status_lines(&mut std::io::stdout().lock(), storage)?;
         }
         if let Some(link) = &s.cluster {
             render::link_lines(&mut std::io::stdout().lock(), link)?;

@@ -62,6 +62,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
         Ok((status, report, route, found)) => {
             consumers = found;
             checks.push(daemon_check(&status));
+            checks.extend(status.storage.as_ref().map(store_check));
             checks.extend(report.paths.iter().map(|p| {
                 Check::new(
                     &format!("path {}", p.path),
@@ -250,6 +251,40 @@ fn daemon_check(status: &Status) -> Check {
             status.socket.display()
         ),
     )
+}
+
+/// What the store takes, and whether the disk lets it write (docs/STORAGE.md).
+fn store_check(s: &wakeful_protocol::StorageStatus) -> Check {
+    use wakeful_core::storage::ByteSize;
+    let taken = format!(
+        "{} of {} (database {}, output files {}), {} free, {} kept free",
+        ByteSize(s.database_bytes + s.output_bytes),
+        ByteSize(s.max_size),
+        ByteSize(s.database_bytes),
+        ByteSize(s.output_bytes),
+        ByteSize(s.free_bytes),
+        ByteSize(s.keep_free_bytes)
+    );
+    if s.disk_full {
+        return Check::problem(
+            "store",
+            format!("the disk is full: {taken}; monitors cannot start and new events may wait"),
+            "free space on the state directory's filesystem (`wakeful prune` removes ended monitors past max_age); the daemon resumes by itself",
+        );
+    }
+    if s.disk_low {
+        return Check::problem(
+            "store",
+            format!("the disk is low: {taken}; output files are not growing (their lines are counted, events still recorded)"),
+            "free space on that filesystem, or lower `[store] keep_free` in config.toml",
+        );
+    }
+    let pruned = s
+        .last_prune
+        .as_ref()
+        .map(|p| format!("; last prune: {p}"))
+        .unwrap_or_default();
+    Check::new("store", Level::Ok, format!("{taken}{pruned}"))
 }
 
 /// Probes the target of the session's wake route.

@@ -122,6 +122,12 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
             monitors.push(m);
         }
     }
+    // The prunes since the exported time (all, without --since): what
+    // the log no longer holds.
+    let prunes = conn
+        .call_as(Request::Prunes { since: sel.since })
+        .await
+        .unwrap_or_default();
     let header = ExportHeader {
         wakeful_export: EXPORT_FORMAT_VERSION,
         wakeful_version: crate::VERSION.to_string(),
@@ -135,6 +141,7 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
         header,
         events,
         monitors,
+        prunes,
     })
 }
 
@@ -154,6 +161,10 @@ pub fn write_jsonl(out: &mut impl Write, x: &Export) -> Result<(), Failure> {
     }
     for m in &x.monitors {
         let record = MonitorRecord { monitor: m.clone() };
+        writeln!(out, "{}", serde_json::to_string(&record).map_err(json_err)?)?;
+    }
+    for p in &x.prunes {
+        let record = wakeful_core::export::PruneRecordLine { prune: p.clone() };
         writeln!(out, "{}", serde_json::to_string(&record).map_err(json_err)?)?;
     }
     Ok(())

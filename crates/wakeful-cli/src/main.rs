@@ -33,6 +33,7 @@ mod package;
 mod plugin_cmd;
 mod process_record;
 mod render;
+mod storage;
 
 /// `wakeful --version`: the package version, with the git revision when
 /// built from a checkout (`0.1.0 (abc1234)`; see build.rs).

@@ -162,7 +162,9 @@ fn span(m: &MonitorInfo, events: &[&Event]) -> Value {
 /// 17 ERROR).
 pub fn severity(e: &Event) -> (i64, &'static str) {
     match &e.body {
-        EventBody::MonitorSuppressed { .. } | EventBody::MonitorSilent { .. } => (13, "WARN"),
+        EventBody::MonitorSuppressed { .. }
+        | EventBody::MonitorSilent { .. }
+        | EventBody::OutputDropped { .. } => (13, "WARN"),
         EventBody::MonitorFailed { .. } => (17, "ERROR"),
         EventBody::MonitorStopped { reason, .. } if status(Some(reason)).0 == STATUS_ERROR => {
             (17, "ERROR")
@@ -201,6 +203,19 @@ fn log_record(e: &Event) -> Value {
         EventBody::MonitorSilent { quiet_ms } | EventBody::MonitorResumed { quiet_ms } => {
             attributes.push(kv("wakeful.event.quiet_ms", int(*quiet_ms as i64)));
         }
+        EventBody::OutputDropped {
+            reason,
+            count,
+            from_line,
+            to_line,
+            bytes,
+        } => {
+            attributes.push(kv("wakeful.event.count", int(*count as i64)));
+            attributes.push(kv("wakeful.event.from_line", int(*from_line as i64)));
+            attributes.push(kv("wakeful.event.to_line", int(*to_line as i64)));
+            attributes.push(kv("wakeful.output.dropped_bytes", int(*bytes as i64)));
+            attributes.push(kv("wakeful.output.dropped_reason", s(reason.as_str())));
+        }
         _ => {}
     }
     if let Some(r) = e.stop_reason() {
@@ -224,6 +239,7 @@ fn log_record(e: &Event) -> Value {
         EventKind::Rearmed => "wakeful.monitor.rearmed",
         EventKind::Silent => "wakeful.monitor.silent",
         EventKind::Resumed => "wakeful.monitor.resumed",
+        EventKind::OutputDropped => "wakeful.monitor.output_dropped",
     };
     json!({
         "timeUnixNano": nanos(&e.ts),

@@ -1,19 +1,21 @@
 //! `wakeful output`: a monitor's output file, or a range of its lines,
 //! optionally followed until the monitor ends. The file is read directly
-//! (it belongs to the same user); the daemon only says where it is and
-//! when the monitor ended. New data is noticed through inotify, not by
-//! polling.
+//! (it belongs to the same user), across its segments; a range the file
+//! dropped (its cap, a disk low on space, a prune) prints as one line that
+//! says so (docs/STORAGE.md). The daemon only says where it is and when
+//! the monitor ended. New data is noticed through inotify, not by polling.
 //!
 //! Each line is printed sanitized (decoded as UTF-8 with U+FFFD for what is
 //! not, control characters and escape sequences removed, one printed line
 //! per line of the file); `--raw` prints the file's bytes as they are.
 
-use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 
 use notify::{RecursiveMode, Watcher};
 use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
+use wakeful_protocol::output::{Item, OutputIndex};
 use wakeful_protocol::{Reply, Request};
 
 use crate::cli::LineRange;
@@ -30,7 +32,7 @@ struct Selection {
     raw: bool,
 }
 
-/// Writes one complete line (with its `\n`) of the file.
+/// Writes one line of the file (`raw`: its bytes as they are).
 fn print_line(line: &[u8], raw: bool, out: &mut impl Write) -> std::io::Result<()> {
     if raw {
         return out.write_all(line);
@@ -39,40 +41,48 @@ fn print_line(line: &[u8], raw: bool, out: &mut impl Write) -> std::io::Result<(
     writeln!(out, "{}", wakeful_core::present::one_line(&text))
 }
 
-/// Prints the selected lines that are complete in the file, starting at
-/// `offset`, which is where line `line_no` begins; returns the number of the
-/// next line and the byte offset after it. Output is flushed before it
-/// returns.
+/// Prints the selected items from line `next` on that are complete in the
+/// file; returns the number of the next line to print. A dropped range
+/// prints one line that says so (with `--raw`, on stderr: stdout keeps
+/// only the file's bytes). Output is flushed before it returns.
 fn print_range(
-    file: &mut std::fs::File,
-    offset: u64,
-    mut line_no: u64,
+    index: &OutputIndex,
+    next: u64,
     sel: Selection,
+    partial: bool,
     out: impl Write,
-) -> std::io::Result<(u64, u64)> {
-    file.seek(SeekFrom::Start(offset))?;
-    let mut reader = BufReader::new(file.take(u64::MAX));
+) -> Result<u64, Failure> {
     let mut out = BufWriter::new(out);
-    let mut pos = offset;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
-        if n == 0 || buf.last() != Some(&b'\n') {
-            // An unfinished line stays for the next read.
+    let mut next = next.max(sel.from);
+    while next <= sel.to {
+        let items = index
+            .items(next, sel.to, 4096, partial)
+            .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+        let Some((last, _)) = items.last() else {
             break;
+        };
+        let mut after = *last + 1;
+        for (_, item) in &items {
+            match item {
+                Item::Line(bytes) => print_line(bytes, sel.raw, &mut out)?,
+                dropped => {
+                    let text = dropped.dropped_text().unwrap_or_default();
+                    if sel.raw {
+                        out.flush()?;
+                        eprintln!("{text}");
+                    } else {
+                        writeln!(out, "{text}")?;
+                    }
+                    if let Item::Dropped { to_line, .. } = dropped {
+                        after = after.max(to_line + 1);
+                    }
+                }
+            }
         }
-        pos += n as u64;
-        if line_no >= sel.from && line_no <= sel.to {
-            print_line(&buf, sel.raw, &mut out)?;
-        }
-        line_no += 1;
-        if line_no > sel.to {
-            break;
-        }
+        next = after;
     }
     out.flush()?;
-    Ok((line_no, pos))
+    Ok(next)
 }
 
 fn check_range(range: &LineRange) -> Result<Selection, Failure> {
@@ -91,58 +101,67 @@ fn check_range(range: &LineRange) -> Result<Selection, Failure> {
     })
 }
 
-/// Prints the selected lines of `path`; with `follow`, keeps printing new
-/// lines (woken by inotify) until `end` completes, then prints what is left.
+/// Prints the selected lines of `path` (across its segments, saying
+/// where lines were dropped); with `follow`, keeps printing new lines
+/// (woken by inotify on its directory) until `end` completes, then prints
+/// what is left, a last line without a newline too.
 async fn print_file(
     path: &std::path::Path,
     sel: Selection,
     follow: bool,
     end: impl std::future::Future<Output = ()>,
 ) -> Result<u8, Failure> {
-    let mut file = std::fs::File::open(path).map_err(|e| {
+    let cannot = |e: &dyn std::fmt::Display| {
         Failure::new(
             exit::FAILURE,
             format!("cannot open {}: {e}", path.display()),
         )
-    })?;
+    };
     let stdout = std::io::stdout();
-    // Watch before the first read, so nothing written in between is missed.
+    // Watch before the first read, so nothing written in between is missed:
+    // the directory, since the file is renamed when it is rotated.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        // A full channel already holds a wake-up; nothing is lost.
-        let _ = tx.try_send(());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let ours = res.map_or(true, |ev| {
+            ev.paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(name.as_str()))
+            })
+        });
+        if ours {
+            // A full channel already holds a wake-up; nothing is lost.
+            let _ = tx.try_send(());
+        }
     })
-    .map_err(|e| {
-        Failure::new(
-            exit::FAILURE,
-            format!("cannot watch {}: {e}", path.display()),
-        )
-    })?;
+    .map_err(|e| cannot(&e))?;
     if follow {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
         watcher
-            .watch(path, RecursiveMode::NonRecursive)
-            .map_err(|e| {
-                Failure::new(
-                    exit::FAILURE,
-                    format!("cannot watch {}: {e}", path.display()),
-                )
-            })?;
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|e| cannot(&e))?;
     }
-    let (mut line_no, mut offset) = print_range(&mut file, 0, 1, sel, stdout.lock())?;
-    if !follow || line_no > sel.to {
+    let mut index = OutputIndex::open(path).map_err(|e| cannot(&e))?;
+    let mut next = print_range(&index, sel.from, sel, !follow, stdout.lock())?;
+    if !follow || next > sel.to {
         return Ok(0);
     }
     tokio::pin!(end);
     loop {
         tokio::select! {
             _ = rx.recv() => {
-                (line_no, offset) = print_range(&mut file, offset, line_no, sel, stdout.lock())?;
-                if line_no > sel.to {
+                index.refresh().map_err(|e| cannot(&e))?;
+                next = print_range(&index, next, sel, false, stdout.lock())?;
+                if next > sel.to {
                     return Ok(0);
                 }
             }
             _ = &mut end => {
-                print_range(&mut file, offset, line_no, sel, stdout.lock())?;
+                index.refresh().map_err(|e| cannot(&e))?;
+                print_range(&index, next, sel, true, stdout.lock())?;
                 return Ok(0);
             }
         }

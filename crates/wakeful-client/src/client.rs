@@ -27,7 +27,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// No daemon answered and none could be started.
-    #[error("the wakeful daemon did not start within {}s: {detail}; see {log}", START_TIMEOUT.as_secs())]
+    #[error("the wakeful daemon could not be started (a client waits up to {}s): {detail}; see {log}", START_TIMEOUT.as_secs())]
     NotStarted {
         /// What went wrong, from the daemon log if possible.
         detail: String,

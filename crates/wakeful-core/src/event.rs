@@ -2,7 +2,7 @@
 //!
 //! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
 //! JSON object:
-//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"replayed"?}`.
+//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"quiet_ms"?,"bytes"?,"reason"?,"replayed"?}`.
 //!
 //! `replayed: true` marks an event of a replay monitor (`wakeful replay`):
 //! re-emitted from a recording, not something that happened now. The field
@@ -134,6 +134,9 @@ pub enum EventKind {
     Silent,
     /// A silent monitor printed again.
     Resumed,
+    /// Output lines are in no file: past the output file's cap, or not
+    /// written while the disk was low (docs/STORAGE.md).
+    OutputDropped,
 }
 
 impl EventKind {
@@ -148,6 +151,7 @@ impl EventKind {
             EventKind::Rearmed => "rearmed",
             EventKind::Silent => "silent",
             EventKind::Resumed => "resumed",
+            EventKind::OutputDropped => "output_dropped",
         }
     }
 
@@ -221,6 +225,21 @@ pub enum EventBody {
         /// How long it was quiet.
         quiet_ms: u64,
     },
+    /// `output_dropped`: a range of output lines is in no file (the
+    /// output file's cap, or a disk low on space); `wakeful output` says
+    /// so in their place.
+    OutputDropped {
+        /// Why.
+        reason: crate::outlog::DropReason,
+        /// How many lines.
+        count: u64,
+        /// The first of them.
+        from_line: u64,
+        /// The last of them.
+        to_line: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
 }
 
 impl EventBody {
@@ -255,6 +274,7 @@ impl EventBody {
             EventBody::MonitorRearmed => EventKind::Rearmed,
             EventBody::MonitorSilent { .. } => EventKind::Silent,
             EventBody::MonitorResumed { .. } => EventKind::Resumed,
+            EventBody::OutputDropped { .. } => EventKind::OutputDropped,
         }
     }
 }
@@ -384,6 +404,10 @@ struct WireEvent {
     survivors: Vec<i32>,
     #[serde(default)]
     quiet_ms: Option<u64>,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(default)]
+    reason: Option<crate::outlog::DropReason>,
     #[serde(default = "yes")]
     wake: bool,
     #[serde(default)]
@@ -427,6 +451,10 @@ struct WireRef<'a> {
     survivors: &'a [i32],
     #[serde(skip_serializing_if = "Option::is_none")]
     quiet_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<crate::outlog::DropReason>,
     #[serde(skip_serializing_if = "is_true")]
     wake: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -453,6 +481,8 @@ impl Serialize for Event {
             error: None,
             survivors: &[],
             quiet_ms: None,
+            bytes: None,
+            reason: None,
             wake: self.wakes,
             replayed: self.replayed,
             host: self.host.as_deref(),
@@ -480,6 +510,19 @@ impl Serialize for Event {
                 w.count = Some(*count);
                 w.from_line = Some(*from_line);
                 w.to_line = Some(*to_line);
+            }
+            EventBody::OutputDropped {
+                reason,
+                count,
+                from_line,
+                to_line,
+                bytes,
+            } => {
+                w.reason = Some(*reason);
+                w.count = Some(*count);
+                w.from_line = Some(*from_line);
+                w.to_line = Some(*to_line);
+                w.bytes = Some(*bytes);
             }
             EventBody::MonitorStopped {
                 reason,
@@ -551,6 +594,13 @@ impl TryFrom<WireEvent> for Event {
                 count: w.count.ok_or_else(|| need("count"))?,
                 from_line: w.from_line.ok_or_else(|| need("from_line"))?,
                 to_line: w.to_line.ok_or_else(|| need("to_line"))?,
+            },
+            EventKind::OutputDropped => EventBody::OutputDropped {
+                reason: w.reason.ok_or_else(|| need("reason"))?,
+                count: w.count.ok_or_else(|| need("count"))?,
+                from_line: w.from_line.ok_or_else(|| need("from_line"))?,
+                to_line: w.to_line.ok_or_else(|| need("to_line"))?,
+                bytes: w.bytes.unwrap_or(0),
             },
             EventKind::Stopped => EventBody::MonitorStopped {
                 reason: w.stop_reason.clone().ok_or_else(|| need("stop_reason"))?,
@@ -691,6 +741,16 @@ mod tests {
                     "ok 12",
                 )
             },
+            ev(
+                EventBody::OutputDropped {
+                    reason: crate::outlog::DropReason::DiskLow,
+                    count: 120,
+                    from_line: 500,
+                    to_line: 619,
+                    bytes: 49_152,
+                },
+                "build: 120 output lines (48 KiB) not written: the disk is low",
+            ),
         ];
         let got: Vec<String> = events
             .iter()

@@ -9,7 +9,11 @@
 //! 2. the events, in seq order, exactly as `wakeful events --json` prints
 //!    them;
 //! 3. one `{"monitor": {...}}` line per monitor those events belong to, the
-//!    monitor as `wakeful list --json` shows it.
+//!    monitor as `wakeful list --json` shows it;
+//! 4. one `{"prune": {...}}` line per prune of the exporting store in the
+//!    exported time ([`PruneRecordLine`]): what was removed before the
+//!    export, so that a reader knows the log it holds has been pruned.
+//!    Import passes over them.
 //!
 //! An event's identity across state directories is its *origin*,
 //! `<host>/<seq>` ([`origin`]): the host that exported it and its seq
@@ -61,6 +65,14 @@ pub struct MonitorRecord {
     pub monitor: MonitorInfo,
 }
 
+/// A prune's line in an export: `{"prune": {...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRecordLine {
+    /// What the prune removed.
+    pub prune: crate::storage::PruneRecord,
+}
+
 /// A whole export, read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Export {
@@ -70,6 +82,8 @@ pub struct Export {
     pub events: Vec<Event>,
     /// Its monitors' records.
     pub monitors: Vec<MonitorInfo>,
+    /// The prunes of the exporting store in the exported time.
+    pub prunes: Vec<crate::storage::PruneRecord>,
 }
 
 /// Why a file is not a usable export.
@@ -128,6 +142,7 @@ impl Export {
             serde_json::from_value(value).map_err(|e| ExportError::NoHeader(e.to_string()))?;
         let mut events = Vec::new();
         let mut monitors = Vec::new();
+        let mut prunes = Vec::new();
         for (n, line) in lines {
             let bad = |message: String| ExportError::Line { line: n, message };
             let value: serde_json::Value =
@@ -139,6 +154,10 @@ impl Export {
                 let record: MonitorRecord = serde_json::from_value(value)
                     .map_err(|e| bad(format!("not a monitor record: {e}")))?;
                 monitors.push(record.monitor);
+            } else if value.get("prune").is_some_and(serde_json::Value::is_object) {
+                let record: PruneRecordLine = serde_json::from_value(value)
+                    .map_err(|e| bad(format!("not a prune record: {e}")))?;
+                prunes.push(record.prune);
             } else if value.get("seq").is_some() {
                 let event: Event =
                     serde_json::from_value(value).map_err(|e| bad(format!("not an event: {e}")))?;
@@ -154,6 +173,7 @@ impl Export {
             header,
             events,
             monitors,
+            prunes,
         })
     }
 
@@ -185,6 +205,7 @@ mod tests {
 {"seq":8,"session":"s1","monitor_id":"mon-abc","kind":"lines","ts":"2026-11-30T12:00:01.500Z","text":"a","lines":["a"],"count":1,"from_line":1,"to_line":1}
 
 {"monitor":{"id":"mon-abc","session":"s1","description":"build","source":{"kind":"command","command":"make"},"persistent":false,"timeout_ms":300000,"state":"running","stop_reason":null,"started_at":"2026-11-30T12:00:00.000Z","ended_at":null,"events":1,"lines":1,"suppressed_lines":0,"output_path":"/x/mon-abc.log"}}
+{"prune":{"at":"2026-11-30T11:00:00.000Z","events":40,"monitors":2,"outputs":0,"bytes":81920,"causes":["age"],"oldest_kept_seq":7,"oldest_kept_at":"2026-11-30T12:00:00.000Z"}}
 "#;
 
     #[test]
@@ -195,6 +216,8 @@ mod tests {
         assert_eq!(e.events.len(), 2);
         assert_eq!(e.events_of("mon-abc").count(), 2);
         assert_eq!(e.monitor("mon-abc").unwrap().description, "build");
+        assert_eq!(e.prunes.len(), 1);
+        assert_eq!(e.prunes[0].events, 40);
         assert_eq!(origin(&e.header.host, e.events[1].seq), "h1/8");
         // The header writes back as it was read.
         let first = FILE.lines().next().unwrap();
@@ -217,7 +240,7 @@ mod tests {
         let mut broken = FILE.to_string();
         broken.push_str("{\"resourceSpans\":[]}\n");
         match Export::parse(&broken) {
-            Err(ExportError::Line { line, .. }) => assert_eq!(line, 6),
+            Err(ExportError::Line { line, .. }) => assert_eq!(line, 7),
             other => panic!("{other:?}"),
         }
     }

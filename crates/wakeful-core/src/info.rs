@@ -96,14 +96,18 @@ impl MonitorInfo {
     }
 }
 
-pub(crate) mod ts {
+/// Serde helpers for a timestamp as the wire writes it (RFC 3339 with
+/// milliseconds, `Z`): `#[serde(with = "wakeful_core::info::ts")]`.
+pub mod ts {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes it.
     pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&crate::event::format_ts(t))
     }
 
+    /// Reads it.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let s = String::deserialize(d)?;
         DateTime::parse_from_rfc3339(&s)
@@ -112,10 +116,12 @@ pub(crate) mod ts {
     }
 }
 
-pub(crate) mod ts_opt {
+/// As [`ts`], for an optional timestamp (`null` when absent).
+pub mod ts_opt {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes it.
     pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
         match t {
             Some(t) => s.serialize_str(&crate::event::format_ts(t)),
@@ -123,6 +129,7 @@ pub(crate) mod ts_opt {
         }
     }
 
+    /// Reads it.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
         let s = Option::<String>::deserialize(d)?;
         s.map(|s| {

@@ -28,6 +28,10 @@
 //! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
+//! - [`outlog`]: the layout of bounded output files (segments, dropped
+//!   ranges, the manifest) and the reports of what was dropped.
+//! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
+//!   prune removes ([`storage::plan`]).
 
 pub mod batch;
 pub mod channel;
@@ -38,11 +42,13 @@ pub mod info;
 pub mod journal;
 pub mod lines;
 pub mod machine;
+pub mod outlog;
 pub mod params;
 pub mod present;
 pub mod rate;
 pub mod session;
 pub mod stop;
+pub mod storage;
 pub mod terminal;
 pub mod wake;
 

@@ -207,6 +207,9 @@ impl MonitorMachine {
     pub fn wakes(&self, body: &EventBody) -> bool {
         let failure = match body {
             EventBody::MonitorFailed { .. } | EventBody::MonitorSilent { .. } => true,
+            EventBody::OutputDropped { reason, .. } => {
+                *reason == crate::outlog::DropReason::DiskLow
+            }
             EventBody::MonitorStopped { reason, .. } => is_failure(reason),
             _ => false,
         };
@@ -542,6 +545,46 @@ impl MonitorMachine {
         }
     }
 
+    /// The `output_dropped` event for a range the output file did not
+    /// keep; `detail` (e.g. ` (3 MiB free, 16 MiB kept free)`) follows the
+    /// cause.
+    pub fn output_dropped(&self, d: &crate::outlog::Dropped, detail: &str) -> Emit {
+        use crate::outlog::DropReason;
+        let size = crate::storage::ByteSize(d.bytes);
+        let lines = if d.count == 1 { "line" } else { "lines" };
+        let span = d.to_line - d.from_line + 1;
+        let range = if span == d.count {
+            format!("output lines {}–{}", d.from_line, d.to_line)
+        } else {
+            format!(
+                "{} of output lines {}–{} (`wakeful output` marks each range)",
+                d.count, d.from_line, d.to_line
+            )
+        };
+        let text = match d.reason {
+            DropReason::DiskLow => format!(
+                "{}: {} output {lines} ({size}) not written to the output file: the disk is low on space{detail}; {range} are missing from `wakeful output {}` (the events still have them)",
+                self.description, d.count, self.monitor_id
+            ),
+            DropReason::Cap | DropReason::Pruned => format!(
+                "{}: the output file is over its cap{detail}: {} {lines} ({size}), output lines {}–{}, were dropped from it; its first lines and its newest are kept, and `wakeful output {}` marks the gap",
+                self.description, d.count, d.from_line, d.to_line, self.monitor_id
+            ),
+        };
+        let body = EventBody::OutputDropped {
+            reason: d.reason,
+            count: d.count,
+            from_line: d.from_line,
+            to_line: d.to_line,
+            bytes: d.bytes,
+        };
+        Emit {
+            wakes: self.wakes(&body),
+            body,
+            text,
+        }
+    }
+
     fn suppressed(&mut self, r: Suppressed) -> Emit {
         self.counters.suppressed_lines += r.count;
         Emit {
@@ -707,6 +750,42 @@ mod tests {
         assert_eq!(m.next_deadline(), Some(t0 + Duration::from_secs(12)));
         let again = m.on_tick(t0 + Duration::from_secs(12));
         assert_eq!(kinds(&again.emits), [EventKind::Silent]);
+    }
+
+    #[test]
+    fn dropped_output_is_told_and_a_low_disk_wakes_as_a_failure() {
+        use crate::outlog::{DropReason, Dropped};
+        let t0 = Instant::now();
+        let d = |reason| Dropped {
+            reason,
+            count: 120,
+            from_line: 500,
+            to_line: 619,
+            bytes: 49_152,
+        };
+        let mut spec = MonitorSpec::command("x", "build");
+        spec.wake_on = "fail".parse().unwrap();
+        let m = MonitorMachine::new("mon-1", &spec, t0).unwrap();
+        let low = m.output_dropped(&d(DropReason::DiskLow), " (3 MiB free, 16 MiB kept free)");
+        assert!(low.wakes, "a hole in the log is a failure");
+        assert_eq!(
+            low.text,
+            "build: 120 output lines (48 KiB) not written to the output file: the disk is low on space (3 MiB free, 16 MiB kept free); output lines 500–619 are missing from `wakeful output mon-1` (the events still have them)"
+        );
+        let cap = m.output_dropped(&d(DropReason::Cap), " (64 MiB)");
+        assert!(!cap.wakes, "the cap is no failure");
+        assert!(cap.text.contains("over its cap (64 MiB)"), "{}", cap.text);
+        assert!(cap.text.contains("output lines 500–619"), "{}", cap.text);
+        assert_eq!(
+            cap.body,
+            EventBody::OutputDropped {
+                reason: DropReason::Cap,
+                count: 120,
+                from_line: 500,
+                to_line: 619,
+                bytes: 49_152
+            }
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde::Deserialize;
+use wakeful_core::storage::{ByteSize, KeepFree, OutputCaps, Retention, Span};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -96,7 +97,8 @@ impl Default for MonitorDefaults {
     }
 }
 
-/// `[store]`.
+/// `[store]`: how long events are kept and how much disk the store may
+/// take (docs/STORAGE.md).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreOptions {
@@ -104,13 +106,82 @@ pub struct StoreOptions {
     /// it is put into the database's tables, in one transaction with every
     /// other waiting event (default 1000). Reads never see the difference.
     pub fold_delay_ms: u64,
+    /// Ended monitors older than this are pruned: events, row, output
+    /// files (default `7d`).
+    pub max_age: Span,
+    /// The database plus every output file: over it, ended monitors are
+    /// pruned oldest first, whatever their age (default `2GiB`).
+    pub max_size: ByteSize,
+    /// One monitor's (or terminal's) output file: past it, the oldest
+    /// segment but the first goes (default `64MiB`).
+    pub output_max: ByteSize,
+    /// All output files: running ones share it (each gets at most this
+    /// divided by how many run), ended ones' files are pruned past it
+    /// (default `1GiB`).
+    pub output_total: ByteSize,
+    /// Free space the state directory's filesystem keeps: below it,
+    /// output files stop growing, and what is not written is counted and
+    /// reported (default `5%`, at most 1 GiB).
+    pub keep_free: KeepFree,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
+        let retention = Retention::default();
+        let caps = OutputCaps::default();
         StoreOptions {
             fold_delay_ms: wakeful_engine::DEFAULT_FOLD_DELAY.as_millis() as u64,
+            max_age: retention.max_age,
+            max_size: ByteSize(retention.max_size),
+            output_max: ByteSize(caps.per_file),
+            output_total: ByteSize(caps.total),
+            keep_free: KeepFree::default(),
         }
+    }
+}
+
+impl StoreOptions {
+    /// What a prune keeps.
+    pub fn retention(&self) -> Retention {
+        Retention {
+            max_age: self.max_age,
+            max_size: self.max_size.0,
+            output_total: self.output_total.0,
+        }
+    }
+
+    /// The output files' caps.
+    pub fn output_caps(&self) -> OutputCaps {
+        OutputCaps {
+            per_file: self.output_max.0,
+            total: self.output_total.0,
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        const MIN_OUTPUT: u64 = 64 * 1024;
+        if self.output_max.0 < MIN_OUTPUT {
+            return Err(format!(
+                "store.output_max must be at least 64KiB (it is {})",
+                self.output_max
+            ));
+        }
+        if self.output_total.0 < self.output_max.0 {
+            return Err(format!(
+                "store.output_total ({}) must be at least store.output_max ({})",
+                self.output_total, self.output_max
+            ));
+        }
+        if self.max_size.0 < self.output_total.0 {
+            return Err(format!(
+                "store.max_size ({}) must be at least store.output_total ({}): it covers the database and the output files",
+                self.max_size, self.output_total
+            ));
+        }
+        if self.max_age.0 < std::time::Duration::from_secs(1) {
+            return Err("store.max_age must be at least 1s".into());
+        }
+        Ok(())
     }
 }
 
@@ -189,6 +260,7 @@ impl Config {
         if config.limits.max_active_per_session == 0 {
             return Err("limits.max_active_per_session must be at least 1".into());
         }
+        config.store.validate()?;
         config.wake_routes()?;
         regex::Regex::new(&config.view.error_regex)
             .map_err(|e| format!("view.error_regex is not a valid regex: {e}"))?;
@@ -314,6 +386,37 @@ mod tests {
         let err = Config::parse("[cluster]\nurl = \"nats://x:1\"\n[cluster.tls]\nkey = \"/k\"\n")
             .unwrap_err();
         assert!(err.contains("both cert and key"), "{err}");
+    }
+
+    #[test]
+    fn the_store_table() {
+        let d = Config::parse("").unwrap().store;
+        assert_eq!(d.max_age, Span::days(7));
+        assert_eq!(d.output_max, ByteSize::mib(64));
+        let c = Config::parse(
+            "[store]\nmax_age = \"36h\"\nmax_size = \"500MiB\"\noutput_max = \"1MiB\"\noutput_total = \"100MiB\"\nkeep_free = \"10%\"\n",
+        )
+        .unwrap()
+        .store;
+        assert_eq!(c.max_age.0.as_secs(), 36 * 3600);
+        assert_eq!(c.retention().max_size, 500 << 20);
+        assert_eq!(c.output_caps().per_file, 1 << 20);
+        assert_eq!(c.keep_free.bytes(1000 << 20), 100 << 20);
+        let c = Config::parse("[store]\nkeep_free = 1048576\nmax_age = 60\n").unwrap();
+        assert_eq!(c.store.keep_free.bytes(1 << 40), 1 << 20);
+        assert_eq!(c.store.max_age.0.as_secs(), 60);
+        for (bad, says) in [
+            ("max_age = \"a week\"", "not a duration"),
+            ("max_size = \"lots\"", "not a size"),
+            ("keep_free = \"150%\"", "percentage"),
+            ("output_max = \"1KiB\"", "at least 64KiB"),
+            ("output_total = \"1MiB\"", "at least store.output_max"),
+            ("max_size = \"512MiB\"", "at least store.output_total"),
+            ("retention = \"7d\"", "retention"),
+        ] {
+            let err = Config::parse(&format!("[store]\n{bad}\n")).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //!   lock).
 //! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
+//! - [`storage`]: the store's share of the disk: pruning, the caps, and
+//!   refusing writes while the disk is full.
 //! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
 //!   configured, through `wakeful-cluster`.
 
@@ -29,6 +31,7 @@ pub mod log;
 mod quiet;
 pub mod recovery;
 pub mod server;
+pub mod storage;
 pub mod wake;
 
 use std::fs::File;
@@ -326,6 +329,9 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     })?;
     let launch_net = net.clone();
     let (mut writer, reader) = wakeful_store::open(&paths.database())?;
+    let pruner = writer.pruner()?;
+    let disk = wakeful_engine::DiskGuard::new(paths.state_dir.clone(), config.store.keep_free);
+    let output_budget = wakeful_engine::OutputBudget::new(config.store.output_caps(), disk.clone());
     if writer.recovered() > 0 {
         tracing::warn!(
             "put {} events from the redo log into the database (the daemon before ended after handing them out, before they were in the tables)",
@@ -350,6 +356,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
                 cgroups,
                 ..Launch::default()
             },
+            output: Some(output_budget),
         },
         hub,
     );
@@ -405,6 +412,14 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
                 message,
             })?,
     );
+    let storage = storage::Storage::new(
+        paths.output_dir(),
+        &config.store,
+        disk,
+        pruner,
+        registry.clone(),
+        reader.clone(),
+    );
     let state = Arc::new(server::State::new(
         registry.clone(),
         reader,
@@ -413,7 +428,9 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         server::Limits {
             max_connections_per_process: config.limits.max_connections_per_process,
         },
+        storage.clone(),
     ));
+    tokio::spawn(storage.run(state.stopping()));
     // Without `[cluster]` nothing of the link runs.
     if let Some(cluster) = config.cluster.clone() {
         cluster::start_link(cluster, &state)

@@ -28,6 +28,10 @@ pub struct CappedFile {
     cap: u64,
     file: File,
     size: u64,
+    /// Log records that could not be written (a full disk), and the first
+    /// error; told in the log once writing works again.
+    lost: u64,
+    lost_why: Option<String>,
 }
 
 impl CappedFile {
@@ -40,6 +44,8 @@ impl CappedFile {
             cap,
             file,
             size,
+            lost: 0,
+            lost_why: None,
         })
     }
 
@@ -67,9 +73,34 @@ impl Write for CappedFile {
             // A log that cannot rotate keeps writing where it is.
             let _ = self.rotate();
         }
-        let n = self.file.write(buf)?;
-        self.size += n as u64;
-        Ok(n)
+        if self.lost > 0 {
+            let note = format!(
+                "{} WARN {} log record(s) could not be written ({}); writing again\n",
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                self.lost,
+                self.lost_why.as_deref().unwrap_or("unknown error")
+            );
+            if self.file.write_all(note.as_bytes()).is_err() {
+                self.lost += 1;
+                return Err(io::Error::other("the log cannot be written"));
+            }
+            self.size += note.len() as u64;
+            self.lost = 0;
+            self.lost_why = None;
+        }
+        match self.file.write(buf) {
+            Ok(n) => {
+                self.size += n as u64;
+                Ok(n)
+            }
+            Err(e) => {
+                // Counted, and said once the disk has room again: a full
+                // disk never stops the daemon, and its log resumes.
+                self.lost += 1;
+                self.lost_why.get_or_insert_with(|| e.to_string());
+                Err(e)
+            }
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -139,6 +170,26 @@ pub fn init(log_path: &Path, stderr: bool) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_lost_to_a_full_disk_are_counted_and_told_when_writing_works_again() {
+        // /dev/full fails every write with ENOSPC, as a full disk does.
+        let mut f = CappedFile::open(Path::new("/dev/full"), 1 << 20).unwrap();
+        assert!(f.write(b"one\n").is_err());
+        assert!(f.write(b"two\n").is_err());
+        assert_eq!(f.lost, 2);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.log");
+        f.file = open_append(&path).unwrap();
+        f.write_all(b"three\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("2 log record(s) could not be written (No space left on device"),
+            "{text}"
+        );
+        assert!(text.ends_with("three\n"), "{text}");
+        assert_eq!(f.lost, 0);
+    }
 
     #[test]
     fn rotates_past_the_cap_and_keeps_one_old_file() {

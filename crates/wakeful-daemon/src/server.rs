@@ -47,6 +47,8 @@ pub struct State {
     /// The cluster link, when `[cluster]` is configured (set once, after
     /// the state exists: the link answers remote control through it).
     pub(crate) cluster: std::sync::OnceLock<wakeful_cluster::Link>,
+    /// The store's share of the disk.
+    storage: Arc<crate::storage::Storage>,
 }
 
 /// Counts a streaming connection while it lives.
@@ -263,6 +265,11 @@ impl State {
         Ok(out)
     }
 
+    /// Set once the daemon is asked to stop.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
     /// The monitor registry.
     pub(crate) fn registry(&self) -> &MonitorRegistry {
         &self.registry
@@ -280,8 +287,10 @@ impl State {
         paths: Paths,
         wakes: crate::wake::Wakes,
         limits: Limits,
+        storage: Arc<crate::storage::Storage>,
     ) -> Self {
         State {
+            storage,
             wakes,
             registry,
             reader,
@@ -609,6 +618,10 @@ pub(crate) async fn start_here(
     env: Option<std::collections::BTreeMap<String, String>>,
     cwd: Option<std::path::PathBuf>,
 ) -> Result<StartResult, (ErrorKind, String)> {
+    state
+        .storage
+        .writable("start a monitor")
+        .map_err(|m| (ErrorKind::DiskFull, m))?;
     let after_seq = state.registry.hub().latest();
     // Inside Codex: route the session to its thread, unless it has a
     // route or the configuration says no.
@@ -660,6 +673,7 @@ fn start_error(e: &StartError) -> ErrorKind {
         StartError::Invalid(_) | StartError::Cwd(_) => ErrorKind::Invalid,
         StartError::Limit { .. } => ErrorKind::Limit,
         StartError::Closed => ErrorKind::Internal,
+        StartError::Storage(_) => ErrorKind::DiskFull,
     }
 }
 
@@ -708,6 +722,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                     .health
                     .refused
                     .load(std::sync::atomic::Ordering::SeqCst),
+                storage: Some(state.storage.status()),
             };
             conn.ok(&status).await
         }
@@ -847,7 +862,10 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
         },
         Request::TerminalKill { id } => match state.registry.terminals().kill(&id).await {
             Ok(t) => {
-                state.registry.sync().await;
+                state
+                    .registry
+                    .sync_within(wakeful_engine::registry::REGISTER_WAIT)
+                    .await;
                 conn.ok(&t).await
             }
             Err(_) => terminal_not_found(conn, &id).await,
@@ -860,6 +878,9 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             },
         },
         Request::WakeSet { session, route } => {
+            if let Err(m) = state.storage.writable("set a wake route") {
+                return conn.error(ErrorKind::DiskFull, m).await;
+            }
             match state
                 .wakes
                 .set(&session, route, wakeful_protocol::RouteSource::Set)
@@ -871,10 +892,16 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
         }
         Request::WakeShow { session } => conn.ok(&state.wakes.show(&session)).await,
         Request::WakeClear { session } => {
+            if let Err(m) = state.storage.writable("clear a wake route") {
+                return conn.error(ErrorKind::DiskFull, m).await;
+            }
             let cleared = state.wakes.clear(&session).await;
             conn.ok(&WakeClearResult { session, cleared }).await
         }
         Request::Import { events, monitors } => {
+            if let Err(m) = state.storage.writable("import events") {
+                return conn.error(ErrorKind::DiskFull, m).await;
+            }
             match crate::import::import(&state.registry, &state.reader, events, monitors).await {
                 Ok(result) => conn.ok(&result).await,
                 Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
@@ -890,6 +917,16 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                 Err((kind, message)) => conn.error(kind, message).await,
             }
         }
+        Request::Prune { dry_run } => {
+            match state.storage.prune(chrono::Utc::now(), dry_run).await {
+                Ok(r) => conn.ok(&r).await,
+                Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+            }
+        }
+        Request::Prunes { since } => match state.reader.prunes(since) {
+            Ok(list) => conn.ok(&list).await,
+            Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
+        },
         Request::Shutdown {} => {
             conn.ok(&ShutdownResult {
                 pid: std::process::id(),
@@ -938,6 +975,9 @@ async fn run_terminal(
         until,
         description,
     } = run;
+    if let Err(m) = state.storage.writable("start a terminal") {
+        return conn.error(ErrorKind::DiskFull, m).await;
+    }
     // Check the monitor's parameters before starting anything.
     let monitor_spec = until.map(|until| {
         let mut spec =
@@ -1469,10 +1509,29 @@ async fn wait(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std::io::Re
                     consumer: consumer.to_string(),
                     seq,
                 };
-                if state.registry.record(ack).await.is_err() {
-                    return conn
-                        .error(ErrorKind::Internal, "the daemon is stopping")
-                        .await;
+                match state
+                    .registry
+                    .hub()
+                    .append_within(vec![ack], wakeful_engine::registry::REGISTER_WAIT)
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(wakeful_engine::AppendError::Closed) => {
+                        return conn
+                            .error(ErrorKind::Internal, "the daemon is stopping")
+                            .await;
+                    }
+                    Err(wakeful_engine::AppendError::TimedOut) => {
+                        // The acknowledgement waits in the hub and is
+                        // recorded once the store can write; until then a
+                        // new wait may hand these events out again.
+                        let m = state
+                            .storage
+                            .writable("record the acknowledgement")
+                            .err()
+                            .unwrap_or_else(|| "cannot record the acknowledgement in time: the event store is failing (see `wakeful status`)".into());
+                        return conn.error(ErrorKind::DiskFull, m).await;
+                    }
                 }
                 pending.acked(seq);
             }

@@ -28,6 +28,9 @@ pub(crate) struct Feed {
     splitters: [LineSplitter; 2],
     pub(crate) hub: Hub,
     status: Arc<Mutex<MonitorInfo>>,
+    /// Told once the listing says the monitor ended (before its final
+    /// event is recorded).
+    pub(crate) ended: tokio::sync::watch::Sender<bool>,
     counters_sent: Instant,
     /// Its events are re-emitted from a recording (a replay monitor).
     pub(crate) replayed: bool,
@@ -42,8 +45,10 @@ impl Feed {
         file: OutputFile,
         hub: Hub,
         status: Arc<Mutex<MonitorInfo>>,
+        ended: tokio::sync::watch::Sender<bool>,
     ) -> Self {
         Feed {
+            ended,
             id,
             session,
             machine,
@@ -106,6 +111,7 @@ impl Feed {
                     merge(&mut step, self.feed_lines(now, stream, &chunk[last + 1..])?);
                     self.file.flush()?;
                     merge(&mut step, self.machine.drained(now));
+                    self.dropped(now, &mut step);
                     return Ok(step);
                 }
             }
@@ -113,7 +119,31 @@ impl Feed {
         let mut step = self.feed_lines(now, stream, chunk)?;
         self.file.flush()?;
         merge(&mut step, self.machine.drained(now));
+        self.dropped(now, &mut step);
         Ok(step)
+    }
+
+    /// Adds the reports of output the file did not keep that are due.
+    fn dropped(&mut self, now: Instant, step: &mut Step) {
+        for d in self.file.take_reports(now) {
+            let detail = self.file.detail(d.reason);
+            step.emits.push(self.machine.output_dropped(&d, &detail));
+        }
+    }
+
+    /// The machine's next deadline, or the next report of dropped output.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        match (self.machine.next_deadline(), self.file.next_report()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time passed: the machine's decisions, and reports that came due.
+    pub(crate) fn on_tick(&mut self, now: Instant) -> Step {
+        let mut step = self.machine.on_tick(now);
+        self.dropped(now, &mut step);
+        step
     }
 
     /// Splits a chunk into lines, writes them, feeds them to the machine.
@@ -153,6 +183,7 @@ impl Feed {
         }
         file.flush()?;
         merge(&mut step, machine.drained(now));
+        self.dropped(now, &mut step);
         Ok(step)
     }
 
@@ -227,15 +258,26 @@ impl Feed {
     /// Ends the monitor: its last lines, its final event (saying which
     /// processes survived the stop, if any did).
     pub(crate) async fn finish_with(&mut self, end: SourceEnd, survivors: Vec<i32>) {
-        let emits = self.machine.finish_with(Instant::now(), end, survivors);
+        // What the output file did not keep is told before the end.
+        let _ = self.file.flush();
+        let mut emits = Vec::new();
+        for d in self.file.finish_reports() {
+            let detail = self.file.detail(d.reason);
+            emits.push(self.machine.output_dropped(&d, &detail));
+        }
+        let last = self.machine.finish_with(Instant::now(), end, survivors);
         if let Ok(mut info) = self.status.lock() {
-            if let Some(last) = emits.last() {
+            if let Some(last) = last.last() {
                 info.stop_reason = last.body.stop_reason();
                 info.survivors = last.body.survivors().to_vec();
             }
             info.state = MonitorState::Ended;
             info.ended_at = Some(Utc::now());
         }
+        // Ended before its final event is recorded: a store that cannot
+        // write now (a full disk) keeps no `stop` waiting.
+        self.ended.send_replace(true);
+        emits.extend(last);
         self.emit_with(emits, true).await;
     }
 }

@@ -61,6 +61,9 @@ const RING_BYTES: usize = 8 * 1024 * 1024;
 /// docs/BENCHMARKS.md). Nothing is at risk meanwhile: the events are
 /// durable, and every read of the store flushes first.
 pub const DEFAULT_FOLD_DELAY: Duration = Duration::from_millis(1000);
+/// How long [`Hub::close`] waits for a failing journal to take what is
+/// queued.
+pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// Events a follower may have waiting before it is marked lagged.
 const FOLLOWER_QUEUE: usize = 4096;
 /// Events read from the ring or the store at a time while catching up.
@@ -223,6 +226,8 @@ struct Inner {
     latest: watch::Sender<u64>,
     replay: Option<Arc<dyn Replay>>,
     failures: AtomicU64,
+    /// The journal's last attempt failed: a batch waits to be retried.
+    failing: watch::Sender<bool>,
     /// Follower tasks woken by fan-outs so far.
     woken: AtomicU64,
     /// A flush runs on a blocking thread ([`Hub::flush_in_background`]),
@@ -243,6 +248,18 @@ pub struct Hub {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the event hub is closed")]
 pub struct Closed;
+
+/// Why [`Hub::append_within`] returned without its entries in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AppendError {
+    /// The hub is closed.
+    #[error("the event hub is closed")]
+    Closed,
+    /// The journal did not take them in time (it is failing: a full
+    /// disk); they stay queued.
+    #[error("the event store did not take the entries in time (is the disk full?)")]
+    TimedOut,
+}
 
 impl Hub {
     /// A hub over `journal`, whose last event has seq `latest`, reading
@@ -267,6 +284,7 @@ impl Hub {
                 latest: watch::channel(latest).0,
                 replay,
                 failures: AtomicU64::new(0),
+                failing: watch::channel(false).0,
                 woken: AtomicU64::new(0),
                 background: Mutex::new((false, false)),
                 flush_claimed: AtomicBool::new(false),
@@ -289,6 +307,18 @@ impl Hub {
     /// it took it).
     pub fn failures(&self) -> u64 {
         self.inner.failures.load(Ordering::SeqCst)
+    }
+
+    /// Whether the journal's last attempt to take a batch failed (it is
+    /// retried; appends wait meanwhile): a full disk, a locked database.
+    pub fn is_failing(&self) -> bool {
+        *self.inner.failing.borrow()
+    }
+
+    /// Completes once the journal is failing (at once if it is).
+    pub async fn failing(&self) {
+        let mut rx = self.inner.failing.subscribe();
+        let _ = rx.wait_for(|f| *f).await;
     }
 
     /// How many times a fan-out woke a follower's task (rather than
@@ -394,6 +424,40 @@ impl Hub {
             .map_err(|_| Closed)
     }
 
+    /// Forgets the events of `monitors` kept in memory (a prune removed
+    /// them from the store): readers that catch up no longer get them.
+    pub fn forget(&self, monitors: &[String]) {
+        if monitors.is_empty() {
+            return;
+        }
+        let ids: std::collections::HashSet<&str> = monitors.iter().map(String::as_str).collect();
+        let mut st = lock(&self.inner.state);
+        let mut freed = 0;
+        st.ring.retain(|c| {
+            let keep = !ids.contains(c.event.monitor_id.as_str());
+            if !keep {
+                freed += c.size();
+            }
+            keep
+        });
+        st.ring_bytes -= freed;
+    }
+
+    /// [`Hub::append`], waiting at most `limit` for the entries to be in
+    /// the log. On [`AppendError::TimedOut`] they are still queued, in
+    /// order, and go in once the journal takes them again.
+    pub async fn append_within(
+        &self,
+        entries: Vec<JournalEntry>,
+        limit: Duration,
+    ) -> Result<(), AppendError> {
+        match tokio::time::timeout(limit, self.append(entries)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(Closed)) => Err(AppendError::Closed),
+            Err(_) => Err(AppendError::TimedOut),
+        }
+    }
+
     /// Returns once everything appended before is in the log.
     pub async fn sync(&self) {
         let _ = self.append(Vec::new()).await;
@@ -403,7 +467,15 @@ impl Hub {
     /// first); every follower ends with [`FollowError::Closed`] once it has
     /// read all.
     pub async fn close(&self) {
-        self.sync().await;
+        // While the journal fails (a full disk) what waits cannot go in:
+        // the hub closes anyway after a moment, rather than never (a
+        // store that persists it finds those monitors running when it
+        // opens, and ends or re-arms them).
+        if self.is_failing() {
+            let _ = tokio::time::timeout(CLOSE_WAIT, self.sync()).await;
+        } else {
+            self.sync().await;
+        }
         self.flush();
         let followers = {
             let mut st = lock(&self.inner.state);
@@ -432,6 +504,12 @@ impl Hub {
                 (std::mem::take(&mut st.queue), st.tickets)
             };
             let appended = lock(&self.inner.journal).append(&mut batch);
+            let failed = appended.is_err();
+            self.inner.failing.send_if_modified(|f| {
+                let changed = *f != failed;
+                *f = failed;
+                changed
+            });
             let recorded = match appended {
                 Ok(r) => r,
                 Err(e) => {

@@ -16,8 +16,10 @@
 //! - [`terminal`]: managed commands that monitors attach to.
 //! - [`net_policy`]: which addresses network sources may reach.
 //! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
-//! - [`output`]: output files.
+//! - [`output`]: output files, bounded by their caps and the disk.
+//! - [`disk`]: the free space of the state directory's filesystem.
 
+pub mod disk;
 mod feed;
 pub mod hub;
 mod monitor;
@@ -29,10 +31,13 @@ mod source;
 mod sources;
 pub mod terminal;
 
+pub use disk::{DiskGuard, DiskReading};
 pub use hub::{
-    Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay, DEFAULT_FOLD_DELAY,
+    AppendError, Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay,
+    DEFAULT_FOLD_DELAY,
 };
 pub use net_policy::NetPolicy;
+pub use output::OutputBudget;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
     StartOptions, Started, StopError, Subscription,

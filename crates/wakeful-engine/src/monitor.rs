@@ -26,11 +26,13 @@ pub(crate) struct MonitorTask {
     /// Told once the source is set up and the first event is sent (or the
     /// monitor failed); dropping it says the same.
     pub ready: tokio::sync::oneshot::Sender<()>,
+    pub output: Arc<crate::output::OutputBudget>,
     pub terminals: crate::terminal::Terminals,
     pub spec: MonitorSpec,
     pub launch: Launch,
     pub rearm: bool,
     pub status: Arc<Mutex<MonitorInfo>>,
+    pub ended: watch::Sender<bool>,
     pub stop_rx: watch::Receiver<Option<Control>>,
     pub hub: Hub,
 }
@@ -51,11 +53,13 @@ enum Prepared {
 pub(crate) async fn run(task: MonitorTask) {
     let MonitorTask {
         ready,
+        output,
         terminals,
         spec,
         launch,
         rearm,
         status,
+        ended,
         mut stop_rx,
         hub,
     } = task;
@@ -67,9 +71,9 @@ pub(crate) async fn run(task: MonitorTask) {
         return; // validated before the task was spawned
     };
     let replayed = matches!(spec.source, Source::Replay { .. });
-    let mut feed = match OutputFile::open(&output_path) {
+    let mut feed = match OutputFile::open(&output_path, &output) {
         Ok(file) => {
-            let mut feed = Feed::new(id.clone(), session, machine, file, hub, status);
+            let mut feed = Feed::new(id.clone(), session, machine, file, hub, status, ended);
             feed.replayed = replayed;
             feed
         }
@@ -94,6 +98,7 @@ pub(crate) async fn run(task: MonitorTask) {
                 info.stop_reason = failed.body.stop_reason();
                 info.ended_at = Some(Utc::now());
             }
+            ended.send_replace(true);
             let _ = hub
                 .append(stamp(&session, &id, vec![started, failed], replayed))
                 .await;
@@ -238,11 +243,7 @@ async fn drive<S: InputSource>(
         if ended.is_some() {
             break;
         }
-        tick_alarm.set(
-            feed.machine
-                .next_deadline()
-                .map(tokio::time::Instant::from_std),
-        );
+        tick_alarm.set(feed.next_deadline().map(tokio::time::Instant::from_std));
         fold_alarm.set(fold_at);
         let mut step = Step::default();
         tokio::select! {
@@ -277,7 +278,7 @@ async fn drive<S: InputSource>(
                 }
             }
             _ = tick_alarm.ring(), if tick_alarm.is_set() => {
-                step = feed.machine.on_tick(Instant::now());
+                step = feed.on_tick(Instant::now());
             }
         }
         let emitted = !step.emits.is_empty();

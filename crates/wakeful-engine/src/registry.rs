@@ -57,6 +57,9 @@ pub struct RegistryConfig {
     pub max_active_per_session: usize,
     /// How processes are launched and stopped.
     pub launch: Launch,
+    /// The output files' caps and the disk they keep free; `None`: the
+    /// defaults, on `output_dir`'s filesystem.
+    pub output: Option<Arc<crate::output::OutputBudget>>,
 }
 
 impl Default for RegistryConfig {
@@ -69,6 +72,7 @@ impl Default for RegistryConfig {
                 .join("output"),
             max_active_per_session: 8,
             launch: Launch::default(),
+            output: None,
         }
     }
 }
@@ -119,7 +123,14 @@ pub enum StartError {
     /// The registry's journal is gone (its owner is shutting down).
     #[error("the monitor registry is shutting down")]
     Closed,
+    /// The store could not record the monitor (a full disk): nothing ran.
+    #[error("{0}")]
+    Storage(String),
 }
+
+/// How long a start (or an acknowledgement) waits for the store to
+/// record it: a client hears within a second when the disk is full.
+pub const REGISTER_WAIT: Duration = Duration::from_millis(800);
 
 /// Why a stop was refused.
 #[derive(Debug, thiserror::Error)]
@@ -163,10 +174,14 @@ struct Entry {
     status: Arc<Mutex<MonitorInfo>>,
     stop_tx: watch::Sender<Option<Control>>,
     done: watch::Receiver<bool>,
+    /// True once its listing says it ended (its final event may still
+    /// wait for the store).
+    ended: watch::Receiver<bool>,
 }
 
 struct Inner {
     config: RegistryConfig,
+    output: Arc<crate::output::OutputBudget>,
     terminals: crate::terminal::Terminals,
     monitors: Mutex<HashMap<String, Entry>>,
     hub: Hub,
@@ -242,13 +257,19 @@ impl MonitorRegistry {
     /// A registry whose events go through `hub` (the daemon's, with its
     /// store behind it).
     pub fn with_hub(config: RegistryConfig, hub: Hub) -> Self {
+        let output = config
+            .output
+            .clone()
+            .unwrap_or_else(|| crate::output::OutputBudget::for_dir(&config.output_dir));
         MonitorRegistry {
             inner: Arc::new(Inner {
                 terminals: crate::terminal::Terminals::new(
                     config.output_dir.clone(),
                     config.launch.clone(),
                     hub.clone(),
+                    output.clone(),
                 ),
+                output,
                 config,
                 monitors: Mutex::new(HashMap::new()),
                 hub,
@@ -264,6 +285,11 @@ impl MonitorRegistry {
     /// The registry's configuration.
     pub fn config(&self) -> &RegistryConfig {
         &self.inner.config
+    }
+
+    /// What output files share: caps, the disk guard.
+    pub fn output_budget(&self) -> &Arc<crate::output::OutputBudget> {
+        &self.inner.output
     }
 
     /// The registry's terminals.
@@ -332,6 +358,7 @@ impl MonitorRegistry {
         let id = opts.id.clone().unwrap_or_else(new_monitor_id);
         let (stop_tx, stop_rx) = watch::channel(None);
         let (done_tx, done_rx) = watch::channel(false);
+        let (ended_tx, ended_rx) = watch::channel(false);
         let info = MonitorInfo::starting(
             id.clone(),
             session.clone(),
@@ -367,6 +394,7 @@ impl MonitorRegistry {
                     status: status.clone(),
                     stop_tx,
                     done: done_rx,
+                    ended: ended_rx,
                 },
             );
         }
@@ -376,9 +404,47 @@ impl MonitorRegistry {
             base_env: opts.base_env.clone(),
             base_cwd: opts.base_cwd.clone(),
         }));
-        if self.inner.hub.append(vec![registered]).await.is_err() {
-            self.inner.lock().remove(&id);
-            return Err(StartError::Closed);
+        match self
+            .inner
+            .hub
+            .append_within(vec![registered], REGISTER_WAIT)
+            .await
+        {
+            Ok(()) => {}
+            Err(crate::hub::AppendError::Closed) => {
+                self.inner.lock().remove(&id);
+                return Err(StartError::Closed);
+            }
+            Err(crate::hub::AppendError::TimedOut) => {
+                // The registration waits in the hub and goes into the store
+                // once it has room: the monitor's record then ends at once,
+                // as failed; nothing of it ever runs.
+                self.inner.lock().remove(&id);
+                let error = "the event store could not record this monitor in time (the disk is full?); it was not started".to_string();
+                let ended =
+                    wakeful_core::journal::JournalEntry::Event(wakeful_core::PendingEvent {
+                        session: session.clone(),
+                        monitor_id: id.clone(),
+                        ts: Utc::now(),
+                        text: format!("{}: failed: {error}", spec.description),
+                        body: wakeful_core::EventBody::MonitorFailed {
+                            error: error.clone(),
+                            last_lines: vec![],
+                            survivors: vec![],
+                        },
+                        wakes: true,
+                        replayed: false,
+                        host: None,
+                    });
+                let hub = self.inner.hub.clone();
+                tokio::spawn(async move {
+                    let _ = hub.append(vec![ended]).await;
+                });
+                return Err(StartError::Storage(format!(
+                    "cannot start: the event store did not take the monitor within {} ms (it is failing: see `wakeful status` and the daemon log; a full disk is the usual cause); nothing was started",
+                    REGISTER_WAIT.as_millis()
+                )));
+            }
         }
         let mut launch = self.inner.config.launch.clone();
         launch.base_env = opts.base_env;
@@ -386,11 +452,13 @@ impl MonitorRegistry {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let task = MonitorTask {
             ready: ready_tx,
+            output: self.inner.output.clone(),
             terminals: self.inner.terminals.clone(),
             spec,
             launch,
             rearm: opts.rearm,
             status,
+            ended: ended_tx,
             stop_rx,
             hub: self.inner.hub.clone(),
         };
@@ -435,16 +503,31 @@ impl MonitorRegistry {
         self.inner.lock().get(id).map(|e| info_of(&e.status))
     }
 
+    /// Forgets ended monitors (a prune removed them); running ones stay.
+    pub fn forget_ended(&self, ids: &[String]) {
+        let mut monitors = self.inner.lock();
+        for id in ids {
+            if monitors
+                .get(id)
+                .is_some_and(|e| !info_of(&e.status).is_active())
+            {
+                monitors.remove(id);
+            }
+        }
+    }
+
     /// Keeps an ended monitor listed (a daemon restoring its recent history).
     pub fn insert_ended(&self, info: MonitorInfo) {
         let (stop_tx, _) = watch::channel(None);
         let (_, done) = watch::channel(true);
+        let (_, ended) = watch::channel(true);
         self.inner.lock().insert(
             info.id.clone(),
             Entry {
                 status: Arc::new(Mutex::new(info)),
                 stop_tx,
                 done,
+                ended,
             },
         );
     }
@@ -460,19 +543,46 @@ impl MonitorRegistry {
         id: &str,
         reason: MonitorStopReason,
     ) -> Result<MonitorInfo, StopError> {
-        let (mut done, status) = {
+        let (mut done, mut ended, status) = {
             let monitors = self.inner.lock();
             let entry = monitors
                 .get(id)
                 .filter(|e| info_of(&e.status).is_active())
                 .ok_or_else(|| StopError::NotFound(id.to_string()))?;
             let _ = entry.stop_tx.send(Some(Control::Stop(reason)));
-            (entry.done.clone(), entry.status.clone())
+            (
+                entry.done.clone(),
+                entry.ended.clone(),
+                entry.status.clone(),
+            )
         };
-        let _ = done.wait_for(|d| *d).await;
-        // Its final event is in the log before we answer.
-        self.sync().await;
+        self.wait_done(&mut done, &mut ended).await;
+        // Its final event is in the log before we answer (unless the
+        // store cannot take it now: it goes in once it can).
+        self.sync_within(REGISTER_WAIT).await;
         Ok(info_of(&status))
+    }
+
+    /// Waits until a monitor's task is done. While the store is failing
+    /// (a full disk) its final event cannot be recorded, and the task
+    /// waits for that: then the wait ends once the monitor has ended (its
+    /// processes stopped), so that no client waits on a disk without a
+    /// word. The final event goes in once the store takes it.
+    async fn wait_done(&self, done: &mut watch::Receiver<bool>, ended: &mut watch::Receiver<bool>) {
+        let hub = &self.inner.hub;
+        let ended_unrecorded = async move {
+            hub.failing().await;
+            let _ = ended.wait_for(|e| *e).await;
+        };
+        tokio::select! {
+            _ = done.wait_for(|d| *d) => {}
+            _ = ended_unrecorded => {}
+        }
+    }
+
+    /// [`MonitorRegistry::sync`], waiting at most `limit`.
+    pub async fn sync_within(&self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, self.sync()).await;
     }
 
     /// Waits until monitor `id` has ended (returns at once for unknown ids).
@@ -518,7 +628,7 @@ impl MonitorRegistry {
         pred: impl Fn(&MonitorInfo) -> bool,
         control: Control,
     ) -> Vec<String> {
-        let targets: Vec<(String, watch::Receiver<bool>)> = {
+        let targets: Vec<(String, watch::Receiver<bool>, watch::Receiver<bool>)> = {
             let monitors = self.inner.lock();
             monitors
                 .iter()
@@ -528,16 +638,16 @@ impl MonitorRegistry {
                 })
                 .map(|(id, e)| {
                     let _ = e.stop_tx.send(Some(control.clone()));
-                    (id.clone(), e.done.clone())
+                    (id.clone(), e.done.clone(), e.ended.clone())
                 })
                 .collect()
         };
         let mut ids = Vec::with_capacity(targets.len());
-        for (id, mut done) in targets {
-            let _ = done.wait_for(|d| *d).await;
+        for (id, mut done, mut ended) in targets {
+            self.wait_done(&mut done, &mut ended).await;
             ids.push(id);
         }
-        self.sync().await;
+        self.sync_within(REGISTER_WAIT).await;
         ids
     }
 

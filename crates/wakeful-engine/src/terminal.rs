@@ -49,6 +49,7 @@ pub struct Terminals {
     output_dir: PathBuf,
     launch: Launch,
     journal: crate::hub::Hub,
+    output: Arc<crate::output::OutputBudget>,
 }
 
 /// Why a terminal request failed.
@@ -78,12 +79,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Terminals {
-    pub(crate) fn new(output_dir: PathBuf, launch: Launch, journal: crate::hub::Hub) -> Self {
+    pub(crate) fn new(
+        output_dir: PathBuf,
+        launch: Launch,
+        journal: crate::hub::Hub,
+        output: Arc<crate::output::OutputBudget>,
+    ) -> Self {
         Terminals {
             inner: Arc::new(Mutex::new(HashMap::new())),
             output_dir,
             launch,
             journal,
+            output,
         }
     }
 
@@ -115,9 +122,11 @@ impl Terminals {
         spec.validate()?;
         let id = crate::registry::new_id("term");
         let output_path = self.output_dir.join(format!("{id}.log"));
-        let file = OutputFile::open(&output_path).map_err(|source| TerminalError::Output {
-            path: output_path.clone(),
-            source,
+        let file = OutputFile::open(&output_path, &self.output).map_err(|source| {
+            TerminalError::Output {
+                path: output_path.clone(),
+                source,
+            }
         })?;
         let mut launch = self.launch.clone();
         launch.base_env = base_env;
@@ -175,12 +184,14 @@ impl Terminals {
                 };
             }
             let ended = lock(&shared).clone();
-            let _ = journal.append(vec![JournalEntry::Terminal(ended)]).await;
             let subs: Vec<_> = lock(&subscribers).drain(..).collect();
             for s in subs {
                 let _ = s.send(TermMsg::End(end.clone())).await;
             }
+            // Ended now; its row follows (a store that cannot write, a
+            // full disk, keeps no `kill` waiting for it).
             let _ = done_tx.send(true);
+            let _ = journal.append(vec![JournalEntry::Terminal(ended)]).await;
         });
         Ok(info)
     }

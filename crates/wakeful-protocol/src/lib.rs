@@ -25,6 +25,7 @@
 pub mod cluster;
 pub mod frame_lock;
 pub mod liveness;
+pub mod output;
 pub mod paths;
 pub mod reply;
 pub mod request;
@@ -35,9 +36,9 @@ pub use frame_lock::FrameLock;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, ImportResult, Reply, RouteSource,
-    RunResult, SessionEndResult, ShutdownResult, StartResult, Status, StreamEnd, WakeClearResult,
-    WakeDelivery, WakeStatus,
+    Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, ImportResult, PruneResult,
+    PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
+    Status, StorageStatus, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{Envelope, ImportedEvent, OutputForm, Request, RunRequest, WakeAdapter};
 pub use wakeful_core::digest::Digest;

@@ -72,6 +72,9 @@ pub enum ErrorKind {
     /// ([`crate::Request::Events`]'s `write_to`) closed it (exit 141, as a
     /// closed stdout).
     OutputClosed,
+    /// The request must write, and the state directory's disk is full (or
+    /// the store cannot write): nothing was started or changed (exit 1).
+    DiskFull,
 }
 
 impl ErrorKind {
@@ -88,6 +91,7 @@ impl ErrorKind {
             | ErrorKind::Denied
             | ErrorKind::Version
             | ErrorKind::Internal
+            | ErrorKind::DiskFull
             | ErrorKind::Unreachable => 1,
         }
     }
@@ -145,6 +149,81 @@ pub struct Status {
     /// The cluster link, when `[cluster]` is configured (docs/CLUSTER.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::LinkStatus>,
+    /// What the store takes, the disk it keeps free, and the last prune
+    /// (docs/STORAGE.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageStatus>,
+}
+
+/// The store's share of the disk, in [`Status`] (`status --json`'s
+/// `storage`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageStatus {
+    /// Database, WAL and redo log, in bytes.
+    pub database_bytes: u64,
+    /// Every output file, in bytes.
+    pub output_bytes: u64,
+    /// `[store] max_size`: database plus output files.
+    pub max_size: u64,
+    /// `[store] max_age`, as written (`7d`).
+    pub max_age: String,
+    /// `[store] output_max`: one output file.
+    pub output_max: u64,
+    /// `[store] output_total`: all output files.
+    pub output_total: u64,
+    /// Bytes free on the state directory's filesystem.
+    pub free_bytes: u64,
+    /// Bytes it keeps free (`[store] keep_free`).
+    pub keep_free_bytes: u64,
+    /// Below the keep-free space: output files do not grow.
+    pub disk_low: bool,
+    /// The disk is full, or the store cannot write: requests that must
+    /// write are refused.
+    pub disk_full: bool,
+    /// Output bytes not written since the daemon started (disk low).
+    #[serde(default)]
+    pub output_not_written_bytes: u64,
+    /// The last prune, if there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_prune: Option<wakeful_core::storage::PruneRecord>,
+    /// Every prune so far: events, monitors, bytes.
+    #[serde(default)]
+    pub pruned_events: u64,
+    /// Monitors pruned so far.
+    #[serde(default)]
+    pub pruned_monitors: u64,
+    /// Bytes given back by prunes so far.
+    #[serde(default)]
+    pub pruned_bytes: u64,
+    /// The oldest event kept: its seq.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_seq: Option<u64>,
+}
+
+/// Result of [`crate::Request::Prune`] (`wakeful prune --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneResult {
+    /// Nothing was removed; `record` says what would have been.
+    pub dry_run: bool,
+    /// What was (or would be) removed.
+    pub record: wakeful_core::storage::PruneRecord,
+    /// The monitors removed with their events, and why.
+    pub monitors: Vec<PrunedMonitor>,
+    /// The monitors whose output files only were removed.
+    pub outputs: Vec<String>,
+    /// Database bytes before.
+    pub database_bytes: u64,
+    /// Output bytes before.
+    pub output_bytes: u64,
+}
+
+/// One monitor a prune removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrunedMonitor {
+    /// Its id.
+    pub id: String,
+    /// Why.
+    pub cause: wakeful_core::storage::PruneCause,
 }
 
 /// Result of [`Request::Start`] (`start --json`).

@@ -232,6 +232,26 @@ pub enum Request {
         /// Only this session's; `None` for all sessions.
         session: Option<String>,
     },
+    /// Prune now (docs/STORAGE.md): ended monitors past `[store]
+    /// max_age`, then whatever the size caps call for, oldest first; with
+    /// `dry_run`, only say what would go. Reply: `ok` with a
+    /// [`crate::PruneResult`].
+    Prune {
+        /// Only say what would be removed.
+        #[serde(default)]
+        dry_run: bool,
+    },
+    /// What prunes removed, oldest first (those at or after `since`).
+    /// Reply: `ok` with an array of [`wakeful_core::storage::PruneRecord`].
+    Prunes {
+        /// Only prunes at or after this time.
+        #[serde(
+            default,
+            with = "wakeful_core::info::ts_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+    },
 }
 
 /// An event recorded elsewhere, for [`Request::Import`].
@@ -294,6 +314,8 @@ impl Request {
             Request::Import { .. } => "import",
             Request::ClusterStatus {} => "cluster_status",
             Request::ClusterMonitors { .. } => "cluster_monitors",
+            Request::Prune { .. } => "prune",
+            Request::Prunes { .. } => "prunes",
         }
     }
 }

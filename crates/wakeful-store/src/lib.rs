@@ -6,12 +6,13 @@
 //!
 //! - [`StoreWriter`] is the only writer. It implements the engine's
 //!   [`Journal`](wakeful_core::journal::Journal): events get their `seq`
-//!   (global, strictly increasing, never reused: events are never deleted)
+//!   (global, strictly increasing, never reused, even once a prune removed events)
 //!   and are durable once they are in the *redo log* ([`redo`]: one write),
 //!   which is when they are handed out; they are put into the tables a
 //!   moment later (`Journal::flush`), and monitor rows follow their events
 //!   (a final event ends the monitor's row). Other entries are written in a
 //!   transaction of their own, after every event appended before them.
+//! - [`retention`]: pruning ended monitors and giving the space back.
 //! - [`StoreReader`] answers queries from any task; WAL lets it read while
 //!   the writer writes. A read first puts whatever the redo log holds
 //!   beyond the tables into them: every query sees every event handed out.
@@ -52,6 +53,7 @@ use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{Event, MonitorInfo, MonitorSpec};
 
 pub mod redo;
+pub mod retention;
 mod writer;
 
 use redo::Redo;
@@ -101,14 +103,22 @@ CREATE TABLE IF NOT EXISTS wake_routes (
     route   TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS prunes (
+    id     INTEGER PRIMARY KEY,
+    at     TEXT NOT NULL,
+    record TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
 ";
 
 /// The schema this build writes: 2 added `events.origin`; 3 added the
 /// counters of `monitors` (`events`, `lines`, `suppressed_lines`), set by
-/// folds beside the row's `info` (a reader takes the larger of the two).
-const SCHEMA_VERSION: u32 = 3;
+/// folds beside the row's `info` (a reader takes the larger of the two);
+/// 4 added `prunes` (what each prune removed) and the `seq_floor` of
+/// `meta` (the highest seq ever given, kept when a prune removes the
+/// newest events, so that no seq is given twice).
+const SCHEMA_VERSION: u32 = 4;
 
 /// The counters a fold sets in a monitor's row without touching its `info`
 /// (see the crate docs).
@@ -212,8 +222,15 @@ fn open_conn(path: &Path) -> Result<Connection, StoreError> {
         .map_err(err)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(err)?;
+    // A checkpoint leaves the WAL file at most this large (it is not
+    // shrunk otherwise): the WAL stays bounded however many lines came.
+    conn.pragma_update(None, "journal_size_limit", WAL_LIMIT as i64)
+        .map_err(err)?;
     Ok(conn)
 }
+
+/// The size a checkpoint truncates the WAL file to, at most.
+pub const WAL_LIMIT: u64 = 16 << 20;
 
 /// Opens (creating it) the database at `path`: its one writer and a reader.
 /// Events that reached the redo log but not the tables (the daemon was
@@ -224,6 +241,18 @@ pub fn open(path: &Path) -> Result<(StoreWriter, StoreReader), StoreError> {
         source,
     };
     let conn = open_conn(path)?;
+    // A new database gives space back page by page after a prune
+    // (`incremental_vacuum`); this must be set before its first table.
+    let new = conn
+        .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(sqlite)?
+        == 0;
+    if new {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(sqlite)?;
+    }
     conn.execute_batch(SCHEMA)
         .and_then(|()| migrate(&conn))
         .map_err(sqlite)?;
@@ -255,6 +284,7 @@ pub fn open(path: &Path) -> Result<(StoreWriter, StoreReader), StoreError> {
         conn: Arc::new(Mutex::new(reader_conn)),
         path: path.to_path_buf(),
         writer: shared,
+        fold_warned: Arc::new(Mutex::new(None)),
     };
     Ok((writer, reader))
 }
@@ -266,10 +296,15 @@ pub fn redo_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The last seq given: the newest event's, or, if a prune removed the
+/// newest events, the highest it recorded (`seq_floor`).
 fn latest_seq(conn: &Connection) -> Result<u64, rusqlite::Error> {
-    conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| {
-        r.get::<_, i64>(0)
-    })
+    conn.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0),
+                    COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq_floor'), 0))",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
     .map(|v| v as u64)
 }
 
@@ -293,6 +328,8 @@ pub struct StoreReader {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
     writer: Arc<Shared>,
+    /// When a failed fold was last logged.
+    fold_warned: Arc<Mutex<Option<std::time::Instant>>>,
 }
 
 impl StoreReader {
@@ -300,16 +337,36 @@ impl StoreReader {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
     ) -> Result<T, StoreError> {
-        // Every event handed out is in the tables before anything is read.
-        self.writer.fold().map_err(|source| StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        })?;
+        self.folded();
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(&conn).map_err(|source| StoreError::Sqlite {
             path: self.path.clone(),
             source,
         })
+    }
+
+    /// Puts every event handed out into the tables before anything is
+    /// read; returns `false` when that failed (a full disk): the read
+    /// goes on with the tables as they are (what still waits is in the
+    /// redo log, safe; [`StoreReader::recorded_after`] adds it from
+    /// memory), so a full disk never stops a read.
+    fn folded(&self) -> bool {
+        match self.writer.fold() {
+            Ok(()) => true,
+            Err(e) => {
+                let now = std::time::Instant::now();
+                let mut last = self.fold_warned.lock().unwrap_or_else(|p| p.into_inner());
+                if last.is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(60))
+                {
+                    *last = Some(now);
+                    tracing::warn!(
+                        "database {}: events wait in the redo log, not yet in the tables ({e}); reads go on, and they go in once the disk has room",
+                        self.path.display()
+                    );
+                }
+                false
+            }
+        }
     }
 
     fn corrupt(&self, detail: impl Into<String>) -> StoreError {
@@ -370,7 +427,8 @@ impl StoreReader {
 
     /// The seq of the last event (0 for an empty log).
     pub fn latest_seq(&self) -> Result<u64, StoreError> {
-        self.with(latest_seq)
+        let tables = self.with(latest_seq)?;
+        Ok(tables.max(self.writer.last_taken()))
     }
 
     /// Events with seq > `after`, in order, at most `limit`; only `session`'s
@@ -407,12 +465,17 @@ impl StoreReader {
                AND (?3 IS NULL OR monitor_id = ?3)
              ORDER BY seq LIMIT {limit}"
         );
-        let rows: Vec<String> = self.with(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![after as i64, session, monitor], |r| r.get(0))?;
-            rows.collect()
-        })?;
-        rows.into_iter()
+        let folded = self.folded();
+        let rows: Vec<String> = {
+            let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.sqlite(e))?;
+            let rows = stmt
+                .query_map(params![after as i64, session, monitor], |r| r.get(0))
+                .map_err(|e| self.sqlite(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))?
+        };
+        let mut out: Vec<Recorded> = rows
+            .into_iter()
             .map(|json| {
                 let event =
                     serde_json::from_str(&json).map_err(|e| self.corrupt(format!("event: {e}")))?;
@@ -421,7 +484,21 @@ impl StoreReader {
                     json: Some(Arc::from(json)),
                 })
             })
-            .collect()
+            .collect::<Result<_, StoreError>>()?;
+        if !folded && out.len() < limit {
+            // What could not go into the tables is read from memory.
+            let last = out.last().map_or(after, |r| r.event.seq);
+            let waiting = self.writer.pending_after(session, monitor, last);
+            out.extend(waiting.into_iter().take(limit - out.len()));
+        }
+        Ok(out)
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
     }
 
     /// Whether an event of this origin is stored (see
@@ -442,6 +519,17 @@ impl StoreReader {
             )?
             .exists([id])
         })
+    }
+
+    /// What prunes removed, oldest first (those at or after `since`).
+    pub fn prunes(
+        &self,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<wakeful_core::storage::PruneRecord>, StoreError> {
+        let rows = self.with(|c| retention::prunes_since(c, since))?;
+        rows.iter()
+            .map(|j| serde_json::from_str(j).map_err(|e| self.corrupt(format!("prune: {e}"))))
+            .collect()
     }
 
     /// Where `consumer` of `session` acknowledged up to (0: nothing yet).
@@ -934,7 +1022,10 @@ mod tests {
         let in_info: MonitorInfo =
             serde_json::from_str(&raw("SELECT info FROM monitors WHERE id = 'm1'")).unwrap();
         assert_eq!(in_info.lines, 70);
-        assert_eq!(raw("SELECT value FROM meta WHERE key = 'schema'"), "3");
+        assert_eq!(
+            raw("SELECT value FROM meta WHERE key = 'schema'"),
+            SCHEMA_VERSION.to_string()
+        );
         // A monitor sends its last counters after its final event (as the
         // engine does): they set the columns again, and readers see them.
         w.append(&mut vec![test_events::counters("m1", 8, 80, 700)])

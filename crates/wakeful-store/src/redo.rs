@@ -6,8 +6,10 @@
 //! durable with one `pwrite(2)`: its JSON line (which holds its seq)
 //! appended to `<database>-redo`. The writer hands the event out once that
 //! write returned, and folds it into the tables right after (see
-//! [`crate::StoreWriter`]). The log is emptied when everything in it is in
-//! the tables and it has grown past 1 MiB.
+//! [`crate::StoreWriter`]). Once it has grown past 1 MiB, the next fold
+//! puts everything it holds into the tables and empties it (whatever the
+//! line rate: lines that come during that fold's transaction wait for it),
+//! so it stays near 1 MiB.
 //!
 //! Opening the store reads what the log holds beyond the tables' last seq
 //! and puts it in: a daemon killed between the two steps loses nothing.
@@ -79,6 +81,11 @@ impl Redo {
             .write(writable)
             .open(&self.path)
             .unwrap();
+    }
+
+    /// Its length.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
     /// Whether it is larger than [`CLEAR_AT`].

@@ -211,13 +211,68 @@ impl Shared {
             return Err(e);
         }
         let mut taken = lock(&self.taken);
-        if taken.pending.is_empty() && taken.redo.is_large() {
-            // Everything it holds is in the tables now. If emptying fails
-            // it is tried next time; opening passes over what is in the
-            // tables already.
-            let _ = taken.redo.clear();
+        if taken.redo.is_large() {
+            // Everything it holds is in the tables now but what came
+            // during the transaction: that goes in too, holding `taken` —
+            // a take waits for this one transaction — so the log is
+            // emptied however fast lines come. If emptying fails it is
+            // tried next time; opening passes over what is in the tables
+            // already.
+            fold_into(&mut conn, &mut taken)?;
+            self.pending
+                .store(!taken.pending.is_empty(), Ordering::Release);
         }
         Ok(())
+    }
+
+    /// The events taken but not yet in the tables, matching `session`
+    /// and `monitor`, with a seq above `after` (a read that could not fold
+    /// them still sees them).
+    pub(crate) fn pending_after(
+        &self,
+        session: Option<&str>,
+        monitor: Option<&str>,
+        after: u64,
+    ) -> Vec<Recorded> {
+        let taken = lock(&self.taken);
+        taken
+            .pending
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Event { event, json }
+                    if event.seq > after
+                        && session.is_none_or(|s| event.session == s)
+                        && monitor.is_none_or(|m| event.monitor_id == m) =>
+                {
+                    Some(Recorded {
+                        event: event.clone(),
+                        json: Some(json.clone()),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The highest seq taken so far (in the tables or waiting).
+    pub(crate) fn last_taken(&self) -> u64 {
+        lock(&self.taken).next_seq.saturating_sub(1)
+    }
+
+    /// The write connection, for a prune (which writes in short
+    /// transactions of its own, between folds).
+    pub(crate) fn tables(&self) -> MutexGuard<'_, Connection> {
+        lock(&self.tables)
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The redo log's size.
+    pub(crate) fn redo_len(&self) -> u64 {
+        lock(&self.taken).redo.len()
     }
 }
 
@@ -225,11 +280,10 @@ impl Shared {
 /// the redo log is emptied when it has grown large (everything it holds
 /// is in then).
 fn fold_into(conn: &mut Connection, taken: &mut Taken) -> Result<(), rusqlite::Error> {
-    if taken.pending.is_empty() {
-        return Ok(());
+    if !taken.pending.is_empty() {
+        insert_pending(conn, &taken.pending)?;
+        taken.pending.clear();
     }
-    insert_pending(conn, &taken.pending)?;
-    taken.pending.clear();
     if taken.redo.is_large() {
         let _ = taken.redo.clear();
     }
@@ -275,6 +329,12 @@ impl StoreWriter {
             },
             shared,
         )
+    }
+
+    /// A pruner of this store (a connection of its own for its reads;
+    /// its writes go through this writer's connection).
+    pub fn pruner(&self) -> Result<crate::retention::Pruner, crate::StoreError> {
+        crate::retention::Pruner::new(self.shared.clone())
     }
 
     /// How many events opening the store took from the redo log (the daemon
@@ -734,5 +794,66 @@ mod tests {
         // Both are in the tables for a reader (which folds line 2 first).
         let texts = texts_in(&r);
         assert_eq!(texts, vec!["1 line 1", "2 line 2"]);
+    }
+
+    #[test]
+    fn the_redo_log_stays_bounded_however_fast_lines_come() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, _r) = crate::open(&db).unwrap();
+        // A fold runs beside takes all along (as the hub's background
+        // flush does); takes never stop, so `pending` is rarely empty when
+        // a fold ends.
+        let shared = w.shared.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let folding = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    shared.fold().unwrap();
+                }
+            })
+        };
+        let mut largest = 0;
+        for n in 0..2_000 {
+            let mut batch: Vec<JournalEntry> = (0..32).map(|i| line(n * 32 + i)).collect();
+            w.append(&mut batch).unwrap();
+            largest = largest.max(lock(&w.shared.taken).redo.len());
+        }
+        stop.store(true, Ordering::Relaxed);
+        folding.join().unwrap();
+        assert!(
+            largest < 3 * crate::redo::CLEAR_AT,
+            "the redo log reached {largest} bytes"
+        );
+    }
+
+    #[test]
+    fn a_read_goes_on_when_the_events_cannot_go_into_the_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, r) = crate::open(&db).unwrap();
+        w.append(&mut vec![line(1)]).unwrap();
+        assert_eq!(texts_in(&r), ["1 line 1"]);
+        // Another process holds the database's write lock: folds fail
+        // (at once here), as they do on a full disk.
+        lock(&w.shared.tables)
+            .busy_timeout(std::time::Duration::from_millis(1))
+            .unwrap();
+        let other = Connection::open(&db).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        w.append(&mut vec![line(2), line(3)]).unwrap();
+        assert!(w.shared.fold().is_err());
+        // Reads answer, with the events that wait (from memory).
+        assert_eq!(texts_in(&r), ["1 line 1", "2 line 2", "3 line 3"]);
+        assert_eq!(r.latest_seq().unwrap(), 3);
+        assert!(r.monitor("m").unwrap().is_none());
+        other.execute_batch("COMMIT").unwrap();
+        w.shared.fold().unwrap();
+        let raw: i64 = Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM events", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(raw, 3, "in the tables once the lock is gone");
     }
 }

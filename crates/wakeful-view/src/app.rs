@@ -196,6 +196,8 @@ pub struct App {
     pub events_height: usize,
     /// Rows of the output overlay at the last draw.
     pub output_height: usize,
+    /// The store's share of the disk, as the daemon last said.
+    pub storage: Option<wakeful_protocol::StorageStatus>,
 }
 
 /// How long a footer message stays.
@@ -215,6 +217,7 @@ impl App {
             status: None,
             events_height: 10,
             output_height: 10,
+            storage: None,
         }
     }
 

@@ -10,6 +10,26 @@ use wakeful_client::{connect, connect_existing, ClientError, Connection, Paths};
 use wakeful_core::{Event, EventKind, MonitorInfo};
 use wakeful_protocol::{Reply, Request, Status};
 
+/// Sends a `list` result and the store's status; `false` once the view is
+/// gone.
+async fn send_list(
+    control: &mut Connection,
+    request: Request,
+    tx: &mpsc::Sender<FeedMsg>,
+) -> Result<bool, ClientError> {
+    let list: Vec<MonitorInfo> = control.call_as(request).await?;
+    if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+        return Ok(false);
+    }
+    let status: Status = control.call_as(Request::Status {}).await?;
+    if let Some(storage) = status.storage {
+        if tx.send(FeedMsg::Storage(Box::new(storage))).await.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 use crate::app::Scope;
 
 /// What the feed tells its view.
@@ -27,6 +47,9 @@ pub enum FeedMsg {
     Monitors(Vec<MonitorInfo>),
     /// Events in seq order, each after the previous message's.
     Events(Vec<Event>),
+    /// What the store takes and the disk does (`status`'s `storage`), with
+    /// every `list`.
+    Storage(Box<wakeful_protocol::StorageStatus>),
 }
 
 /// How the feed reads.
@@ -118,8 +141,7 @@ async fn stream(
     let list_request = || Request::List {
         session: scope.session().map(String::from),
     };
-    let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
-    if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+    if !send_list(&mut control, list_request(), tx).await? {
         return Ok(());
     }
     events
@@ -198,15 +220,13 @@ async fn stream(
                 }
             }
             _ = list_tick.tick() => {
-                let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
-                if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+                if !send_list(&mut control, list_request(), tx).await? {
                     return Ok(());
                 }
             }
             _ = soon => {
                 list_soon = None;
-                let list: Vec<MonitorInfo> = control.call_as(list_request()).await?;
-                if tx.send(FeedMsg::Monitors(list)).await.is_err() {
+                if !send_list(&mut control, list_request(), tx).await? {
                     return Ok(());
                 }
             }

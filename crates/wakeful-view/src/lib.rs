@@ -31,6 +31,66 @@ pub mod web;
 use std::path::Path;
 
 use regex::Regex;
+use wakeful_core::storage::ByteSize;
+use wakeful_protocol::StorageStatus;
+
+/// How much a view's storage line asks for attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageLevel {
+    /// The disk is full: nothing that must write is started.
+    Full,
+    /// Below the keep-free space: output files do not grow.
+    Low,
+    /// Only what the last prune removed.
+    Info,
+}
+
+impl StorageLevel {
+    /// Its name in the web view's state (`full`, `low`, `info`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageLevel::Full => "full",
+            StorageLevel::Low => "low",
+            StorageLevel::Info => "info",
+        }
+    }
+}
+
+/// What the views' header says about the disk (empty when there is
+/// nothing to say): a full or low disk first, else the last prune.
+pub fn storage_line(s: &StorageStatus) -> (String, StorageLevel) {
+    if s.disk_full {
+        return (
+            format!(
+                "DISK FULL ({} free): nothing new starts; free some space",
+                ByteSize(s.free_bytes)
+            ),
+            StorageLevel::Full,
+        );
+    }
+    if s.disk_low {
+        return (
+            format!(
+                "disk low ({} free, {} kept free): output files are not growing",
+                ByteSize(s.free_bytes),
+                ByteSize(s.keep_free_bytes)
+            ),
+            StorageLevel::Low,
+        );
+    }
+    match &s.last_prune {
+        Some(p) if p.events > 0 || p.outputs > 0 => (
+            format!(
+                "last prune {}: {} events of {} monitors",
+                p.at.format("%Y-%m-%d %H:%M"),
+                p.events,
+                p.monitors
+            ),
+            StorageLevel::Info,
+        ),
+        _ => (String::new(), StorageLevel::Info),
+    }
+}
 use wakeful_protocol::view::{ViewConfig, ViewConfigFile};
 
 /// Why a view could not run.

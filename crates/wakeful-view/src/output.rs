@@ -1,118 +1,64 @@
 //! A monitor's output file by line numbers (the numbers of `wakeful output
-//! --from-line`), read from `output_path` directly (the daemon runs as the
-//! same user). An index of line starts is built once and extended as the
-//! file grows, so any window is one seek and one read.
+//! --from-line`), for the output panes: a window of lines made safe for a
+//! terminal or a page, read through [`wakeful_protocol::output::OutputIndex`]
+//! (every segment of the file, and what it dropped: a dropped range is a
+//! row that says so).
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use wakeful_protocol::output::Item;
+pub use wakeful_protocol::output::OutputError;
 
 use crate::events::one_line;
 
 /// Longest text shown of one line (the rest is cut with a note).
 pub const MAX_LINE_CHARS: usize = 4096;
 
-/// Why an output file cannot be shown.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot read the output file {path}: {source}; `wakeful output ID` reads it through the daemon's rules, and `wakeful list` shows where it is")]
-pub struct OutputError {
-    /// The file.
-    pub path: PathBuf,
-    /// What failed.
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// Where each line of an output file starts.
+/// Where each line of an output file starts; see the module docs.
 #[derive(Debug, Clone)]
 pub struct OutputIndex {
-    path: PathBuf,
-    /// Byte offsets of line starts; the last one may be the end of the
-    /// file (a line not begun yet).
-    starts: Vec<u64>,
-    /// Bytes indexed.
-    len: u64,
+    inner: wakeful_protocol::output::OutputIndex,
 }
 
 impl OutputIndex {
     /// Indexes `path`.
     pub fn open(path: &Path) -> Result<Self, OutputError> {
-        let mut index = OutputIndex {
-            path: path.to_path_buf(),
-            starts: vec![0],
-            len: 0,
-        };
-        index.refresh()?;
-        Ok(index)
+        Ok(OutputIndex {
+            inner: wakeful_protocol::output::OutputIndex::open(path)?,
+        })
     }
 
-    fn err(&self, source: std::io::Error) -> OutputError {
-        OutputError {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    /// Indexes what was written since (starts over if the file shrank).
+    /// Indexes what was written since (again from the start when the file
+    /// was rotated, cut or shrank).
     pub fn refresh(&mut self) -> Result<(), OutputError> {
-        let mut f = File::open(&self.path).map_err(|e| self.err(e))?;
-        let size = f.metadata().map_err(|e| self.err(e))?.len();
-        if size < self.len {
-            self.starts = vec![0];
-            self.len = 0;
-        }
-        f.seek(SeekFrom::Start(self.len)).map_err(|e| self.err(e))?;
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = f.read(&mut buf).map_err(|e| self.err(e))?;
-            if n == 0 {
-                break;
-            }
-            for (i, b) in buf[..n].iter().enumerate() {
-                if *b == b'\n' {
-                    self.starts.push(self.len + i as u64 + 1);
-                }
-            }
-            self.len += n as u64;
-        }
-        Ok(())
+        self.inner.refresh()
     }
 
     /// Lines in the file (a last line without newline counts).
     pub fn total(&self) -> u64 {
-        let begun = self.starts.last().is_some_and(|s| *s < self.len);
-        self.starts.len() as u64 - u64::from(!begun)
+        self.inner.total()
     }
 
     /// Lines `from..from+count` (1-based; `from` past the end gives the
     /// last page): (number, text made safe for a terminal, cut at
-    /// [`MAX_LINE_CHARS`]).
+    /// [`MAX_LINE_CHARS`]). A range of dropped lines is one row, at the
+    /// number it starts from, saying which lines are missing and why.
     pub fn read(&self, from: u64, count: u64) -> Result<Vec<(u64, String)>, OutputError> {
         let total = self.total();
         if total == 0 || count == 0 {
             return Ok(vec![]);
         }
-        let from = from.clamp(1, total.saturating_sub(count) + 1).min(total);
-        let to = (from + count - 1).min(total);
-        let start = self.starts[(from - 1) as usize];
-        let end = self
-            .starts
-            .get(to as usize)
-            .copied()
-            .unwrap_or(self.len)
-            .min(self.len);
-        let mut f = File::open(&self.path).map_err(|e| self.err(e))?;
-        f.seek(SeekFrom::Start(start)).map_err(|e| self.err(e))?;
-        let mut bytes = vec![];
-        f.take(end - start)
-            .read_to_end(&mut bytes)
-            .map_err(|e| self.err(e))?;
-        let text = String::from_utf8_lossy(&bytes);
-        let text = text.strip_suffix('\n').unwrap_or(&text);
-        Ok(text
-            .split('\n')
-            .zip(from..)
-            .map(|(l, n)| (n, cut(&one_line(l.strip_suffix('\r').unwrap_or(l)))))
+        let from = self.window_top(from, count);
+        let items = self.inner.items(from, total, count as usize, true)?;
+        Ok(items
+            .into_iter()
+            .map(|(n, item)| match item {
+                Item::Line(bytes) => {
+                    let text = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+                    (n, cut(&one_line(text.strip_suffix('\r').unwrap_or(&text))))
+                }
+                dropped => (n, dropped.dropped_text().unwrap_or_default()),
+            })
             .collect())
     }
 
@@ -171,5 +117,26 @@ mod tests {
         idx.refresh().unwrap();
         assert_eq!(idx.total(), 1);
         assert!(OutputIndex::open(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn a_dropped_range_is_a_row_that_says_so() {
+        use wakeful_core::outlog::{self, DropReason, Manifest};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.log");
+        std::fs::write(outlog::segment_path(&p, 1), "head\n").unwrap();
+        std::fs::write(&p, "new\n").unwrap();
+        let mut m = Manifest::default();
+        m.close_run(1, 5);
+        m.rotate();
+        m.record_drop(998, 9_000, DropReason::Cap);
+        std::fs::write(outlog::manifest_path(&p), m.to_json()).unwrap();
+        let idx = OutputIndex::open(&p).unwrap();
+        assert_eq!(idx.total(), 1000);
+        let rows = idx.read(1, 50).unwrap();
+        assert_eq!(rows[0], (1, "head".to_string()));
+        assert_eq!(rows[1].0, 2);
+        assert!(rows[1].1.contains("output lines 2–999"), "{}", rows[1].1);
+        assert_eq!(rows[2], (1000, "new".to_string()));
     }
 }

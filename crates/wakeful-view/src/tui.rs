@@ -147,15 +147,29 @@ fn draw_title(frame: &mut Frame, app: &App, rows: &[&MonitorRow], area: Rect) {
         Link::Connecting => ("○ connecting".to_string(), Style::new().fg(Color::Yellow)),
         Link::Lost(_) => ("○ reconnecting".to_string(), Style::new().fg(Color::Red)),
     };
-    let line = Line::from(vec![
+    let mut spans = vec![
         Span::styled("wakeful", Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(format!(
             " · {scope} · {running} running, {} ended · ",
             rows.len() - running
         )),
         Span::styled(link, style),
-    ]);
-    frame.render_widget(Paragraph::new(line), area);
+    ];
+    if let Some(s) = &app.storage {
+        let (text, style) = crate::storage_line(s);
+        if !text.is_empty() {
+            let style = match style {
+                crate::StorageLevel::Full => {
+                    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+                }
+                crate::StorageLevel::Low => Style::new().fg(Color::Yellow),
+                crate::StorageLevel::Info => dim(),
+            };
+            spans.push(Span::raw(" · "));
+            spans.push(Span::styled(text, style));
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// The sparkline of one monitor's last hour in `width` characters: lines
@@ -823,6 +837,7 @@ async fn run_here(paths: Paths, scope: Scope, error_regex: Regex) -> Result<(), 
                     Some(FeedMsg::Live { .. }) => app.link = Link::Live,
                     Some(FeedMsg::Lost(why)) => app.link = Link::Lost(why),
                     Some(FeedMsg::Monitors(list)) => app.apply_list(list),
+                    Some(FeedMsg::Storage(s)) => app.storage = Some(*s),
                     Some(FeedMsg::Events(events)) => {
                         events_seen += events.len() as u64;
                         app.apply_events(&events)

@@ -117,6 +117,7 @@ struct HubState {
     monitors: Monitors,
     link: Result<(), String>,
     started: bool,
+    storage: Option<wakeful_protocol::StorageStatus>,
 }
 
 struct Shared {
@@ -181,6 +182,7 @@ pub async fn serve(
             monitors: Monitors::default(),
             link: Err("connecting".into()),
             started: false,
+            storage: None,
         }),
         latest,
         outputs: Mutex::default(),
@@ -215,6 +217,7 @@ async fn pump(mut feed: tokio::sync::mpsc::Receiver<FeedMsg>, shared: Arc<Shared
             }
             FeedMsg::Lost(why) => hub.link = Err(why),
             FeedMsg::Monitors(list) => hub.monitors.apply_list(list),
+            FeedMsg::Storage(s) => hub.storage = Some(*s),
             FeedMsg::Events(events) => {
                 let mut last = None;
                 for e in &events {
@@ -452,6 +455,10 @@ async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "last_seq": hub.ring.back().map(|f| f.seq).unwrap_or(hub.ring_after),
         "sessions": sessions,
         "monitors": monitors,
+        "storage": hub.storage.as_ref().map(|s| {
+            let (text, level) = crate::storage_line(s);
+            json!({"text": text, "level": level.as_str()})
+        }),
     }))
 }
 

@@ -22,6 +22,16 @@ impl Home {
         }
     }
 
+    /// A temporary installation inside `dir` (a small filesystem).
+    pub fn new_in(dir: &Path) -> Self {
+        Home {
+            dir: tempfile::Builder::new()
+                .prefix("wk")
+                .tempdir_in(dir)
+                .unwrap(),
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -129,6 +139,65 @@ pub fn have(what: &str, check: &mut Command) -> bool {
         eprintln!("skipped: {what} is not installed (see .ci/run for how to install it)");
     }
     ok
+}
+
+/// A tmpfs of its own, mounted for one test and unmounted after it
+/// (processes using it must be gone first: drop it last).
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (`30m`). That needs root, as CI runs:
+    /// elsewhere the test says it skipped; under CI it fails instead.
+    pub fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::Builder::new()
+            .prefix("wk-fs")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "cannot mount a tmpfs in CI (it runs as root): the small-filesystem tests need one"
+            );
+            eprintln!(
+                "skipped: mounting a tmpfs needs root (run as root, as CI does, to run this test)"
+            );
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Bytes free on it.
+    pub fn free(&self) -> u64 {
+        let s = nix::sys::statvfs::statvfs(self.path()).unwrap();
+        s.blocks_available() as u64 * s.fragment_size() as u64
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
 }
 
 /// What an end-to-end harness run gave.

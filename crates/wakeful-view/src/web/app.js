@@ -88,6 +88,12 @@ function renderState(s) {
   const link = $("link");
   link.textContent = s.link === "live" ? "● live" : "○ reconnecting: " + s.link;
   link.className = "link " + (s.link === "live" ? "live" : "lost");
+  const storage = $("storage");
+  storage.hidden = !(s.storage && s.storage.text);
+  if (s.storage) {
+    storage.textContent = s.storage.text;
+    storage.className = "storage " + s.storage.level;
+  }
   state.monitors = s.monitors;
   const now = new Date(s.now);
   // Sessions.
