@@ -555,9 +555,13 @@ impl ServerHandler for WakefulServer {
             }
             value
         });
+        // Every string a model reads is sanitized (event texts are framed
+        // already: sanitizing them again changes nothing).
         Ok(match result {
-            Ok(value) => CallToolResult::structured(value),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Ok(value) => CallToolResult::structured(wakeful_core::present::sanitize_json(value)),
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(
+                wakeful_core::present::sanitize_for_model(&message),
+            )]),
         }
         .into())
     }
