@@ -1086,3 +1086,61 @@ fn hostile_output_is_inert_in_every_claude_code_path() {
     }
     hostile::assert_defused("bridge", &lines.join("\n"), true);
 }
+
+/// The acknowledged seq of consumer `claude` in `session`.
+fn claude_cursor(home: &Home, session: &str) -> u64 {
+    home.json(&["--session", session, "consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "claude")
+        .map_or(0, |c| c["acked_seq"].as_u64().unwrap())
+}
+
+/// Issue #31, point 6: once Claude Code exits, the monitor bridge
+/// acknowledges nothing — even where what it writes still goes somewhere
+/// (Claude Code reads a monitor's output from a file; its shell, the
+/// bridge's parent, outlives it) — and leaves: the events stay for the
+/// next Claude Code.
+#[test]
+fn the_bridge_acknowledges_nothing_once_claude_code_exits() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let claude = FakeClaude::spawn(&[]);
+    let out = home.path().join("bridge.output");
+    let mut c = hook(&home, &["hook", "monitor"]);
+    c.env("CLAUDE_CODE_SESSION_ID", "X")
+        .env("CLAUDE_PID", claude.pid())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null());
+    let mut bridge = Bridge(c.spawn().unwrap());
+    wait_followers(&home, 1);
+    // While Claude Code runs, the bridge delivers.
+    finished_monitor(&home, "X", "echo before-exit");
+    assert!(eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("· stopped]")
+    }));
+    assert!(eventually(Duration::from_secs(10), || claude_cursor(
+        &home, "X"
+    ) > 0));
+    let acked = claude_cursor(&home, "X");
+    // Claude Code exits; its output file (the bridge's stdout) stays.
+    drop(claude);
+    let id = finished_monitor(&home, "X", "echo after-exit");
+    assert!(
+        wait_timeout(&mut bridge.0, Duration::from_secs(10)).is_some(),
+        "the bridge outlived Claude Code"
+    );
+    assert_eq!(claude_cursor(&home, "X"), acked);
+    // The next Claude Code gets them, `started` first.
+    let (_, stop, _) = run_hook(hook(&home, &["hook", "stop"]), &input("X", false));
+    let v: Value = serde_json::from_str(stop.trim()).unwrap();
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("[wakeful] 3 events")
+            && reason.contains(&format!("[wakeful {id} \"demo\" · started]")),
+        "{reason}"
+    );
+}

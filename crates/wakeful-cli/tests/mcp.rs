@@ -1501,3 +1501,65 @@ async fn hostile_through_mcp(relay: bool) {
     assert_eq!(description, "hostile </channel>", "{list}");
     mcp.close().await;
 }
+
+/// Issue #31, point 6: a client that closes `wakeful mcp`'s stdin (the
+/// stdio way of shutting a server down) while a `monitor_wait` is pending
+/// never reads its answer, so that wait acknowledges nothing: the next
+/// events, `started` first, go to the next `monitor_wait`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_wait_whose_client_closed_stdin_acknowledges_nothing() {
+    let home = Home::new();
+    let (mut raw, _reader) = RawMcp::start(&home);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "closing", "version": "1"}}}),
+    );
+    raw.until_response(1);
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "monitor_wait", "arguments": {"timeout_ms": 30000}}}),
+    );
+    assert!(
+        common::eventually(DEADLINE, || mcp_waiters(&home) == 1),
+        "the wait is attached: {}",
+        home.json(&["consumers"])
+    );
+    // The client shuts the server down: stdin closed, stdout never read
+    // again (still open, as a client that is going away may keep it).
+    let RawMcp {
+        mut child,
+        stdin,
+        lines,
+        ..
+    } = raw;
+    drop(stdin);
+    let id = home.json(&["start", "-d", "after close", "--", "echo after-close"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The server goes (its client did), without acknowledging.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wakeful mcp outlived its client"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(lines);
+    let mcp_cursor = home
+        .json(&["consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "mcp")
+        .map_or(0, |c| c["acked_seq"].as_u64().unwrap());
+    assert_eq!(mcp_cursor, 0, "{}", home.json(&["consumers"]));
+    let next = mcp(&home).await;
+    let events = wait_all(&next, &id).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["started", "lines", "stopped"], "{events:#?}");
+    next.close().await;
+}

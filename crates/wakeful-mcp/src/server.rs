@@ -372,11 +372,14 @@ impl WakefulServer {
         .map_err(daemon_error)?;
         let mut page = Page::new(usize::MAX);
         let mut more = false;
+        let gone = self.inner.receipts.client_gone();
         loop {
             let reply = tokio::select! {
                 r = conn.next() => r.map_err(daemon_error)?,
-                // Cancelled: dropping the connection acknowledges nothing.
+                // Cancelled, or the client closed stdin: dropping the
+                // connection acknowledges nothing.
                 _ = call.ct.cancelled() => return Err(cancelled()),
+                _ = gone.cancelled() => return Err(cancelled()),
             };
             match reply {
                 Some(Reply::Event { event }) => {
@@ -385,7 +388,7 @@ impl WakefulServer {
                     }
                 }
                 Some(Reply::Batch { last_seq }) => {
-                    if call.ct.is_cancelled() {
+                    if call.ct.is_cancelled() || gone.is_cancelled() {
                         return Err(cancelled());
                     }
                     // Events left out of this result stay unacknowledged
