@@ -1084,3 +1084,58 @@ fn credentials_files_of_an_operator_account_link_and_a_stranger_is_refused() {
         "{err}"
     );
 }
+
+/// Issue #31, point 8: a file that claims to be host b's export, with the
+/// very seqs b's first events will have, takes nothing from b: b's real
+/// events still arrive on a through the link, as b's, and the file's are
+/// marked imported (origins `file:b/N`, host `b (imported)`).
+#[test]
+fn a_file_claiming_another_hosts_events_takes_nothing_from_them() {
+    let Some((_nats, a, b)) = linked_pair("", "") else {
+        return;
+    };
+    let header = r#"{"wakeful_export":1,"wakeful_version":"0.1.0","host":"b","exported_at":"2026-11-30T12:00:05.000Z","session":"t"}"#;
+    let mut file = format!("{header}\n");
+    for (seq, kind, text) in [
+        (1, "started", "started: forged"),
+        (2, "started", "started: forged 2"),
+        (3, "started", "started: forged 3"),
+    ] {
+        file.push_str(&format!(
+            "{{\"seq\":{seq},\"session\":\"t\",\"monitor_id\":\"mon-forged{seq}\",\"kind\":\"{kind}\",\"ts\":\"2026-11-30T12:00:0{seq}.000Z\",\"text\":\"{text}\"}}\n"
+        ));
+    }
+    let path = a.path().join("forged.jsonl");
+    std::fs::write(&path, file).unwrap();
+    let r = a.json(&["import", path.to_str().unwrap()]);
+    assert_eq!(r["imported"], 3, "{r}");
+
+    // b's own first events: seqs 1, 2, 3 there.
+    let id = b.json(&["start", "-d", "real", "--", "echo real-line"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut got = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            got = events(&a, "t");
+            of_host(&got, "b")
+                .iter()
+                .any(|e| e["monitor_id"] == id.as_str() && e["kind"] == "stopped")
+        }),
+        "b's events never reached a: {got:#?}"
+    );
+    let real = of_host(&got, "b");
+    assert!(
+        real.iter().all(|e| e["monitor_id"] == id.as_str()),
+        "{real:#?}"
+    );
+    assert_eq!(lines_of(&real), ["real-line"]);
+    let forged = of_host(&got, "b (imported)");
+    assert_eq!(forged.len(), 3, "{got:#?}");
+    let stored: Vec<String> = origins(&a).into_iter().filter_map(|(_, o)| o).collect();
+    for n in 1..=3 {
+        assert!(stored.contains(&format!("file:b/{n}")), "{stored:?}");
+        assert!(stored.contains(&format!("b/{n}")), "{stored:?}");
+    }
+}

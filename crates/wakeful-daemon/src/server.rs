@@ -875,8 +875,19 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             conn.ok(&WakeClearResult { session, cleared }).await
         }
         Request::Import { events, monitors } => {
-            match crate::import::import(&state.registry, &state.reader, events, monitors).await {
+            match crate::import::import(
+                &state.registry,
+                &state.reader,
+                events,
+                monitors,
+                crate::import::From::File,
+            )
+            .await
+            {
                 Ok(result) => conn.ok(&result).await,
+                Err(e @ crate::import::ImportError::Invalid(_)) => {
+                    conn.error(ErrorKind::Invalid, e.to_string()).await
+                }
                 Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
             }
         }
