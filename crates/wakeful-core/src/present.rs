@@ -122,7 +122,8 @@ pub fn is_invisible(c: char) -> bool {
             | '\u{FFF0}'..='\u{FFFB}'
             | '\u{1BCA0}'..='\u{1BCA3}'
             | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E0FFF}'
+            | '\u{E0000}'..='\u{E00FF}'
+            | '\u{E01F0}'..='\u{E0FFF}'
     )
 }
 
@@ -193,11 +194,25 @@ pub fn monitor_name(event: &crate::Event) -> String {
 
 /// `text` as it may stand inside a framed line: sanitized, each of its
 /// lines defused ([`defuse_line`]: no line of it reads as wakeful's
-/// framing, no framing tag), newlines written as `\n`.
+/// framing, no framing tag), backslashes written `\\` and newlines `\n`,
+/// so that a reader can tell where a line ended from a `\n` the text
+/// itself held.
 pub fn inline(text: &str) -> String {
+    joined(text, true)
+}
+
+/// Sanitized lines of `text`, each defused, joined with `\n` written out
+/// (and, with `escape`, backslashes doubled first).
+fn joined(text: &str, escape: bool) -> String {
     sanitize_for_model(text)
         .split('\n')
-        .map(defuse_line)
+        .map(|line| {
+            if escape {
+                defuse_line(&line.replace('\\', "\\\\"))
+            } else {
+                defuse_line(line)
+            }
+        })
         .collect::<Vec<_>>()
         .join("\\n")
 }
@@ -499,13 +514,15 @@ pub fn single(event: &crate::Event, description: Option<&str>, max_bytes: usize)
 }
 
 /// One event on one line (a Claude Code monitor notification): its header,
-/// then its body with newlines written as `\n`.
+/// then its body with backslashes written `\\` and newlines `\n`.
 pub fn notification_line(
     event: &crate::Event,
     description: Option<&str>,
     max_bytes: usize,
 ) -> String {
-    let text = body(event, max_bytes).replace('\n', "\\n");
+    let text = body(event, max_bytes)
+        .replace('\\', "\\\\")
+        .replace('\n', "\\n");
     format!("{} {text}", header(event, description))
 }
 
@@ -554,7 +571,8 @@ pub fn batch(
     (text, n)
 }
 
-/// `<seq> <monitor-id> <text>` on one line, sanitized (`wakeful events`,
+/// `<seq> <monitor-id> <text>` on one line, sanitized and defused, newlines
+/// written `\n` and backslashes `\\` ([`inline`]; `wakeful events`,
 /// `wakeful wait`); `<seq> <monitor-id>@<host> <text>` for an event of
 /// another host.
 pub fn plain_line(event: &crate::Event) -> String {
@@ -572,7 +590,11 @@ pub fn plain_line(event: &crate::Event) -> String {
 /// it sanitized, one printed line per line.
 pub fn watch_lines(event: &crate::Event) -> Vec<String> {
     match &event.body {
-        crate::EventBody::MonitorEvent { lines, .. } => lines.iter().map(|l| inline(l)).collect(),
+        // The command's lines as they are (a line separator in one is
+        // written `\n`), none of them passing for the `[wakeful]` lines.
+        crate::EventBody::MonitorEvent { lines, .. } => {
+            lines.iter().map(|l| joined(l, false)).collect()
+        }
         _ => sanitize_for_model(&event.text)
             .lines()
             .enumerate()
