@@ -447,7 +447,8 @@ impl OtherServer {
 /// session cookie another server on 127.0.0.1 receives is not it and opens
 /// nothing as a launch URL; and a page on another port (the same site, so
 /// the SameSite=Strict cookie goes along) can neither read the API or the
-/// event stream nor stop a monitor.
+/// event stream nor stop a monitor (a no-cors POST carries the cookie and
+/// its own Origin).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_another_port_gets_nothing_and_hostile_lines_stay_text() {
     let Some(chromium) = Chromium::start() else {
@@ -510,8 +511,6 @@ async fn a_page_on_another_port_gets_nothing_and_hostile_lines_stay_text() {
     // A page of another server on 127.0.0.1.
     let attack = format!(
         r#"<!doctype html><title>other</title>
-<form id="f" method="POST" action="http://127.0.0.1:{p}/api/stop?id={id}" target="sink"></form>
-<iframe name="sink"></iframe>
 <script>
 window.results = {{}};
 fetch("http://127.0.0.1:{p}/api/state", {{credentials: "include"}})
@@ -521,8 +520,6 @@ fetch("http://127.0.0.1:{p}/api/stop?id={id}", {{method: "POST", credentials: "i
 const es = new EventSource("http://127.0.0.1:{p}/api/events", {{withCredentials: true}});
 es.onmessage = () => results.sse = "read";
 es.onerror = () => {{ results.sse = results.sse || "blocked"; es.close(); }};
-document.getElementById("f").submit();
-setTimeout(() => results.done = true, 1500);
 </script>"#,
         p = web.port
     );
@@ -532,8 +529,9 @@ setTimeout(() => results.done = true, 1500);
         json!({"url": format!("http://127.0.0.1:{}/", other.port)}),
     )
     .await;
+    // Each attempt answered (the stop's POST was answered by the server).
     cdp.until(
-        "!!(window.results && window.results.done)",
+        "!!(window.results && results.state && results.stop && results.sse)",
         Duration::from_secs(20),
     )
     .await;
