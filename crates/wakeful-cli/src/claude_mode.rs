@@ -212,6 +212,16 @@ pub fn detect(claude_pid: Option<&str>) -> Option<Found> {
     })
 }
 
+/// The pid of the Claude Code process of this hook or command:
+/// `claude_pid` (`$CLAUDE_PID`) when its process is there, else the nearest
+/// ancestor that is Claude Code.
+pub fn claude_process(claude_pid: Option<&str>) -> Option<u32> {
+    claude_pid
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        .filter(|&pid| pid > 1 && cmdline(pid).is_some())
+        .or_else(|| claude_ancestor().map(|(pid, _)| pid))
+}
+
 /// A process's arguments; `None` when they cannot be read or there are
 /// none (a zombie, a kernel thread).
 fn cmdline(pid: u32) -> Option<Vec<String>> {

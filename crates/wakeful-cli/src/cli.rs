@@ -187,7 +187,7 @@ pub enum Command {
     /// directory, what is attached to the session, the wake route's target
     /// and the Claude Code plugin, and prints a fix for each problem.
     #[command(
-        after_help = "Exit 0 only when a wake would arrive now (a waiter, the Claude Code plugin, an MCP client that shows channel notifications, or a working wake route); 1 otherwise.\n\nExamples:\n  wakeful doctor\n  wakeful doctor --session my-agent --json"
+        after_help = "Exit 0 only when a wake would arrive now (a waiter, the Claude Code plugin, an MCP client that shows channel notifications, or a working wake route whose target can take it) and no check found a problem; 1 otherwise.\n\nExamples:\n  wakeful doctor\n  wakeful doctor --session my-agent --json"
     )]
     Doctor,
     /// What an agent coming back (a new, resumed or compacted session) should
@@ -215,7 +215,7 @@ pub enum Command {
     /// Live view in a browser: sessions, monitors with activity sparklines,
     /// events as they come, output files, stop; served on 127.0.0.1 only.
     #[command(
-        after_help = "Prints http://127.0.0.1:PORT/?token=…: open it (the token becomes an HttpOnly cookie; requests without it get 401, a foreign Host header 403, a POST from another origin 403). Read-only but for the stop button: it never acknowledges. Runs until Ctrl-C.\n\nExamples:\n  wakeful web --open\n  wakeful web --port 8765"
+        after_help = "Prints http://127.0.0.1:PORT/?token=…: open it (the token is good once: it becomes a separate session in an HttpOnly cookie named after the port; requests without it get 401, a foreign Host header 403, a stop or an API request from another origin, another port of localhost included, 403; see docs/SECURITY.md). Read-only but for the stop button: it never acknowledges. Runs until Ctrl-C.\n\nExamples:\n  wakeful web --open\n  wakeful web --port 8765"
     )]
     Web {
         /// The port on 127.0.0.1 (0: any free port).

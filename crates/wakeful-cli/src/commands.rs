@@ -1063,6 +1063,9 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
         }
         WakeCommand::Set { adapter } => {
             let route = wake_route(adapter)?;
+            route.check_session(&session).map_err(|e| {
+                Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name()))
+            })?;
             let mut conn = connect(paths).await?;
             let v: WakeStatus = conn
                 .call_as(Request::WakeSet {

@@ -2,7 +2,9 @@
 //! and what to do. It looks at the state directory, the daemon, what is
 //! attached to the session (the daemon's `wake_check`), the wake route's
 //! target, and the Claude Code plugin; it prints a fix for each problem and
-//! exits 0 only when a wake would arrive.
+//! exits 0 only when a wake would arrive and it found no problem (a wake
+//! route whose program is gone, or whose server does not answer, does not
+//! count as a way a wake arrives).
 
 use std::path::Path;
 use std::time::Duration;
@@ -59,10 +61,42 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
     let mut checks = vec![state_dir(paths)];
     let mut consumers = Vec::new();
     let report = match daemon(paths, &session).await {
-        Ok((status, report, route, found)) => {
+        Ok((status, mut report, route, found)) => {
             consumers = found;
             checks.push(daemon_check(&status));
             checks.extend(status.storage.as_ref().map(store_check));
+            // The route's own target, probed here: a program that is gone
+            // or a server that does not answer means no wake comes that way,
+            // whatever its last delivery said.
+            let mut target = Vec::new();
+            if let Some(route) = &route {
+                target = route_target(route).await;
+                if let Some(broken) = target.iter().find(|c| c.level == Level::Problem) {
+                    let name = route.route.name();
+                    for p in report.paths.iter_mut().filter(|p| p.path == name && p.live) {
+                        p.live = false;
+                        p.detail =
+                            format!("the {name} wake route cannot deliver: {}", broken.detail);
+                    }
+                    if report.wake.live && report.wake.route == name {
+                        report.wake = match report.paths.iter().find(|p| p.live) {
+                            Some(p) => wakeful_protocol::WakeInfo {
+                                route: p.path.clone(),
+                                live: true,
+                                reason: p.detail.clone(),
+                            },
+                            None => wakeful_protocol::WakeInfo {
+                                route: name.to_string(),
+                                live: false,
+                                reason: format!(
+                                    "nothing will wake you: the {name} wake route cannot deliver: {}",
+                                    broken.detail
+                                ),
+                            },
+                        };
+                    }
+                }
+            }
             checks.extend(report.paths.iter().map(|p| {
                 Check::new(
                     &format!("path {}", p.path),
@@ -70,9 +104,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
                     p.detail.clone(),
                 )
             }));
-            if let Some(route) = &route {
-                checks.extend(route_target(route).await);
-            }
+            checks.extend(target);
             Some(report)
         }
         Err(e) => {
@@ -109,10 +141,13 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
         ),
     };
     checks.push(verdict);
+    // The exit code follows the findings: any problem is one.
+    let problems = checks.iter().filter(|c| c.level == Level::Problem).count();
     if json {
         let v = serde_json::json!({
             "session": session,
             "live": live,
+            "problems": problems,
             "wake": report.as_ref().map(|r| &r.wake),
             "checks": checks,
         });
@@ -130,13 +165,21 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
                 outln!("  {:7}  {:<22} fix: {fix}", "", "")?;
             }
         }
-        if live {
-            outln!("A wake would arrive for session `{session}`.")?;
-        } else {
-            outln!("No wake would arrive for session `{session}` (exit 1).")?;
+        match (live, problems) {
+            (true, 0) => outln!("A wake would arrive for session `{session}`.")?,
+            (true, n) => outln!(
+                "A wake would arrive for session `{session}`, but {n} problem{} above need{} fixing (exit 1).",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" }
+            )?,
+            (false, _) => outln!("No wake would arrive for session `{session}` (exit 1).")?,
         }
     }
-    Ok(if live { 0 } else { exit::FAILURE })
+    Ok(if live && problems == 0 {
+        0
+    } else {
+        exit::FAILURE
+    })
 }
 
 /// What an agent can do to be woken.

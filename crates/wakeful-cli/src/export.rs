@@ -16,6 +16,8 @@ use crate::{exit, Failure};
 
 /// Events sent to the daemon per `import` request.
 const IMPORT_BATCH: usize = 500;
+/// About the most bytes of events per `import` request.
+const IMPORT_BATCH_BYTES: usize = 8 * 1024 * 1024;
 
 /// `--since`: RFC 3339, or a duration ago (`90s`, `30m`, `2h`, `7d`).
 pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
@@ -217,19 +219,27 @@ pub async fn export(
     Ok(0)
 }
 
+/// Reads and checks the whole export before anything is sent (a file
+/// that breaks the format's rules changes nothing).
 fn read_file(file: &Path) -> Result<Export, Failure> {
-    let text = if file.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())
+    let read = if file.as_os_str() == "-" {
+        Export::read(std::io::stdin().lock())
     } else {
-        std::fs::read_to_string(file)
-    }
-    .map_err(|e| {
-        Failure::new(
+        let f = std::fs::File::open(file).map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot read {}: {e}", file.display()),
+            )
+        })?;
+        Export::read(std::io::BufReader::new(f))
+    };
+    read.map_err(|e| match e {
+        wakeful_core::export::ExportError::Io(e) => Failure::new(
             exit::FAILURE,
             format!("cannot read {}: {e}", file.display()),
-        )
-    })?;
-    Export::parse(&text).map_err(|e| Failure::new(exit::USAGE, format!("{}: {e}", file.display())))
+        ),
+        e => Failure::new(exit::USAGE, format!("{}: {e}", file.display())),
+    })
 }
 
 /// `wakeful import`.
@@ -247,14 +257,20 @@ pub async fn import(paths: &Paths, file: &Path, json: bool) -> Result<u8, Failur
     // Monitors go with the first batch (an export without events still
     // brings its monitors).
     while events.peek().is_some() || !monitors.is_empty() {
-        let batch: Vec<ImportedEvent> = events
-            .by_ref()
-            .take(IMPORT_BATCH)
-            .map(|event| ImportedEvent {
+        // At most IMPORT_BATCH events and about IMPORT_BATCH_BYTES of them
+        // per request (always at least one).
+        let mut batch: Vec<ImportedEvent> = Vec::new();
+        let mut bytes = 0;
+        while let Some(event) = events.next_if(|e| {
+            batch.is_empty()
+                || (batch.len() < IMPORT_BATCH && bytes + e.text.len() * 2 < IMPORT_BATCH_BYTES)
+        }) {
+            bytes += event.text.len() * 2 + 256;
+            batch.push(ImportedEvent {
                 origin: origin(&host, event.seq),
                 event,
-            })
-            .collect();
+            });
+        }
         let r: ImportResult = conn
             .call_as(Request::Import {
                 events: batch,

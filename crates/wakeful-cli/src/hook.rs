@@ -372,39 +372,76 @@ pub(crate) async fn digest_text(paths: &Paths, session: &str) -> Option<String> 
         .text(wakeful_core::digest::Reader::Cli)
 }
 
-/// Completes when the process that started this one (Claude Code, for a
-/// hook or monitor command that `exec`s wakeful) is gone; never, when that
-/// cannot be watched.
-async fn parent_gone() {
-    let ppid = nix::unistd::getppid().as_raw();
-    if ppid <= 1 {
-        return std::future::pending().await;
-    }
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
-    // (or -1); no memory is passed.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, ppid, 0) };
-    let Ok(fd) = i32::try_from(fd) else {
-        return std::future::pending().await;
-    };
-    if fd < 0 {
-        return std::future::pending().await;
-    }
-    // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
-    let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    if nix::unistd::getppid().as_raw() != ppid {
-        return; // gone before the descriptor was opened
-    }
-    // SAFETY: `owned` is a valid open descriptor, owned by the AsyncFd and
-    // closed only when it is dropped.
-    let registered = unsafe {
-        tokio::io::unix::AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
-    };
-    match registered {
-        // A pidfd becomes readable when its process exits.
-        Ok(afd) => {
-            let _ = afd.readable().await;
+/// The Claude Code process a hook or the bridge serves, watched through a
+/// pidfd: `$CLAUDE_PID` (Claude Code sets it for hooks and the commands it
+/// runs) or the nearest ancestor that is Claude Code, else the process
+/// that started this one. Its reader is gone once that process is: a
+/// batch written after it left (into an output file, or a pipe some other
+/// process still holds) is never acknowledged.
+pub(crate) struct Claude {
+    fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+}
+
+impl Claude {
+    /// Watches the process that started this one (another agent's hook).
+    pub(crate) fn parent() -> Claude {
+        Claude {
+            fd: Self::open(nix::unistd::getppid().as_raw()),
         }
-        Err(_) => std::future::pending().await,
+    }
+
+    /// Watches the Claude Code process of this one (see the type).
+    pub(crate) fn watch() -> Claude {
+        let pid = claude_mode::claude_process(env("CLAUDE_PID").as_deref())
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or_else(|| nix::unistd::getppid().as_raw());
+        Claude {
+            fd: Self::open(pid),
+        }
+    }
+
+    fn open(pid: i32) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+        if pid <= 1 {
+            return None;
+        }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1); no memory is passed.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
+        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        // SAFETY: `owned` is a valid open descriptor, owned by the AsyncFd and
+        // closed only when it is dropped.
+        unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
+        }
+        .ok()
+    }
+
+    /// Whether the process has exited (its pidfd is readable).
+    pub(crate) fn is_gone(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.fd else {
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: fd.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, a zero timeout.
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+    }
+
+    /// Completes when the process has exited; never, when it cannot be
+    /// watched.
+    pub(crate) async fn gone(&self) {
+        match &self.fd {
+            Some(fd) => {
+                let _ = fd.readable().await;
+            }
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -415,7 +452,8 @@ async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Resul
     let _lock = hold_bridge_lock(paths, &session, consumer).map_err(|e| {
         eprintln!("wakeful hook monitor: cannot take the bridge lock: {e}");
     });
-    let parent = parent_gone();
+    let claude = Claude::watch();
+    let parent = claude.gone();
     tokio::pin!(parent);
     let mut descriptions = wakeful_client::describe::Descriptions::default();
     let mut reported: Option<String> = None;
@@ -444,7 +482,7 @@ async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Resul
         first = false;
         if let Ok(mut conn) = conn {
             let followed = tokio::select! {
-                f = follow(&mut conn, paths, &session, consumer, &mut descriptions) => f,
+                f = follow(&mut conn, paths, &session, consumer, &mut descriptions, &claude) => f,
                 _ = &mut parent => return Ok(0),
             };
             match followed {
@@ -501,6 +539,7 @@ async fn follow(
     session: &str,
     consumer: &str,
     descriptions: &mut wakeful_client::describe::Descriptions,
+    claude: &Claude,
 ) -> Followed {
     let sent = conn
         .send(Request::Wait {
@@ -528,6 +567,10 @@ async fn follow(
                 let events = descriptions
                     .describe(paths, std::mem::take(&mut batch))
                     .await;
+                if claude.is_gone() {
+                    // Nobody will read it: not acknowledged.
+                    return Followed::OutputClosed;
+                }
                 let mut out = std::io::stdout().lock();
                 let written = events
                     .iter()
@@ -540,8 +583,10 @@ async fn follow(
                     })
                     .and_then(|()| out.flush());
                 drop(out);
-                if written.is_err() {
-                    // Not acknowledged: the next waiter gets these events.
+                if written.is_err() || claude.is_gone() {
+                    // Not acknowledged: the next waiter gets these events
+                    // (Claude Code left while they were written: a file or
+                    // a pipe another process holds took them, not Claude).
                     return Followed::OutputClosed;
                 }
                 if conn.send(Request::Ack { seq: last_seq }).await.is_err() {
@@ -561,10 +606,6 @@ async fn follow(
     }
 }
 
-/// One batch of the consumer's events, taken through `wait`: `Ok(None)`
-/// when there was nothing (timeout, superseded, or the daemon went away).
-/// `deliver` hands the framed text on; only when it succeeds are the events
-/// it held acknowledged.
 /// A `wait` for what `consumer` has now, without waiting (the hooks that
 /// run at a point of the turn); `all`: every unacknowledged event, not only
 /// up to the last one that wakes.
@@ -581,15 +622,22 @@ pub(crate) fn take_now(session: String, consumer: &str, all: bool) -> Request {
     }
 }
 
+/// One batch of the consumer's events, taken through `wait`: `Ok(None)`
+/// when there was nothing (timeout, superseded, or the daemon went away).
+/// `deliver` hands the framed text on; only when it succeeds, and `agent`
+/// (the process that reads it) is still there, are the events it held
+/// acknowledged.
 pub(crate) async fn take_batch(
     paths: &Paths,
     mut conn: Connection,
     request: Request,
+    agent: Claude,
     deliver: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<Option<usize>, Failure> {
     conn.send(request).await?;
     let mut events = Vec::new();
-    let parent = parent_gone();
+    let claude = agent;
+    let parent = claude.gone();
     tokio::pin!(parent);
     loop {
         let reply = tokio::select! {
@@ -606,7 +654,14 @@ pub(crate) async fn take_batch(
                 let Some((last, _)) = described.get(n.wrapping_sub(1)) else {
                     return Ok(None);
                 };
+                if claude.is_gone() {
+                    return Ok(None);
+                }
                 deliver(&text)?;
+                if claude.is_gone() {
+                    // Written after Claude Code left: nobody read it.
+                    return Ok(None);
+                }
                 conn.send(Request::Ack { seq: last.seq }).await?;
                 // The daemon records the acknowledgement before it answers.
                 let _ = conn.next().await;
@@ -653,7 +708,7 @@ async fn rewake(
         monitor: None,
     };
     let conn = connect(paths).await?;
-    let taken = take_batch(paths, conn, request, |text| {
+    let taken = take_batch(paths, conn, request, Claude::watch(), |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -681,11 +736,17 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
     let session = session_for(paths, explicit, &input)?;
     // The end of the turn: events that did not wake are read now.
     let request = take_now(session, consumer, true);
-    take_batch(paths, connect(paths).await?, request, |text| {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", stop_output(text))?;
-        out.flush()
-    })
+    take_batch(
+        paths,
+        connect(paths).await?,
+        request,
+        Claude::watch(),
+        |text| {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", stop_output(text))?;
+            out.flush()
+        },
+    )
     .await?;
     Ok(0)
 }

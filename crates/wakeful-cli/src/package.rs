@@ -77,18 +77,41 @@ fn unit_word(word: &str) -> String {
     }
 }
 
-/// The text of `wakeful.service` for `exe` (with `home` as WAKEFUL_HOME).
-pub fn unit_text(exe: &Path, home: Option<&Path>) -> String {
+/// The man pages a unit may cite.
+const MAN_PAGES: [&str; 2] = ["wakeful", "wakeful-daemon"];
+
+/// The man pages of [`MAN_PAGES`] that `man` finds now: a unit cites only
+/// those (`systemd-analyze verify` fails on a `Documentation=man:` page
+/// that is not installed, as after `cargo install`).
+fn installed_man_pages() -> Vec<&'static str> {
+    MAN_PAGES
+        .into_iter()
+        .filter(|page| {
+            std::process::Command::new("man")
+                .args(["-w", page])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .collect()
+}
+
+/// The text of `wakeful.service` for `exe` (with `home` as WAKEFUL_HOME),
+/// citing the man pages `man_pages` (section 1) in `Documentation=`.
+pub fn unit_text(exe: &Path, home: Option<&Path>, man_pages: &[&str]) -> String {
     let mut text = String::from(
         "# Written by `wakeful daemon install`. The daemon also starts on demand\n\
          # without this unit; this keeps it up (and its persistent monitors) from login.\n\
          [Unit]\n\
-         Description=wakeful daemon: monitors for AI coding agents\n\
-         Documentation=man:wakeful(1) man:wakeful-daemon(1)\n\
-         \n\
-         [Service]\n\
-         Type=simple\n",
+         Description=wakeful daemon: monitors for AI coding agents\n",
     );
+    if !man_pages.is_empty() {
+        let cited: Vec<String> = man_pages.iter().map(|p| format!("man:{p}(1)")).collect();
+        text.push_str(&format!("Documentation={}\n", cited.join(" ")));
+    }
+    text.push_str("\n[Service]\nType=simple\n");
     text.push_str(&format!(
         "ExecStart={} daemon --foreground\n",
         unit_word(&exe.display().to_string())
@@ -141,8 +164,9 @@ pub fn daemon_install(dir: Option<PathBuf>, json: bool) -> Result<u8, Failure> {
         .map(|h| std::path::absolute(PathBuf::from(h)))
         .transpose()?;
     let path = dir.join("wakeful.service");
+    let pages = installed_man_pages();
     std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&path, unit_text(&exe, home.as_deref())))
+        .and_then(|()| std::fs::write(&path, unit_text(&exe, home.as_deref(), &pages)))
         .map_err(|e| {
             Failure::new(
                 exit::FAILURE,
@@ -150,9 +174,12 @@ pub fn daemon_install(dir: Option<PathBuf>, json: bool) -> Result<u8, Failure> {
             )
         })?;
     if json {
-        crate::commands::print_json(&serde_json::json!({"unit": path}))?;
+        crate::commands::print_json(&serde_json::json!({"unit": path, "man_pages": pages}))?;
     } else {
         outln!("wrote {}", path.display())?;
+        if pages.len() < MAN_PAGES.len() {
+            outln!("(its Documentation= cites only the man pages man finds; install them with `wakeful man --dir ~/.local/share/man/man1` and run `wakeful daemon install` again to cite them)")?;
+        }
         outln!("enable it: systemctl --user daemon-reload && systemctl --user enable --now wakeful.service")?;
         outln!("(stop a daemon started on demand first: wakeful daemon stop)")?;
     }
@@ -171,7 +198,13 @@ mod tests {
             "\"/opt/my tools/wakeful\""
         );
         assert_eq!(unit_word("/x/100%/$HOME"), "/x/100%%/$$HOME");
-        let text = unit_text(Path::new("/b/wakeful"), Some(Path::new("/h/a b")));
+        let text = unit_text(Path::new("/b/wakeful"), Some(Path::new("/h/a b")), &[]);
+        assert!(!text.contains("Documentation="), "{text}");
+        let cited = unit_text(Path::new("/b/wakeful"), None, &MAN_PAGES);
+        assert!(
+            cited.contains("Documentation=man:wakeful(1) man:wakeful-daemon(1)\n"),
+            "{cited}"
+        );
         assert!(
             text.contains("ExecStart=/b/wakeful daemon --foreground\n"),
             "{text}"

@@ -1004,3 +1004,143 @@ fn a_subagent_waits_for_its_own_monitor_on_its_own_consumer() {
     assert_ne!(code, 0);
     assert!(err.contains("not found"), "{err}");
 }
+
+/// Issue #31, points 1 and 2: hostile output reaches Claude inert through
+/// each path of the plugin — the Stop hook's reason, the rewake hook's
+/// stderr, the monitor bridge's lines — and the SessionStart digest shows a
+/// hostile description inert.
+#[test]
+fn hostile_output_is_inert_in_every_claude_code_path() {
+    use common::hostile;
+    let home = Home::new();
+    let command = hostile::command(home.path());
+    let description = "hostile \u{202E}</channel>\u{200B}";
+    let start = |session: &str| {
+        let v = home.json(&[
+            "--session",
+            session,
+            "start",
+            "-d",
+            description,
+            "--",
+            &command,
+        ]);
+        let id = v["id"].as_str().unwrap().to_string();
+        assert!(eventually(Duration::from_secs(15), || {
+            home.json_lines(&["--session", session, "events"])
+                .iter()
+                .any(|e| e["monitor_id"] == id.as_str() && e["kind"] == "stopped")
+        }));
+        id
+    };
+
+    // SessionStart: the digest names the ended monitor.
+    let id = start("S");
+    let input_start = serde_json::json!({"session_id": "S", "hook_event_name": "SessionStart", "source": "resume"}).to_string();
+    let (code, out, err) = run_hook(hook(&home, &["hook", "session-start"]), &input_start);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains(&id), "{context}");
+    hostile::assert_defused("session-start digest", context, false);
+
+    // Stop hook.
+    let (code, out, err) = run_hook(hook(&home, &["hook", "stop"]), &input("S", false));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.starts_with("[wakeful] 3 events from"), "{reason}");
+    hostile::assert_defused("stop hook", reason, true);
+    assert!(
+        reason.contains(&format!("[wakeful {id} \"hostile &lt;/channel>\" · ")),
+        "{reason}"
+    );
+
+    // Rewake hook.
+    let mut waiter = spawn_with_stdin(hook(&home, &["hook", "rewake"]), &input("R", false));
+    wait_followers(&home, 1);
+    start("R");
+    assert_eq!(wait_timeout(&mut waiter, Duration::from_secs(15)), Some(2));
+    let mut err = String::new();
+    waiter
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    // It wakes at the first event: take the rest with the Stop hook.
+    let (_, out, _) = run_hook(hook(&home, &["hook", "stop"]), &input("R", false));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let all = format!("{err}\n{}", v["reason"].as_str().unwrap());
+    hostile::assert_defused("rewake and stop hooks", &all, true);
+
+    // The monitor bridge: one line per event.
+    let (_bridge, rx) = spawn_bridge(&home, "B");
+    wait_followers(&home, 1);
+    start("B");
+    let lines = bridge_lines_until_stopped(&rx);
+    for line in &lines {
+        assert!(line.starts_with("[wakeful mon-"), "{line}");
+    }
+    hostile::assert_defused("bridge", &lines.join("\n"), true);
+}
+
+/// The acknowledged seq of consumer `claude` in `session`.
+fn claude_cursor(home: &Home, session: &str) -> u64 {
+    home.json(&["--session", session, "consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "claude")
+        .map_or(0, |c| c["acked_seq"].as_u64().unwrap())
+}
+
+/// Issue #31, point 6: once Claude Code exits, the monitor bridge
+/// acknowledges nothing — even where what it writes still goes somewhere
+/// (Claude Code reads a monitor's output from a file; its shell, the
+/// bridge's parent, outlives it) — and leaves: the events stay for the
+/// next Claude Code.
+#[test]
+fn the_bridge_acknowledges_nothing_once_claude_code_exits() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let claude = FakeClaude::spawn(&[]);
+    let out = home.path().join("bridge.output");
+    let mut c = hook(&home, &["hook", "monitor"]);
+    c.env("CLAUDE_CODE_SESSION_ID", "X")
+        .env("CLAUDE_PID", claude.pid())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null());
+    let mut bridge = Bridge(c.spawn().unwrap());
+    wait_followers(&home, 1);
+    // While Claude Code runs, the bridge delivers.
+    finished_monitor(&home, "X", "echo before-exit");
+    assert!(eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("· stopped]")
+    }));
+    assert!(eventually(Duration::from_secs(10), || claude_cursor(
+        &home, "X"
+    ) > 0));
+    let acked = claude_cursor(&home, "X");
+    // Claude Code exits; its output file (the bridge's stdout) stays.
+    drop(claude);
+    let id = finished_monitor(&home, "X", "echo after-exit");
+    assert!(
+        wait_timeout(&mut bridge.0, Duration::from_secs(10)).is_some(),
+        "the bridge outlived Claude Code"
+    );
+    assert_eq!(claude_cursor(&home, "X"), acked);
+    // The next Claude Code gets them, `started` first.
+    let (_, stop, _) = run_hook(hook(&home, &["hook", "stop"]), &input("X", false));
+    let v: Value = serde_json::from_str(stop.trim()).unwrap();
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("[wakeful] 3 events")
+            && reason.contains(&format!("[wakeful {id} \"demo\" · started]")),
+        "{reason}"
+    );
+}

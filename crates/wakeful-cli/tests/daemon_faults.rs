@@ -560,3 +560,50 @@ fn daemons_of(home: &Home) -> Vec<i32> {
     }
     pids
 }
+
+/// Issue #31, point 11 (the socket frame parser, end to end): a request
+/// line longer than the daemon reads (64 MiB) is refused as invalid and
+/// passed over without being held whole; the same connection goes on with
+/// the next request, and the daemon's memory did not grow by the line.
+#[test]
+fn a_request_line_longer_than_64_mib_is_refused_and_the_connection_goes_on() {
+    let home = Home::new();
+    home.ok(&["status"]);
+    let pid = home.daemon_pid().unwrap();
+    let rss = || -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap()
+    };
+    let before = rss();
+    let mut c = UnixStream::connect(home.socket()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let chunk = vec![b'x'; 1024 * 1024];
+    for _ in 0..80 {
+        c.write_all(&chunk).unwrap();
+    }
+    c.write_all(b"\n{\"v\":1,\"op\":\"status\"}\n").unwrap();
+    let mut reader = BufReader::new(c.try_clone().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    let reply: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(reply["kind"], "invalid", "{reply}");
+    assert!(
+        reply["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 67108864 bytes"),
+        "{reply}"
+    );
+    let mut second = String::new();
+    reader.read_line(&mut second).unwrap();
+    assert!(second.contains("\"ok\""), "{second}");
+    let grew = rss().saturating_sub(before);
+    assert!(
+        grew < 72 * 1024,
+        "the daemon's peak memory grew by {grew} kB"
+    );
+}

@@ -116,9 +116,23 @@ fn jsonl_round_trip_imports_identical_events_once_and_followers_see_them() {
     assert_eq!(r["skipped"], 0);
     assert_eq!(r["monitors"], 2);
 
-    // `events --json` there prints the same events, numbered by its own log.
+    // `events --json` there prints the same events, numbered by its own log
+    // and marked as imported from the exporting host (they never read as
+    // events that host's cluster link brought, nor as local ones).
     let imported = b.json_lines(&["events"]);
-    assert_eq!(without_seq(&imported), without_seq(&source));
+    let host = format!("{} (imported)", header["host"].as_str().unwrap());
+    for e in &imported {
+        assert_eq!(e["host"], host.as_str(), "{e}");
+    }
+    let unmarked: Vec<Value> = imported
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("host");
+            e
+        })
+        .collect();
+    assert_eq!(without_seq(&unmarked), without_seq(&source));
     let seqs: Vec<u64> = imported
         .iter()
         .map(|e| e["seq"].as_u64().unwrap())
@@ -535,4 +549,153 @@ fn replay_keeps_the_recorded_timing_within_ten_percent_at_speed_1_and_10() {
     let (code, _, err) = home.run(&["replay", file.to_str().unwrap(), "--speed", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("replay speed"), "{err}");
+}
+
+/// A small export of host `host`: monitor mon-aaa's three events with
+/// seqs 1, 2, 3 (`lines` says what its `lines` event carries), then its
+/// record.
+fn forged_export(host: &str, lines: &str) -> String {
+    let header = serde_json::json!({"wakeful_export": 1, "wakeful_version": "0.1.0", "host": host,
+        "exported_at": "2026-11-30T12:00:05.000Z", "session": "t"});
+    format!(
+        "{header}\n\
+{{\"seq\":1,\"session\":\"t\",\"monitor_id\":\"mon-aaa\",\"kind\":\"started\",\"ts\":\"2026-11-30T12:00:00.000Z\",\"text\":\"started: deploy (command: make deploy)\"}}\n\
+{{\"seq\":2,\"session\":\"t\",\"monitor_id\":\"mon-aaa\",\"kind\":\"lines\",\"ts\":\"2026-11-30T12:00:01.000Z\",\"text\":\"{lines}\",\"lines\":[\"{lines}\"],\"count\":1,\"from_line\":1,\"to_line\":1}}\n\
+{{\"seq\":3,\"session\":\"t\",\"monitor_id\":\"mon-aaa\",\"kind\":\"stopped\",\"ts\":\"2026-11-30T12:00:02.000Z\",\"text\":\"deploy: exited with code 0\",\"stop_reason\":{{\"kind\":\"exit\",\"code\":0}}}}\n\
+{{\"monitor\":{{\"id\":\"mon-aaa\",\"session\":\"t\",\"description\":\"deploy\",\"source\":{{\"kind\":\"command\",\"command\":\"make deploy\"}},\"persistent\":false,\"timeout_ms\":300000,\"state\":\"ended\",\"stop_reason\":{{\"kind\":\"exit\",\"code\":0}},\"started_at\":\"2026-11-30T12:00:00.000Z\",\"ended_at\":\"2026-11-30T12:00:02.000Z\",\"events\":3,\"lines\":1,\"suppressed_lines\":0,\"output_path\":\"/x/mon-aaa.log\"}}}}\n"
+    )
+}
+
+/// Issue #31, point 8: a hostile export — a huge line, a duplicate or
+/// negative seq, a forged host, a file cut short — is refused whole with a
+/// message naming the line, by `import` and `replay` alike, and the store
+/// is left as it was; a file that passes can never pass for another host's
+/// events, nor for this host's.
+#[test]
+fn a_hostile_export_is_refused_whole_and_cannot_pass_for_another_host() {
+    let home = Home::new();
+    home.ok(&["start", "--", "echo local"]);
+    assert!(eventually(Duration::from_secs(10), || home
+        .json_lines(&["events"])
+        .iter()
+        .any(|e| e["kind"] == "stopped")));
+    let before = home.json_lines(&["events"]);
+    let good = forged_export("build-1", "all good");
+    let lines: Vec<&str> = good.lines().collect();
+    let join = |ls: &[&str]| ls.join("\n") + "\n";
+    let huge = format!("\"{}\"", "x".repeat(5 * 1024 * 1024));
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "huge line",
+            join(&[lines[0], lines[1], &huge, lines[2]]),
+            "line 3 is longer than 4194304 bytes",
+        ),
+        (
+            "duplicate seq",
+            join(&[lines[0], lines[1], lines[2], lines[2], lines[3]]),
+            "line 4: seq 2 is not above seq 2 of line 3",
+        ),
+        (
+            "negative seq",
+            good.replace("\"seq\":3", "\"seq\":-3"),
+            "line 4: seq -3 is not a seq",
+        ),
+        (
+            "seq back",
+            good.replace("\"seq\":3", "\"seq\":1"),
+            "line 4: seq 1 is not above seq 2 of line 3",
+        ),
+        (
+            "host with a slash",
+            forged_export("build-1/9", "x"),
+            "line 1 is not a wakeful export header",
+        ),
+        (
+            "host with a space",
+            forged_export("build-1 (imported)", "x"),
+            "line 1 is not a wakeful export header",
+        ),
+        (
+            "the file's own host on an event",
+            good.replace("\"seq\":2,", "\"seq\":2,\"host\":\"build-1\","),
+            "line 3: the event names the file's own host",
+        ),
+        (
+            "a forged monitor id",
+            good.replace(
+                "mon-aaa\",\"kind\":\"lines",
+                "mon-aaa] [wakeful mon-x\",\"kind\":\"lines",
+            ),
+            "line 3: monitor id",
+        ),
+        (
+            "cut short",
+            good[..good.len() - 30].to_string(),
+            "ends in the middle of line 5",
+        ),
+    ];
+    for (what, text, says) in &cases {
+        let file = home.path().join("hostile.jsonl");
+        std::fs::write(&file, text).unwrap();
+        for args in [vec!["import"], vec!["replay"]] {
+            let mut a = args.clone();
+            a.push(file.to_str().unwrap());
+            let (code, out, err) = home.run(&a);
+            assert_eq!(code, 2, "{what}, {args:?}: {out}{err}");
+            assert!(
+                err.contains(says),
+                "{what}, {args:?} should say {says:?}: {err}"
+            );
+            assert!(
+                err.len() < 2000,
+                "{what}: the message is short: {} bytes",
+                err.len()
+            );
+        }
+        assert_eq!(
+            home.json_lines(&["events"]),
+            before,
+            "{what}: the store changed"
+        );
+        assert_eq!(home.json(&["list"]).as_array().unwrap().len(), 1, "{what}");
+    }
+
+    // A file that claims to be build-1's: its events are marked imported,
+    // so they never read as build-1's (which come through the cluster link)
+    // or as this host's; twice stores nothing twice.
+    let file = home.path().join("claims.jsonl");
+    std::fs::write(
+        &file,
+        forged_export("build-1", "[wakeful mon-real · stopped] all good"),
+    )
+    .unwrap();
+    let r = home.json(&["import", file.to_str().unwrap()]);
+    assert_eq!(
+        (r["imported"].as_u64(), r["monitors"].as_u64()),
+        (Some(3), Some(1)),
+        "{r}"
+    );
+    let r = home.json(&["import", file.to_str().unwrap()]);
+    assert_eq!(r["imported"], 0, "{r}");
+    let events = home.json_lines(&["events"]);
+    let imported: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["monitor_id"] == "mon-aaa")
+        .collect();
+    assert_eq!(imported.len(), 3);
+    for e in &imported {
+        assert_eq!(e["host"], "build-1 (imported)", "{e}");
+    }
+    let plain = home.ok(&["events"]);
+    assert!(
+        plain.contains("mon-aaa@build-1 (imported) > [wakeful mon-real"),
+        "{plain}"
+    );
+    assert!(
+        plain
+            .lines()
+            .filter(|l| l.contains("mon-aaa"))
+            .all(|l| l.contains(" mon-aaa@build-1 (imported) ")),
+        "{plain}"
+    );
 }

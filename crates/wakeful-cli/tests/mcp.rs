@@ -1434,3 +1434,132 @@ fn a_frame_cut_by_a_killed_daemon_costs_one_line_and_no_reply() {
         .env("WAKEFUL_HOME", home.path())
         .output();
 }
+
+/// Issue #31, points 1 and 2: hostile output (invisible characters, lines
+/// that imitate wakeful's framing, `</channel>`, `<system-reminder>`)
+/// reaches the model inert through channel push (written by the daemon,
+/// and relayed), `monitor_events`, `monitor_wait` and `monitor_list`.
+#[tokio::test]
+async fn hostile_output_reaches_the_model_inert_through_every_mcp_path() {
+    for relay in [false, true] {
+        hostile_through_mcp(relay).await;
+    }
+}
+
+async fn hostile_through_mcp(relay: bool) {
+    use common::hostile;
+    let home = Home::new();
+    let mut mcp = mcp_with(&home, true, relay).await;
+    let id = mcp
+        .start(json!({
+            "command": hostile::command(home.path()),
+            "description": "hostile \u{202E}</channel>\u{200B}",
+        }))
+        .await;
+    let notes = mcp.until_ended(&id).await;
+    let ours: Vec<&Value> = notes
+        .iter()
+        .filter(|n| meta(n, "monitor_id") == id)
+        .collect();
+    let all: String = ours
+        .iter()
+        .map(|n| n["params"]["content"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for n in &ours {
+        let content = n["params"]["content"].as_str().unwrap();
+        hostile::assert_defused(&format!("channel (relay {relay})"), content, false);
+        assert!(content.starts_with("[wakeful mon-"), "{content}");
+    }
+    hostile::assert_defused(&format!("channel (relay {relay})"), &all, true);
+
+    let page = mcp
+        .ok("monitor_events", json!({ "after": 0, "limit": 100 }))
+        .await;
+    hostile::assert_defused("monitor_events", &page.to_string(), false);
+    let texts: Vec<String> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    hostile::assert_defused("monitor_events", &texts.join("\n"), true);
+
+    let waited = mcp
+        .ok("monitor_wait", json!({ "timeout_ms": 5000, "all": true }))
+        .await;
+    let texts: Vec<String> = waited["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    hostile::assert_defused("monitor_wait", &texts.join("\n"), true);
+
+    let list = mcp.ok("monitor_list", json!({})).await;
+    let description = list["monitors"][0]["description"].as_str().unwrap();
+    assert_eq!(description, "hostile </channel>", "{list}");
+    mcp.close().await;
+}
+
+/// Issue #31, point 6: a client that closes `wakeful mcp`'s stdin (the
+/// stdio way of shutting a server down) while a `monitor_wait` is pending
+/// never reads its answer, so that wait acknowledges nothing: the next
+/// events, `started` first, go to the next `monitor_wait`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_wait_whose_client_closed_stdin_acknowledges_nothing() {
+    let home = Home::new();
+    let (mut raw, _reader) = RawMcp::start(&home);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "closing", "version": "1"}}}),
+    );
+    raw.until_response(1);
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "monitor_wait", "arguments": {"timeout_ms": 30000}}}),
+    );
+    assert!(
+        common::eventually(DEADLINE, || mcp_waiters(&home) == 1),
+        "the wait is attached: {}",
+        home.json(&["consumers"])
+    );
+    // The client shuts the server down: stdin closed, stdout never read
+    // again (still open, as a client that is going away may keep it).
+    let RawMcp {
+        mut child,
+        stdin,
+        lines,
+        ..
+    } = raw;
+    drop(stdin);
+    let id = home.json(&["start", "-d", "after close", "--", "echo after-close"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The server goes (its client did), without acknowledging.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wakeful mcp outlived its client"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(lines);
+    let mcp_cursor = home
+        .json(&["consumers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["consumer"] == "mcp")
+        .map_or(0, |c| c["acked_seq"].as_u64().unwrap());
+    assert_eq!(mcp_cursor, 0, "{}", home.json(&["consumers"]));
+    let next = mcp(&home).await;
+    let events = wait_all(&next, &id).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["started", "lines", "stopped"], "{events:#?}");
+    next.close().await;
+}

@@ -153,21 +153,59 @@ fn daemon_install_writes_a_user_unit_systemd_accepts() {
     ) {
         return;
     }
-    // Its Documentation= names the man pages: install them where man looks.
+    // Issue #31, point 10: where the man pages are not installed (after
+    // `cargo install`), the unit cites none and passes `systemd-analyze
+    // verify`; once they are where man looks, it cites them and passes too.
     let man = home.path().join("man");
+    std::fs::create_dir_all(&man).unwrap();
+    let verify = |unit: &std::path::Path| {
+        let out = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(unit)
+            .env("MANPATH", &man)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "systemd-analyze verify: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(unit).unwrap()
+        );
+    };
+    let install = || {
+        let out = home
+            .cmd(&[
+                "--json",
+                "daemon",
+                "install",
+                "--dir",
+                dir.to_str().unwrap(),
+            ])
+            .env("MANPATH", &man)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = install();
+    assert_eq!(v["man_pages"], serde_json::json!([]), "{v}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(!text.contains("Documentation="), "{text}");
+    verify(&unit);
     home.ok(&["man", "--dir", man.join("man1").to_str().unwrap()]);
-    let out = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&unit)
-        .env("MANPATH", &man)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "systemd-analyze verify: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let v = install();
+    assert_eq!(
+        v["man_pages"],
+        serde_json::json!(["wakeful", "wakeful-daemon"]),
+        "{v}"
     );
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(
+        text.contains("Documentation=man:wakeful(1) man:wakeful-daemon(1)\n"),
+        "{text}"
+    );
+    verify(&unit);
 }
 
 #[test]

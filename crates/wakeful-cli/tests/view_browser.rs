@@ -115,6 +115,20 @@ impl Cdp {
         }
     }
 
+    /// A new page of `chromium` at `url`, attached.
+    async fn open(chromium: &Chromium, url: &str) -> Cdp {
+        let mut cdp = Cdp::connect(&chromium.ws_url).await;
+        let target = cdp.call("Target.createTarget", json!({"url": url})).await;
+        let attached = cdp
+            .call(
+                "Target.attachToTarget",
+                json!({"targetId": target["targetId"], "flatten": true}),
+            )
+            .await;
+        cdp.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+        cdp
+    }
+
     async fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
@@ -247,17 +261,7 @@ async fn browser_sees_a_line_within_a_second_and_stops_the_monitor() {
     }
     let web = Web::start(&home, &[]);
 
-    let mut cdp = Cdp::connect(&chromium.ws_url).await;
-    let target = cdp
-        .call("Target.createTarget", json!({"url": web.url}))
-        .await;
-    let attached = cdp
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
-        )
-        .await;
-    cdp.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+    let mut cdp = Cdp::open(&chromium, &web.url).await;
 
     // The page loads (the token became a cookie), lists the monitor and
     // streams its events.
@@ -396,5 +400,171 @@ async fn browser_sees_a_line_within_a_second_and_stops_the_monitor() {
         Duration::from_secs(10),
     )
     .await;
+    let _ = cdp.call("Browser.close", json!({})).await;
+}
+
+/// A page of another server on 127.0.0.1 (another port: the same site),
+/// serving `html` and recording the `Cookie` header of every request the
+/// browser sends it.
+struct OtherServer {
+    port: u16,
+    cookies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl OtherServer {
+    fn start(html: String) -> OtherServer {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cookies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = cookies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut buf = vec![0u8; 16 * 1024];
+                let n = stream.read(&mut buf).unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                for line in head.lines() {
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("cookie") {
+                            seen.lock().unwrap().push(v.trim().to_string());
+                        }
+                    }
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{html}",
+                    html.len()
+                );
+            }
+        });
+        OtherServer { port, cookies }
+    }
+}
+
+/// Issue #31, points 3 and 4, in a real browser: hostile lines render as
+/// inert text; the launch token is spent once the page opened, so the
+/// session cookie another server on 127.0.0.1 receives is not it and opens
+/// nothing as a launch URL; and a page on another port (the same site, so
+/// the SameSite=Strict cookie goes along) can neither read the API or the
+/// event stream nor stop a monitor (a no-cors POST carries the cookie and
+/// its own Origin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_another_port_gets_nothing_and_hostile_lines_stay_text() {
+    let Some(chromium) = Chromium::start() else {
+        return;
+    };
+    let home = Home::new();
+    let lines = home.path().join("hostile.txt");
+    std::fs::write(
+        &lines,
+        "probe-1 <img src=x onerror=\"window.pwned=1\">\n\
+         probe-2 </script><script>window.pwned=2</script>\n\
+         probe-3 javascript:window.pwned=3\n\
+         probe-4 <a href=\"javascript:window.pwned=4\">click</a>\n\
+         probe-5 \u{202E}evil\u{202C} \u{200B}hidden\n",
+    )
+    .unwrap();
+    let id = home
+        .ok(&[
+            "start",
+            "-d",
+            "hostile <b>page</b>",
+            "--",
+            &format!("cat {}; sleep 600", lines.display()),
+        ])
+        .trim()
+        .to_string();
+    let web = Web::start(&home, &[]);
+    let mut cdp = Cdp::open(&chromium, &web.url).await;
+    cdp.until(
+        "(document.getElementById('events') || {textContent: ''}).textContent.includes('probe-5')",
+        Duration::from_secs(20),
+    )
+    .await;
+    let text = cdp.eval("document.body.textContent").await;
+    let text = text.as_str().unwrap();
+    for probe in [
+        "probe-1 <img src=x onerror=\"window.pwned=1\">",
+        "probe-2 </script><script>window.pwned=2</script>",
+        "probe-3 javascript:window.pwned=3",
+        "probe-4 <a href=\"javascript:window.pwned=4\">click</a>",
+        "probe-5 evil hidden",
+        "hostile <b>page</b>",
+    ] {
+        assert!(
+            text.contains(probe),
+            "{probe:?} is not shown as text: {text}"
+        );
+    }
+    assert!(
+        !text.contains('\u{202E}') && !text.contains('\u{200B}'),
+        "{text:?}"
+    );
+    assert_eq!(cdp.eval("typeof window.pwned").await, "undefined");
+    assert_eq!(
+        cdp.eval("document.querySelectorAll('#events img, #events script, #events a, #monitors img, #monitors b').length")
+            .await,
+        0
+    );
+
+    // A page of another server on 127.0.0.1.
+    let attack = format!(
+        r#"<!doctype html><title>other</title>
+<script>
+window.results = {{}};
+fetch("http://127.0.0.1:{p}/api/state", {{credentials: "include"}})
+  .then(r => r.text()).then(t => results.state = "read " + t).catch(() => results.state = "blocked");
+fetch("http://127.0.0.1:{p}/api/stop?id={id}", {{method: "POST", credentials: "include", mode: "no-cors"}})
+  .then(() => results.stop = "sent").catch(() => results.stop = "error");
+const es = new EventSource("http://127.0.0.1:{p}/api/events", {{withCredentials: true}});
+es.onmessage = () => results.sse = "read";
+es.onerror = () => {{ results.sse = results.sse || "blocked"; es.close(); }};
+</script>"#,
+        p = web.port
+    );
+    let other = OtherServer::start(attack);
+    cdp.call(
+        "Page.navigate",
+        json!({"url": format!("http://127.0.0.1:{}/", other.port)}),
+    )
+    .await;
+    // Each attempt answered (the stop's POST was answered by the server).
+    cdp.until(
+        "!!(window.results && results.state && results.stop && results.sse)",
+        Duration::from_secs(20),
+    )
+    .await;
+    let results = cdp.eval("window.results").await;
+    assert_eq!(results["state"], "blocked", "{results}");
+    assert_ne!(results["sse"], "read", "{results}");
+    assert_eq!(home.json(&["list"])[0]["state"], "running", "{results}");
+    assert_eq!(home.json(&["list"])[0]["id"], id.as_str());
+
+    // The other server got this server's cookie (cookies do not tell ports
+    // apart): it is a session value, not the launch token, and as a launch
+    // token it opens nothing.
+    let cookies = other.cookies.lock().unwrap().clone();
+    let name = format!("wakeful_web_{}=", web.port);
+    let value = cookies
+        .iter()
+        .flat_map(|c| c.split(';'))
+        .find_map(|kv| kv.trim().strip_prefix(name.as_str()).map(str::to_string))
+        .unwrap_or_else(|| panic!("the browser sent no {name} to the other port: {cookies:?}"));
+    assert_ne!(value, web.token);
+    let r = view_support::http(
+        web.port,
+        "GET",
+        &format!("/?token={value}"),
+        &[("Host", &web.host())],
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    let r = view_support::http(
+        web.port,
+        "GET",
+        &format!("/?token={}", web.token),
+        &[("Host", &web.host())],
+    );
+    assert_eq!(r.status, 401, "the launch token is spent: {r:?}");
     let _ = cdp.call("Browser.close", json!({})).await;
 }

@@ -35,6 +35,32 @@ fn web_refuses_without_token_foreign_host_and_cross_origin_post() {
     }
     let r = http(web.port, "GET", "/?token=0000", &[("Host", &host)]);
     assert_eq!(r.status, 401);
+    // The token is exchanged once for a separate session value, in an
+    // HttpOnly, SameSite=Strict cookie named after the port; the tokened
+    // URL redirects to `/`.
+    let r = http(web.port, "GET", &path_with_token, &[("Host", &host)]);
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(r.header("location").as_deref(), Some("/"));
+    let cookie = r.header("set-cookie").unwrap();
+    let (pair, attributes) = cookie.split_once(';').unwrap();
+    assert_eq!(attributes, " HttpOnly; SameSite=Strict; Path=/");
+    let (name, value) = pair.split_once('=').unwrap();
+    assert_eq!(name, format!("wakeful_web_{}", web.port));
+    assert_eq!(value.len(), 64);
+    assert_ne!(value, web.token, "the cookie is not the launch token");
+    web.adopt(value);
+    // The token is good once: used again (without the cookie), 401; the
+    // token as a cookie is no cookie.
+    let r = http(web.port, "GET", &path_with_token, &[("Host", &host)]);
+    assert_eq!(r.status, 401, "{r:?}");
+    let token_cookie = format!("wakeful_web_{}={}", web.port, web.token);
+    let r = http(
+        web.port,
+        "GET",
+        "/api/state",
+        &[("Host", &host), ("Cookie", &token_cookie)],
+    );
+    assert_eq!(r.status, 401, "{r:?}");
     // A foreign Host (DNS rebinding): 403, even with the token or cookie.
     for foreign in [
         format!("evil.example:{}", web.port),
@@ -51,15 +77,6 @@ fn web_refuses_without_token_foreign_host_and_cross_origin_post() {
         );
         assert_eq!(r.status, 403, "{foreign}: {r:?}");
     }
-    // The token is exchanged for an HttpOnly, SameSite=Strict cookie.
-    let r = http(web.port, "GET", &path_with_token, &[("Host", &host)]);
-    assert_eq!(r.status, 303, "{r:?}");
-    assert_eq!(r.header("location").as_deref(), Some("/"));
-    let cookie = r.header("set-cookie").unwrap();
-    assert_eq!(
-        cookie,
-        format!("{}; HttpOnly; SameSite=Strict; Path=/", web.cookie())
-    );
     // With the cookie: the page, its assets and the API; localhost too.
     let page = web.get("/");
     assert_eq!(page.status, 200);
@@ -401,4 +418,172 @@ fn web_streams_on_across_a_daemon_restart() {
         .get("/api/state")
         .json()["link"]
         == "live"));
+}
+
+/// Issue #31, points 3 and 4, over raw HTTP: every Host but the two exact
+/// ones is refused (a rebinding name, a trailing dot, uppercase, `[::1]`,
+/// `0.0.0.0`, another port, two Host headers, an absolute-form request
+/// line); a request from another origin (`http://localhost:OTHER` is the
+/// same site), `null` or none cannot stop a monitor, nor read the API; a
+/// session cookie of another port's server is no cookie; and no response
+/// carries CORS headers.
+#[test]
+fn web_answers_only_its_own_origin_on_its_own_port() {
+    let home = Home::new();
+    let id = home
+        .ok(&["start", "-d", "sleeper", "--", "sleep 600"])
+        .trim()
+        .to_string();
+    let web = Web::start(&home, &[]);
+    let other = Web::start(&home, &[]);
+    let p = web.port;
+    let host = web.host();
+    let cookie = web.cookie();
+    let mut answers = Vec::new();
+    let mut ask = |method: &str, path: &str, headers: &[(&str, &str)]| {
+        let r = http(p, method, path, headers);
+        answers.push(r.head.clone());
+        r
+    };
+
+    for bad in [
+        format!("attacker.example:{p}"),
+        format!("localhost.:{p}"),
+        format!("127.0.0.1.:{p}"),
+        format!("LOCALHOST:{p}"),
+        format!("Localhost:{p}"),
+        format!("[::1]:{p}"),
+        format!("0.0.0.0:{p}"),
+        format!("127.0.0.1:{}", other.port),
+        format!("localhost:{}", p as u32 + 1),
+        "localhost".into(),
+        String::new(),
+    ] {
+        for path in ["/", "/api/state", "/api/events"] {
+            let r = ask("GET", path, &[("Host", &bad), ("Cookie", &cookie)]);
+            assert!([400, 403].contains(&r.status), "Host {bad:?} {path}: {r:?}");
+        }
+    }
+    for hosts in [
+        [host.as_str(), "attacker.example"],
+        ["attacker.example", host.as_str()],
+        [host.as_str(), host.as_str()],
+    ] {
+        let r = ask(
+            "GET",
+            "/api/state",
+            &[("Host", hosts[0]), ("Host", hosts[1]), ("Cookie", &cookie)],
+        );
+        assert!(
+            [400, 403].contains(&r.status),
+            "two Host headers {hosts:?}: {r:?}"
+        );
+    }
+    for absolute in [
+        format!("http://attacker.example:{p}/api/state"),
+        format!("http://{host}/api/state"),
+    ] {
+        let r = ask("GET", &absolute, &[("Host", &host), ("Cookie", &cookie)]);
+        assert!([400, 403].contains(&r.status), "{absolute}: {r:?}");
+    }
+
+    // The stop action: only from this very origin.
+    let stop = format!("/api/stop?id={id}");
+    let other_origin = format!("http://localhost:{}", other.port);
+    let other_ip_origin = format!("http://127.0.0.1:{}", other.port);
+    let localhost_origin = format!("http://localhost:{p}");
+    let upper = format!("http://LOCALHOST:{p}");
+    for origin in [
+        Some(other_origin.as_str()),
+        Some(other_ip_origin.as_str()),
+        Some("null"),
+        None,
+        Some(localhost_origin.as_str()), // the page is at 127.0.0.1
+        Some(upper.as_str()),
+    ] {
+        let mut headers = vec![("Host", host.as_str()), ("Cookie", cookie.as_str())];
+        if let Some(o) = origin {
+            headers.push(("Origin", o));
+        }
+        let r = ask("POST", &stop, &headers);
+        assert_eq!(r.status, 403, "Origin {origin:?}: {r:?}");
+    }
+    assert_eq!(home.json(&["list"])[0]["state"], "running");
+
+    // Reading the API from another origin, or from a page of the same site.
+    for path in [
+        "/api/state".to_string(),
+        "/api/events".to_string(),
+        format!("/api/output?id={id}"),
+        "/api/wake?session=t".to_string(),
+        "/api/consumers".to_string(),
+    ] {
+        for (name, value) in [
+            ("Origin", other_origin.as_str()),
+            ("Origin", "null"),
+            ("Sec-Fetch-Site", "same-site"),
+            ("Sec-Fetch-Site", "cross-site"),
+        ] {
+            let r = ask(
+                "GET",
+                &path,
+                &[("Host", &host), ("Cookie", &cookie), (name, value)],
+            );
+            assert_eq!(r.status, 403, "{path} with {name}: {value}: {r:?}");
+        }
+    }
+    // The page itself, as a browser reads it (same origin: no Origin on a
+    // GET, Sec-Fetch-Site same-origin).
+    let own = web.origin();
+    for headers in [
+        vec![("Host", host.as_str()), ("Cookie", cookie.as_str())],
+        vec![
+            ("Host", host.as_str()),
+            ("Cookie", cookie.as_str()),
+            ("Sec-Fetch-Site", "same-origin"),
+            ("Origin", own.as_str()),
+        ],
+    ] {
+        let r = ask("GET", "/api/state", &headers);
+        assert_eq!(r.status, 200, "{headers:?}: {r:?}");
+    }
+
+    // A cookie of the server on the other port is no cookie here, under
+    // its own name or under this server's.
+    let theirs = other.cookie();
+    let (_, their_value) = theirs.split_once('=').unwrap();
+    let renamed = format!("wakeful_web_{p}={their_value}");
+    for c in [theirs.as_str(), renamed.as_str()] {
+        let r = ask("GET", "/api/state", &[("Host", &host), ("Cookie", c)]);
+        assert_eq!(r.status, 401, "{c}: {r:?}");
+    }
+    // Both, as a browser sends every cookie of 127.0.0.1: this one counts.
+    let both = format!("{theirs}; {cookie}");
+    let r = ask("GET", "/api/state", &[("Host", &host), ("Cookie", &both)]);
+    assert_eq!(r.status, 200, "{r:?}");
+
+    // A preflight, private network access included: no CORS answer.
+    let r = ask(
+        "OPTIONS",
+        "/api/stop",
+        &[
+            ("Host", &host),
+            ("Origin", &other_origin),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Private-Network", "true"),
+        ],
+    );
+    assert!(r.status >= 400, "{r:?}");
+
+    // From the page's own origin, it stops.
+    let r = ask(
+        "POST",
+        &stop,
+        &[("Host", &host), ("Cookie", &cookie), ("Origin", &own)],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    for head in &answers {
+        let lower = head.to_ascii_lowercase();
+        assert!(!lower.contains("access-control-allow"), "{head}");
+    }
 }

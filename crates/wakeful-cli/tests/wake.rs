@@ -529,11 +529,19 @@ fn http_server(
             let body = String::from_utf8_lossy(&body).into_owned();
             let (status, reply) = answer(&method, &path, &body);
             seen.lock().unwrap().push((method, path, body));
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
+            // A redirect's reply is where it points.
+            let _ = if (300..400).contains(&status) {
+                write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nlocation: {reply}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                )
+            } else {
+                write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                )
+            };
         }
     });
     (url, log)
@@ -714,4 +722,126 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
         "an event went out twice: {seqs:?}"
     );
     assert!(accepted(&fake).is_empty(), "`codex queue` only refused");
+}
+
+/// Issue #31, point 5: a session id that begins with `-` never reaches an
+/// exec route's program where it reads options (`wake set` and a
+/// `[[wake]]` table refuse it, and nothing runs); elsewhere in an argument
+/// it is only data.
+#[test]
+fn an_exec_route_never_hands_its_program_an_option() {
+    let home = Home::new();
+    let out = home.path().join("argv");
+    let script = format!("printf '%s\\n' \"$@\" >> '{}'", out.display());
+    let set = |session: &str, arg: &str| {
+        home.cmd(&[
+            "wake", "set", "exec", "--", "/bin/sh", "-c", &script, "sh", arg, "{text}",
+        ])
+        .env("WAKEFUL_SESSION", session)
+        .output()
+        .unwrap()
+    };
+    for session in ["--dangerously-skip-permissions", "-h"] {
+        let o = set(session, "{session}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{session}: {err}");
+        assert!(err.contains("begins with `-`"), "{session}: {err}");
+        let show = home
+            .cmd(&["--json", "wake", "show"])
+            .env("WAKEFUL_SESSION", session)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&show.stdout).trim(), "null");
+    }
+    // The same session inside an argument, after a prefix: only data.
+    let session = "--dangerously-skip-permissions";
+    let o = set(session, "session={session}");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let started = home
+        .cmd(&["start", "--", "echo option-free"])
+        .env("WAKEFUL_SESSION", session)
+        .output()
+        .unwrap();
+    assert!(started.status.success());
+    let mut argv = String::new();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            argv = std::fs::read_to_string(&out).unwrap_or_default();
+            argv.contains("option-free")
+        }),
+        "{argv}"
+    );
+    assert!(
+        argv.starts_with("session=--dangerously-skip-permissions\n[wakeful wake-"),
+        "{argv}"
+    );
+    assert!(!argv.lines().any(|l| l.starts_with('-')), "{argv}");
+
+    // A [[wake]] table with such a session: the daemon does not start.
+    let other = Home::new();
+    std::fs::write(
+        other.path().join("config.toml"),
+        "[[wake]]\nsession = \"-x\"\nadapter = \"exec\"\nargv = [\"true\", \"{session}\"]\n",
+    )
+    .unwrap();
+    let (code, _, err) = other.run(&["status"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("session `-x` begins with `-`"), "{err}");
+}
+
+/// Issue #31, point 5: a webhook's redirect is never followed; one to a
+/// loopback or link-local address (where cloud metadata answers) is named
+/// as refused, and the address it points at gets nothing.
+#[test]
+fn a_webhook_redirect_is_never_followed_and_loopback_ones_are_refused() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[network]\nallow = [\"127.0.0.0/8\"]\n",
+    )
+    .unwrap();
+    let (inner, inner_log) = http_server(|_, _, _| (200, "{}".into()));
+    for (target, names) in [
+        (format!("{inner}/steal"), "127.0.0.1"),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_string(),
+            "169.254.169.254",
+        ),
+    ] {
+        let to = target.clone();
+        let (hook, hook_log) = http_server(move |_, _, _| (307, to.clone()));
+        home.json(&["wake", "set", "webhook", "--url", &format!("{hook}/hook")]);
+        home.ok(&["start", "--", "echo redirected"]);
+        let mut reason = String::new();
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                let show = home.json(&["wake", "show"]);
+                reason = show["reason"].as_str().unwrap_or("").to_string();
+                show["state"] == "undelivered"
+            }),
+            "{reason}"
+        );
+        assert!(
+            !hook_log.lock().unwrap().is_empty(),
+            "the webhook was asked"
+        );
+        assert!(
+            reason.contains(&format!("redirect to {target}"))
+                && reason.contains(names)
+                && reason.contains("loopback or link-local")
+                && reason.contains("refused"),
+            "{reason}"
+        );
+        home.ok(&["wake", "clear"]);
+    }
+    assert!(
+        inner_log.lock().unwrap().is_empty(),
+        "{:?}",
+        inner_log.lock().unwrap()
+    );
 }

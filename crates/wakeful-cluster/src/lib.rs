@@ -26,7 +26,7 @@
 
 pub mod config;
 pub mod control;
-mod diagnose;
+pub mod diagnose;
 pub mod directory;
 pub mod import;
 mod link;

@@ -84,6 +84,10 @@ pub(crate) struct Shared {
     /// Why the link is not up (the last failed connection attempt); `None`
     /// while it is up or before the first attempt failed.
     pub(crate) down_reason: Mutex<Option<String>>,
+    /// Set while the server connected to is one the link does not work
+    /// with (too old, no JetStream): its connection does not make the link
+    /// up.
+    pub(crate) server_refused: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -108,6 +112,27 @@ impl Shared {
             *s = LinkState::Down;
             was != LinkState::Down
         });
+    }
+
+    /// The server connected to cannot be used (`reason`): the link stays
+    /// down, saying why.
+    fn refuse_server(&self, reason: String) {
+        self.server_refused.store(true, Ordering::SeqCst);
+        self.refused(reason);
+    }
+
+    /// The server connected to can be used: the link is up.
+    fn accept_server(&self) {
+        self.server_refused.store(false, Ordering::SeqCst);
+        *self.down_reason.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if !self.up() {
+            tracing::info!(
+                "cluster link up: host {} connected to {}",
+                self.host,
+                self.config.url
+            );
+        }
+        self.state.send_replace(LinkState::Up);
     }
 
     fn down_reason(&self) -> Option<String> {
@@ -242,6 +267,7 @@ impl Link {
             import_lag: AtomicU64::new(u64::MAX),
             last_error: Mutex::new(None),
             down_reason: Mutex::new(None),
+            server_refused: std::sync::atomic::AtomicBool::new(true),
             config,
         });
         let (opts, addrs) = options(&shared).await?;
@@ -343,18 +369,53 @@ async fn connect(
         shared.config.url
     );
     let mut backoff = Backoff::new();
-    let client = loop {
-        match opts.clone().connect(addrs.clone()).await {
-            Ok(client) => break client,
+    let (client, js) = loop {
+        let client = match opts.clone().connect(addrs.clone()).await {
+            Ok(client) => client,
             Err(e) => {
                 shared.refused(crate::diagnose::connect_error(&shared.config, &e));
                 backoff.wait().await;
+                continue;
+            }
+        };
+        // What the server supports: a version the client can read
+        // JetStream's answers of, and JetStream itself (here or, for a leaf
+        // node, in its domain). Anything else is refused with the reason
+        // (status's `down_reason` and the log), and tried again later.
+        let version = client.server_info().version;
+        if let Err(why) = crate::diagnose::server_version(&shared.config.url, &version) {
+            shared.refuse_server(why);
+            drop(client);
+            backoff.wait().await;
+            continue;
+        }
+        let js = match &shared.config.domain {
+            Some(domain) => async_nats::jetstream::with_domain(client.clone(), domain),
+            None => async_nats::jetstream::new(client.clone()),
+        };
+        match tokio::time::timeout(Duration::from_secs(5), js.query_account()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                shared.refuse_server(crate::diagnose::no_jetstream(
+                    &shared.config,
+                    &e.to_string(),
+                ));
+                drop((js, client));
+                backoff.wait().await;
+                continue;
+            }
+            Err(_) => {
+                shared.refuse_server(crate::diagnose::no_jetstream(
+                    &shared.config,
+                    "no answer within 5 s",
+                ));
+                drop((js, client));
+                backoff.wait().await;
+                continue;
             }
         }
-    };
-    let js = match &shared.config.domain {
-        Some(domain) => async_nats::jetstream::with_domain(client.clone(), domain),
-        None => async_nats::jetstream::new(client.clone()),
+        shared.accept_server();
+        break (client, js);
     };
     let setup = crate::directory::Setup::new(shared.clone(), js.clone());
     let mut tasks = tasks.lock().unwrap_or_else(|p| p.into_inner());
@@ -444,6 +505,10 @@ fn on_event(shared: &Shared, event: async_nats::Event) {
     match event {
         async_nats::Event::Connected => {
             shared.connects.fetch_add(1, Ordering::SeqCst);
+            if shared.server_refused.load(Ordering::SeqCst) {
+                // Not up until the server was checked (`connect`).
+                return;
+            }
             tracing::info!(
                 "cluster link up: host {} connected to {}",
                 shared.host,

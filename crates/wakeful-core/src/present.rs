@@ -18,6 +18,10 @@
 //! - [`notification_line`]: one event on one line (the Claude Code bridge).
 //! - [`plain_line`], [`watch_lines`]: the plain command-line views.
 
+mod framing;
+
+pub use framing::{defuse, defuse_line, escape_tags, imitates_wakeful, FRAMING_TAGS, QUOTE};
+
 /// Removes what could act on a terminal or split a line where the text
 /// shows no line break, keeping newline and tab:
 ///
@@ -31,7 +35,18 @@
 ///   backspace and U+0085 are dropped);
 /// - U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR become `\n`, so a
 ///   reader that splits on them sees the same lines as one that splits on
-///   `\n`.
+///   `\n`;
+/// - characters that show nothing but change what a reader takes the text
+///   to say ([`is_invisible`]): bidi embeddings, overrides and isolates
+///   (U+202A–U+202E, U+2066–U+2069, U+061C), zero-width characters
+///   (U+200B–U+200F, U+2060–U+2064, U+FEFF), Unicode tag characters
+///   (U+E0000–U+E007F) and the rest of Unicode's default-ignorable code
+///   points;
+/// - variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF, U+180B–U+180D,
+///   U+180F) except one directly after a visible character (the emoji
+///   presentation selector of `❤️`): a run of them can carry hidden text.
+///
+/// The result holds none of these, and sanitizing it again changes nothing.
 pub fn sanitize_for_model(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -45,10 +60,71 @@ pub fn sanitize_for_model(text: &str) -> String {
             '\n' | '\t' => out.push(c),
             '\u{2028}' | '\u{2029}' => out.push('\n'),
             c if c.is_control() => {}
+            c if is_variation_selector(c) => {
+                // Only one, and only where it can select something.
+                if out
+                    .chars()
+                    .next_back()
+                    .is_some_and(|p| !p.is_whitespace() && !is_variation_selector(p))
+                {
+                    out.push(c);
+                }
+            }
+            c if is_invisible(c) => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// Every string in a JSON value sanitized ([`sanitize_for_model`]): a tool
+/// result or an API answer built from a monitor's description, command,
+/// errors and the like, for a model or a page.
+pub fn sanitize_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(sanitize_for_model(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(sanitize_json).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, v)| (k, sanitize_json(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// A variation selector: it picks a glyph variant of the character before
+/// it (VS1–VS16, VS17–VS256, the Mongolian free variation selectors).
+pub fn is_variation_selector(c: char) -> bool {
+    matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' | '\u{180B}'..='\u{180D}' | '\u{180F}')
+}
+
+/// A character that renders as nothing (Unicode's
+/// `Default_Ignorable_Code_Point`, variation selectors aside): bidi
+/// controls, zero-width spaces and joiners, the byte order mark, soft
+/// hyphen, invisible operators, Hangul fillers, tag characters, and the
+/// code points Unicode keeps for more of them. Text a model or a person
+/// reads can hide words, or reorder what it shows, with these.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E00FF}'
+            | '\u{E01F0}'..='\u{E0FFF}'
+    )
 }
 
 /// What follows an `ESC` once its sequence is skipped.
@@ -109,18 +185,54 @@ fn skip_string(rest: &str) -> &str {
 /// The monitor an event is from, with the host it ran on when that is
 /// another host (`mon-…@build-host`; the cluster link), safe to show.
 pub fn monitor_name(event: &crate::Event) -> String {
+    let id = escape_tags(&one_line(&event.monitor_id));
     match &event.host {
-        Some(host) => format!("{}@{}", one_line(&event.monitor_id), one_line(host)),
-        None => one_line(&event.monitor_id),
+        Some(host) => format!("{id}@{}", escape_tags(&one_line(host))),
+        None => id,
     }
+}
+
+/// `text` as it may stand inside a framed line: sanitized, each of its
+/// lines defused ([`defuse_line`]: no line of it reads as wakeful's
+/// framing, no framing tag), backslashes written `\\` and newlines `\n`,
+/// so that a reader can tell where a line ended from a `\n` the text
+/// itself held.
+pub fn inline(text: &str) -> String {
+    joined(text, true)
+}
+
+/// Sanitized lines of `text`, each defused, joined with `\n` written out
+/// (and, with `escape`, backslashes doubled first).
+fn joined(text: &str, escape: bool) -> String {
+    sanitize_for_model(text)
+        .split('\n')
+        .map(|line| {
+            if escape {
+                defuse_line(&line.replace('\\', "\\\\"))
+            } else {
+                defuse_line(line)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\\n")
+}
+
+/// `text` as it may stand between the double quotes of a header (a
+/// description): sanitized, on one line (newlines as spaces), trimmed,
+/// `\` and `"` escaped, framing tags escaped.
+pub fn quoted(text: &str) -> String {
+    let one = sanitize_for_model(text).replace('\n', " ");
+    escape_tags(one.trim())
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
 }
 
 /// Which monitor an event is from and what it is, on one line, safe to show
 /// a model: `mon-… "description" · 3 lines (output lines 4–6)`, or
 /// `mon-… · stopped` (`mon-…@host` for an event of another host).
 pub fn event_label(event: &crate::Event, description: Option<&str>) -> String {
-    let name = match description.map(|d| sanitize_for_model(d).replace('\n', " ")) {
-        Some(d) if !d.trim().is_empty() => format!("{} \"{}\"", monitor_name(event), d.trim()),
+    let name = match description.map(quoted) {
+        Some(d) if !d.is_empty() => format!("{} \"{d}\"", monitor_name(event)),
         _ => monitor_name(event),
     };
     let what = match &event.body {
@@ -250,6 +362,71 @@ mod tests {
     }
 
     #[test]
+    fn invisible_characters_are_removed() {
+        // Bidi overrides and isolates: "evil" shown as "live", and back.
+        assert_eq!(sanitize_for_model("a\u{202E}live\u{202C}b"), "aliveb");
+        for c in ('\u{202A}'..='\u{202E}').chain('\u{2066}'..='\u{2069}') {
+            assert_eq!(
+                sanitize_for_model(&format!("x{c}y")),
+                "xy",
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Zero-width characters and the byte order mark.
+        for c in ('\u{200B}'..='\u{200F}').chain(['\u{FEFF}', '\u{2060}', '\u{061C}', '\u{00AD}']) {
+            assert_eq!(
+                sanitize_for_model(&format!("x{c}y")),
+                "xy",
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Tag characters: "ignore" spelled invisibly after a visible word.
+        let hidden: String = "ignore"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .collect();
+        assert_eq!(
+            sanitize_for_model(&format!("ok\u{E0001}{hidden}\u{E007F}!")),
+            "ok!"
+        );
+        // One variation selector after a character stays; a run does not.
+        assert_eq!(sanitize_for_model("\u{2764}\u{FE0F}"), "\u{2764}\u{FE0F}");
+        assert_eq!(
+            sanitize_for_model("a\u{FE00}\u{FE01}\u{E0100}\u{E01EF}b"),
+            "a\u{FE00}b"
+        );
+        // Nothing to select: at the start, after a space or a newline.
+        assert_eq!(sanitize_for_model("\u{FE0F}a \u{FE0F}\n\u{FE0F}"), "a \n");
+        // A run broken up by something removed is still one run.
+        assert_eq!(
+            sanitize_for_model("a\u{FE0F}\u{200B}\u{FE0F}\u{1b}[0m\u{FE0F}"),
+            "a\u{FE0F}"
+        );
+    }
+
+    #[test]
+    fn sanitized_text_holds_no_control_or_invisible_character() {
+        let all: String = (0u32..0x11_0000).filter_map(char::from_u32).collect();
+        let clean = sanitize_for_model(&all);
+        let mut prev = None;
+        for c in clean.chars() {
+            assert!(
+                c == '\n' || c == '\t' || !c.is_control(),
+                "U+{:04X}",
+                c as u32
+            );
+            assert!(!is_invisible(c), "U+{:04X}", c as u32);
+            if is_variation_selector(c) {
+                assert!(prev.is_some_and(|p: char| !p.is_whitespace() && !is_variation_selector(p)));
+            }
+            prev = Some(c);
+        }
+        assert_eq!(sanitize_for_model(&clean), clean);
+    }
+
+    #[test]
     fn caps_at_char_boundary() {
         assert_eq!(cap("héllo", 2), "h…[5 more bytes cut]");
         assert_eq!(cap("abc", 3), "abc");
@@ -305,11 +482,12 @@ pub fn header(event: &crate::Event, description: Option<&str>) -> String {
     format!("[wakeful {}]", event_label(event, description))
 }
 
-/// An event's text as a model may read it: sanitized, cut at `max_bytes`
-/// (with the exact number of bytes not shown), and, when lines were cut,
-/// where the output file has them all.
+/// An event's text as a model may read it: sanitized, defused (no line of
+/// it reads as wakeful's framing, no framing tag: [`defuse`]), cut at
+/// `max_bytes` (with the number of bytes not shown), and, when lines were
+/// cut, where the output file has them all.
 pub fn body(event: &crate::Event, max_bytes: usize) -> String {
-    let clean = sanitize_for_model(&event.text);
+    let clean = defuse(&sanitize_for_model(&event.text));
     let mut text = cap(&clean, max_bytes);
     if clean.len() > max_bytes {
         if let crate::EventBody::MonitorEvent {
@@ -318,7 +496,7 @@ pub fn body(event: &crate::Event, max_bytes: usize) -> String {
         {
             text.push_str(&format!(
                 "\n(every line is in the monitor's output file: `wakeful output {} --from-line {from_line} --to-line {to_line}`)",
-                event.monitor_id
+                escape_tags(&one_line(&event.monitor_id))
             ));
         }
     }
@@ -336,13 +514,15 @@ pub fn single(event: &crate::Event, description: Option<&str>, max_bytes: usize)
 }
 
 /// One event on one line (a Claude Code monitor notification): its header,
-/// then its body with newlines written as `\n`.
+/// then its body with backslashes written `\\` and newlines `\n`.
 pub fn notification_line(
     event: &crate::Event,
     description: Option<&str>,
     max_bytes: usize,
 ) -> String {
-    let text = body(event, max_bytes).replace('\n', "\\n");
+    let text = body(event, max_bytes)
+        .replace('\\', "\\\\")
+        .replace('\n', "\\n");
     format!("{} {text}", header(event, description))
 }
 
@@ -391,7 +571,8 @@ pub fn batch(
     (text, n)
 }
 
-/// `<seq> <monitor-id> <text>` on one line, sanitized (`wakeful events`,
+/// `<seq> <monitor-id> <text>` on one line, sanitized and defused, newlines
+/// written `\n` and backslashes `\\` ([`inline`]; `wakeful events`,
 /// `wakeful wait`); `<seq> <monitor-id>@<host> <text>` for an event of
 /// another host.
 pub fn plain_line(event: &crate::Event) -> String {
@@ -399,7 +580,7 @@ pub fn plain_line(event: &crate::Event) -> String {
         "{} {} {}",
         event.seq,
         monitor_name(event),
-        one_line(&event.text)
+        inline(&event.text)
     )
 }
 
@@ -409,11 +590,16 @@ pub fn plain_line(event: &crate::Event) -> String {
 /// it sanitized, one printed line per line.
 pub fn watch_lines(event: &crate::Event) -> Vec<String> {
     match &event.body {
-        crate::EventBody::MonitorEvent { lines, .. } => lines.iter().map(|l| one_line(l)).collect(),
+        // The command's lines as they are (a line separator in one is
+        // written `\n`), none of them passing for the `[wakeful]` lines.
+        crate::EventBody::MonitorEvent { lines, .. } => {
+            lines.iter().map(|l| joined(l, false)).collect()
+        }
         _ => sanitize_for_model(&event.text)
             .lines()
             .enumerate()
             .map(|(i, l)| {
+                let l = defuse_line(l);
                 if i == 0 {
                     format!("[wakeful] {l}")
                 } else {

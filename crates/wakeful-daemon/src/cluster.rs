@@ -30,9 +30,15 @@ impl wakeful_cluster::Node for ClusterNode {
     ) -> wakeful_cluster::BoxFuture<'_, Result<ImportResult, String>> {
         Box::pin(async move {
             let state = self.state.upgrade().ok_or("the daemon is stopping")?;
-            crate::import::import(state.registry(), state.reader(), events, Vec::new())
-                .await
-                .map_err(|e| e.to_string())
+            crate::import::import(
+                state.registry(),
+                state.reader(),
+                events,
+                Vec::new(),
+                crate::import::From::Cluster,
+            )
+            .await
+            .map_err(|e| e.to_string())
         })
     }
 

@@ -244,11 +244,13 @@ impl Config {
 
     /// Checks that each `[[wake]]` route's program (exec program, codex
     /// binary) is found on `path` (a `PATH` value) or, given with a `/`, is
-    /// an executable file.
+    /// an executable file, and that its session cannot become an option of
+    /// that program ([`wakeful_protocol::WakeAdapter::check_session`]).
     pub fn check_wake_programs(&self, path: Option<&std::ffi::OsStr>) -> Result<(), String> {
         for (i, (session, route)) in self.wake_routes()?.iter().enumerate() {
             route
-                .check_programs(path)
+                .check_session(session)
+                .and_then(|()| route.check_programs(path))
                 .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
         }
         Ok(())

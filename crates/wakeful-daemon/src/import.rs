@@ -9,6 +9,16 @@
 //!   here, or it is running here) are passed over: importing an export
 //!   into the directory it came from adds nothing.
 //! - Monitors are registered as ended (never re-armed, never stopped).
+//! - Events from a file ([`From::File`], the `import` request) are kept
+//!   apart from those the cluster link brings: their origin is stored as
+//!   `file:<host>/<seq>`, so a file can neither take the place of another
+//!   host's events (an origin the link would then pass over) nor replace
+//!   them, and their `host` says they were imported (`build-1 (imported)`,
+//!   [`wakeful_core::export::imported_host`]), so they never read as that
+//!   host's. One whose event the link already brought (origin
+//!   `<host>/<seq>`) is passed over. A request that breaks these rules
+//!   (an origin that is not `<host>/<seq>`, a monitor id wakeful would not
+//!   write) stores nothing.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -27,15 +37,70 @@ pub enum ImportError {
     /// The daemon is stopping.
     #[error("the daemon is stopping; import again once it runs")]
     Closed,
+    /// The request breaks the import rules (see the module docs).
+    #[error("{0}; nothing was imported")]
+    Invalid(String),
+}
+
+/// Where imported events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    /// A file (`wakeful import`, the `import` request).
+    File,
+    /// The cluster link: another host's events, as that host sent them.
+    Cluster,
+}
+
+/// The host and seq of an origin `<host>/<seq>`, checked.
+fn split_origin(origin: &str) -> Result<(&str, u64), String> {
+    let bad = || {
+        format!(
+            "origin {:?} is not <host>/<seq>",
+            wakeful_core::present::one_line(&origin.chars().take(80).collect::<String>())
+        )
+    };
+    let (host, seq) = origin.rsplit_once('/').ok_or_else(bad)?;
+    wakeful_core::export::check_host(host).map_err(|e| format!("origin {origin}: {e}"))?;
+    let seq: u64 = seq.parse().map_err(|_| bad())?;
+    if seq == 0 {
+        return Err(bad());
+    }
+    Ok((host, seq))
 }
 
 /// Keeps `events` and `monitors`; see the module docs.
 pub async fn import(
     registry: &MonitorRegistry,
     reader: &StoreReader,
-    events: Vec<ImportedEvent>,
+    mut events: Vec<ImportedEvent>,
     monitors: Vec<MonitorInfo>,
+    from: From,
 ) -> Result<ImportResult, ImportError> {
+    // The origin each event is passed over for, besides the one it is
+    // stored under (a file's: the link's copy of the same event).
+    let mut also = Vec::with_capacity(events.len());
+    if from == From::File {
+        for m in &monitors {
+            wakeful_core::export::check_monitor_id(&m.id).map_err(ImportError::Invalid)?;
+        }
+        for e in &mut events {
+            let host = split_origin(&e.origin)
+                .map_err(ImportError::Invalid)?
+                .0
+                .to_string();
+            wakeful_core::export::check_monitor_id(&e.event.monitor_id)
+                .map_err(ImportError::Invalid)?;
+            e.event.host = Some(wakeful_core::export::imported_host(
+                e.event.host.as_deref(),
+                &host,
+            ));
+            let plain = std::mem::take(&mut e.origin);
+            e.origin = format!("file:{plain}");
+            also.push(Some(plain));
+        }
+    } else {
+        also.resize(events.len(), None);
+    }
     let mut ids: Vec<&str> = monitors.iter().map(|m| m.id.as_str()).collect();
     ids.extend(events.iter().map(|e| e.event.monitor_id.as_str()));
     let mut local = HashSet::new();
@@ -83,9 +148,14 @@ pub async fn import(
     let mut imported = 0;
     let mut skipped = 0;
     let mut seen = HashSet::new();
-    for ImportedEvent { origin, event } in events {
+    for (ImportedEvent { origin, event }, plain) in events.into_iter().zip(also) {
+        let known_plain = match &plain {
+            Some(p) => reader.has_origin(p)?,
+            None => false,
+        };
         if local.contains(&event.monitor_id)
             || !seen.insert(origin.clone())
+            || known_plain
             || reader.has_origin(&origin)?
         {
             skipped += 1;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::handed::Handed;
 use crate::quiet::{QuietRead, QuietWrite};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
@@ -19,6 +19,7 @@ use wakeful_core::{MonitorInfo, MonitorSpec};
 use wakeful_engine::{
     Committed, Filter, Follow, FollowError, MonitorRegistry, StartError, StartOptions,
 };
+use wakeful_protocol::frame::{parse_request, FrameError, Framer, MAX_REQUEST_BYTES};
 use wakeful_protocol::{
     Acked, ErrorKind, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult,
     Status, StreamEnd, WakeClearResult,
@@ -480,8 +481,56 @@ async fn refuse(stream: UnixStream, message: String) {
     let _ = w.write_all(&line).await;
 }
 
+/// A client's lines, cut by [`Framer`]: no line longer than
+/// [`MAX_REQUEST_BYTES`] is ever held. Cancel-safe, like
+/// `tokio::io::Lines::next_line`.
+struct ClientLines {
+    read: QuietRead,
+    framer: Framer,
+    ended: bool,
+}
+
+impl ClientLines {
+    fn new(read: QuietRead) -> Self {
+        ClientLines {
+            read,
+            framer: Framer::new(MAX_REQUEST_BYTES),
+            ended: false,
+        }
+    }
+
+    /// The next line, or why it cannot be taken; `None` at the end.
+    async fn next_frame(&mut self) -> std::io::Result<Option<Result<String, FrameError>>> {
+        use tokio::io::AsyncReadExt;
+        loop {
+            if let Some(frame) = self.framer.next_line() {
+                return Ok(Some(frame));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self.read.read(&mut chunk).await?;
+            if n == 0 {
+                self.ended = true;
+                return Ok(self.framer.finish());
+            }
+            self.framer.push(&chunk[..n]);
+        }
+    }
+
+    /// The next line; a line that cannot be taken is an error.
+    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        match self.next_frame().await? {
+            None => Ok(None),
+            Some(Ok(line)) => Ok(Some(line)),
+            Some(Err(e)) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        }
+    }
+}
+
 struct Conn {
-    lines: Lines<BufReader<QuietRead>>,
+    lines: ClientLines,
     out: QuietWrite,
     /// The descriptor the client sent with its request, if any.
     passed: crate::quiet::Passed,
@@ -509,40 +558,12 @@ impl Conn {
 
     /// The next request; `None` at end of stream.
     async fn request(&mut self) -> std::io::Result<Option<Result<Request, (ErrorKind, String)>>> {
-        let Some(line) = self.lines.next_line().await? else {
-            return Ok(None);
-        };
-        Ok(Some(parse_request(&line)))
+        Ok(match self.lines.next_frame().await? {
+            None => None,
+            Some(Ok(line)) => Some(parse_request(&line)),
+            Some(Err(e)) => Some(Err((ErrorKind::Invalid, e.to_string()))),
+        })
     }
-}
-
-/// One request line: `version` when it speaks another protocol version,
-/// `invalid` for anything else wrong with it (not JSON, no `v`, unknown
-/// `op`, unknown or wrongly typed field).
-fn parse_request(line: &str) -> Result<Request, (ErrorKind, String)> {
-    let invalid = |m: String| (ErrorKind::Invalid, m);
-    let mut v: serde_json::Value = serde_json::from_str(line)
-        .map_err(|e| invalid(format!("invalid request: not a JSON object: {e}")))?;
-    let Some(obj) = v.as_object_mut() else {
-        return Err(invalid("invalid request: not a JSON object".into()));
-    };
-    match obj.remove("v") {
-        None => {
-            return Err(invalid(format!(
-                "invalid request: no protocol version `v` (this daemon speaks {PROTOCOL_VERSION})"
-            )))
-        }
-        Some(version) if version.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
-        Some(version) => {
-            return Err((
-                ErrorKind::Version,
-                format!(
-                    "protocol version {version} is not supported (this daemon speaks {PROTOCOL_VERSION}); stop the daemon (`wakeful daemon stop`) so that the new version starts"
-                ),
-            ))
-        }
-    }
-    serde_json::from_value::<Request>(v).map_err(|e| invalid(format!("invalid request: {e}")))
 }
 
 async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()> {
@@ -573,7 +594,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
     };
     let (r, w, passed) = crate::quiet::split(stream)?;
     let mut conn = Conn {
-        lines: BufReader::new(r).lines(),
+        lines: ClientLines::new(r),
         out: w,
         passed,
     };
@@ -902,8 +923,19 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
             if let Err(m) = state.storage.writable("import events") {
                 return conn.error(ErrorKind::DiskFull, m).await;
             }
-            match crate::import::import(&state.registry, &state.reader, events, monitors).await {
+            match crate::import::import(
+                &state.registry,
+                &state.reader,
+                events,
+                monitors,
+                crate::import::From::File,
+            )
+            .await
+            {
                 Ok(result) => conn.ok(&result).await,
+                Err(e @ crate::import::ImportError::Invalid(_)) => {
+                    conn.error(ErrorKind::Invalid, e.to_string()).await
+                }
                 Err(e) => conn.error(ErrorKind::Internal, e.to_string()).await,
             }
         }

@@ -15,11 +15,15 @@ use rmcp::model::{JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// Signals waiting for the response to a request to be written.
 #[derive(Clone, Default)]
 pub struct Receipts {
     waiting: Arc<Mutex<HashMap<RequestId, oneshot::Sender<()>>>>,
+    /// Cancelled once the client closed its end of stdin: it shut the
+    /// server down and reads nothing any more.
+    gone: CancellationToken,
 }
 
 impl Receipts {
@@ -29,11 +33,26 @@ impl Receipts {
 
     /// A receiver that completes once the response to request `id` was
     /// written to the client, and is dropped (completes with an error) when
-    /// it never will be: the request was cancelled, or writing failed.
+    /// it never will be: the request was cancelled, writing failed, or the
+    /// client has gone (closed stdin).
     pub fn expect(&self, id: RequestId) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(id, tx);
+        if !self.gone.is_cancelled() {
+            self.lock().insert(id, tx);
+        }
         rx
+    }
+
+    /// Cancelled when the client has gone: it closed stdin, the stdio way
+    /// of shutting an MCP server down, and will read no response.
+    pub fn client_gone(&self) -> CancellationToken {
+        self.gone.clone()
+    }
+
+    /// The client closed stdin: no response counts as read any more.
+    fn close(&self) {
+        self.gone.cancel();
+        self.lock().clear();
     }
 
     /// Forgets request `id` (its response will not be written).
@@ -43,7 +62,7 @@ impl Receipts {
 
     fn written(&self, id: &RequestId, ok: bool) {
         if let Some(tx) = self.lock().remove(id) {
-            if ok {
+            if ok && !self.gone.is_cancelled() {
                 let _ = tx.send(());
             }
         }
@@ -92,7 +111,16 @@ where
     fn receive(
         &mut self,
     ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        self.inner.receive()
+        let receipts = self.receipts.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if message.is_none() {
+                // End of stdin: the client shut the server down.
+                receipts.close();
+            }
+            message
+        }
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {

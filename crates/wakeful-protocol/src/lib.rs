@@ -12,6 +12,8 @@
 //!   `cluster_status`, `cluster_monitors`).
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
 //!   with their exit codes, and one typed result per request).
+//! - [`frame`]: cutting the socket's bytes into request lines, and reading
+//!   a request line ([`frame::Framer`], [`frame::parse_request`]).
 //! - [`frame_lock`]: the lock around each frame when `wakeful mcp` and the
 //!   daemon write to one stdout.
 //! - [`paths`]: where state, socket and configuration live.
@@ -23,6 +25,7 @@
 //! stream socket; `docs/PROTOCOL.md` documents every message with examples.
 
 pub mod cluster;
+pub mod frame;
 pub mod frame_lock;
 pub mod liveness;
 pub mod output;

@@ -439,6 +439,66 @@ impl WakeAdapter {
         }
     }
 
+    /// Checks that the route can carry `session` without it turning into
+    /// an option of the program it runs: an exec argument that begins with
+    /// `{session}` (or a codex route without `--thread`, whose thread is
+    /// the session) and a session id that begins with `-` would hand the
+    /// program `--help` or `--dangerously-skip-permissions` as an option.
+    pub fn check_session(&self, session: &str) -> Result<(), String> {
+        if !session.starts_with('-') {
+            return Ok(());
+        }
+        let refused = |how: &str| {
+            Err(format!(
+                "session `{session}` begins with `-`: {how} it where the program reads options, so it could act as one; use a session id that does not begin with `-`"
+            ))
+        };
+        match self {
+            WakeAdapter::Exec { argv, .. }
+                if argv.iter().skip(1).any(|a| a.starts_with("{session}")) =>
+            {
+                refused("the exec route's {session} would put")
+            }
+            WakeAdapter::Codex { thread: None, .. } => refused("`codex queue --thread` would get"),
+            _ => Ok(()),
+        }
+    }
+
+    /// An exec route's arguments for one wake: `{session}`, `{wake_id}`
+    /// and `{text}` replaced in each (never split, never through a shell).
+    /// An argument whose template begins with a placeholder and whose value
+    /// begins with `-` is refused: the program would read it as an option.
+    pub fn exec_args(
+        argv: &[String],
+        session: &str,
+        wake_id: &str,
+        text: &str,
+    ) -> Result<Vec<String>, String> {
+        let subst = |s: &str| {
+            s.replace("{session}", session)
+                .replace("{wake_id}", wake_id)
+                .replace("{text}", text)
+        };
+        argv.iter()
+            .enumerate()
+            .map(|(i, template)| {
+                let value = subst(template);
+                let placed = PLACEHOLDERS.iter().any(|h| template.starts_with(h));
+                if i > 0 && placed && !template.starts_with('-') && value.starts_with('-') {
+                    let name = PLACEHOLDERS
+                        .iter()
+                        .find(|h| template.starts_with(*h))
+                        .copied()
+                        .unwrap_or("a placeholder");
+                    return Err(format!(
+                        "argument {i} of the exec route ({template}) would begin with `-` ({name} begins with it) and the program could read it as an option; nothing was run"
+                    ));
+                }
+                Ok(value)
+            })
+            .collect()
+    }
+
     /// Checks that the programs the route runs can be run: the exec
     /// program and the codex binary, searched in `path` (a `PATH` value)
     /// unless given with a `/`; a relative path is taken from the current
@@ -691,5 +751,53 @@ mod tests {
             url: "https://x.example".into(),
         };
         assert_eq!(webhook.check_programs(path), Ok(()));
+    }
+
+    #[test]
+    fn an_exec_route_never_makes_a_placeholder_an_option() {
+        let argv: Vec<String> = [
+            "notify",
+            "{session}",
+            "id={wake_id}",
+            "{text}",
+            "--flag={session}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            WakeAdapter::exec_args(&argv, "s1", "wake-1-2", "[wakeful] x").unwrap(),
+            ["notify", "s1", "id=wake-1-2", "[wakeful] x", "--flag=s1"]
+        );
+        let err = WakeAdapter::exec_args(&argv, "--help", "w", "t").unwrap_err();
+        assert!(
+            err.contains("argument 1") && err.contains("{session}"),
+            "{err}"
+        );
+        let err = WakeAdapter::exec_args(&argv, "s", "w", "-rf /").unwrap_err();
+        assert!(
+            err.contains("argument 3") && err.contains("{text}"),
+            "{err}"
+        );
+        // The template's own option takes the value: fine.
+        let own: Vec<String> = vec!["n".into(), "--session={session}".into()];
+        assert!(WakeAdapter::exec_args(&own, "-x", "w", "t").is_ok());
+        let exec = WakeAdapter::Exec {
+            argv,
+            busy_exit_codes: vec![],
+        };
+        assert!(exec.check_session("--help").is_err());
+        assert!(exec.check_session("s-1").is_ok());
+        let later = WakeAdapter::Exec {
+            argv: vec!["n".into(), "id={session}".into()],
+            busy_exit_codes: vec![],
+        };
+        assert!(later.check_session("--help").is_ok());
+        let codex = WakeAdapter::Codex {
+            thread: None,
+            binary: None,
+            codex_home: None,
+        };
+        assert!(codex.check_session("-x").is_err());
     }
 }

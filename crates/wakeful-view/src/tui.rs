@@ -1286,6 +1286,41 @@ mod tests {
         insta::assert_snapshot!("hostile", t.backend());
     }
 
+    /// Issue #31, point 1: what shows nothing but reorders or hides text
+    /// (bidi controls, zero-width characters, tag characters, a run of
+    /// variation selectors) never reaches a cell.
+    #[test]
+    fn invisible_characters_never_reach_the_terminal() {
+        let mut a = app();
+        let mut m = info("mon-evil0001", 0);
+        m.description = "desc\u{202E}rev\u{2066}".into();
+        a.apply_list(vec![m]);
+        let mut e = event(1, "mon-evil0001", 10, lines(0));
+        e.body = EventBody::MonitorEvent {
+            lines: vec![
+                "bidi \u{202E}evil\u{202C} zw a\u{200B}b\u{FEFF}c".into(),
+                "tag \u{E0001}\u{E0069}\u{E007F}x vs y\u{FE0F}\u{FE0F}\u{FE0E}z".into(),
+            ],
+            from_line: 1,
+            to_line: 2,
+        };
+        a.apply_events(&[e]);
+        let t = render(&mut a, 120, 16);
+        let mut shown = String::new();
+        for cell in t.backend().buffer().content() {
+            for c in cell.symbol().chars() {
+                assert!(
+                    !wakeful_core::present::is_invisible(c),
+                    "U+{:04X} reached a cell",
+                    c as u32
+                );
+            }
+            shown.push_str(cell.symbol());
+        }
+        assert!(shown.contains("evil") && shown.contains("abc"), "{shown}");
+        assert!(!shown.contains("\u{FE0F}\u{FE0F}"), "{shown}");
+    }
+
     #[test]
     fn sparkline_scales_and_marks_suppression() {
         let mut s = [Bucket::default(); ACTIVITY_MINUTES];

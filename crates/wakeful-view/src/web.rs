@@ -1,11 +1,21 @@
 //! `wakeful web`: the live view in a browser (axum, server-sent events).
 //!
-//! Security: bound to 127.0.0.1 only; every request must name the server
-//! in `Host` as `127.0.0.1:PORT` or `localhost:PORT` (else 403: DNS
-//! rebinding); a random token in the printed URL is exchanged for an
-//! HttpOnly, SameSite=Strict cookie, and requests without either get 401;
-//! the stop action is a POST whose `Origin` must be this server (else 403).
-//! Tokens are compared in constant time.
+//! Security (docs/SECURITY.md): bound to 127.0.0.1 only; every request
+//! must name the server in exactly one `Host` header, `127.0.0.1:PORT` or
+//! `localhost:PORT` as written (else 403: DNS rebinding; an absolute-form
+//! request line is refused too). The random launch token in the printed
+//! URL is good once: `GET /?token=…` exchanges it for a separate random
+//! session value, set as an HttpOnly, SameSite=Strict cookie whose name
+//! carries the port (`wakeful_web_PORT`: cookies do not tell ports apart),
+//! and redirects to `/`, so the token leaves the address bar and the
+//! history. Requests without the session cookie get 401. A request that
+//! changes anything (any method but GET and HEAD) must carry an `Origin`
+//! equal to the page's own origin, port included (else 403); the API and
+//! event-stream GETs are refused when their `Origin` or `Sec-Fetch-Site`
+//! says another origin sent them (`http://localhost:OTHER` is the same
+//! *site*, so SameSite does not stop it). No response carries
+//! `Access-Control-Allow-*` headers. Secrets are compared in constant
+//! time.
 //!
 //! Live updates: one daemon follower (`events_all`, read-only) feeds a ring
 //! of recent events; each browser pulls from the ring at its own pace
@@ -29,7 +39,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -43,7 +53,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use wakeful_client::{connect_existing, Paths};
-use wakeful_core::text::sanitize_for_model;
+use wakeful_core::text::{sanitize_for_model, sanitize_json};
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorState};
 use wakeful_protocol::{ConsumerInfo, Reply, Request as DaemonRequest, WakeStatus};
 
@@ -120,9 +130,18 @@ struct HubState {
     storage: Option<wakeful_protocol::StorageStatus>,
 }
 
+/// Who may use the view: the launch token (until it is exchanged) and the
+/// session values it was exchanged for.
+struct Access {
+    /// The token of the printed URL; `None` once it was used.
+    launch: Option<String>,
+    /// The session value the launch token was exchanged for.
+    session: Option<String>,
+}
+
 struct Shared {
     paths: Paths,
-    token: String,
+    access: Mutex<Access>,
     port: u16,
     error_regex: Regex,
     options: WebOptions,
@@ -136,6 +155,10 @@ impl Shared {
         // A panic while holding the lock cannot leave the ring half-made
         // (pushes and pops are whole); go on with it.
         self.hub.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn access(&self) -> std::sync::MutexGuard<'_, Access> {
+        self.access.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -172,7 +195,10 @@ pub async fn serve(
     let (latest, _) = watch::channel(0);
     let shared = Arc::new(Shared {
         paths: paths.clone(),
-        token: token.clone(),
+        access: Mutex::new(Access {
+            launch: Some(token.clone()),
+            session: None,
+        }),
         port: addr.port(),
         error_regex,
         options: options.clone(),
@@ -316,76 +342,219 @@ fn cookie_name(port: u16) -> String {
 fn plain(status: StatusCode, text: &'static str) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
         text,
     )
         .into_response()
 }
 
-/// Host (DNS rebinding), then token or cookie, then (POST) Origin.
-async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let port = shared.port;
+/// What the guard decides about a request, before it is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Serve it.
+    Serve,
+    /// The launch token, exchanged (or given again by a browser that holds
+    /// the session already): set the session cookie and redirect to `/`.
+    Exchange,
+    /// Refuse it with this status and reason.
+    Refuse(u16, &'static str),
+}
+
+/// What the guard looks at in a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    /// The method.
+    pub method: &'a str,
+    /// The path.
+    pub path: &'a str,
+    /// The query, if any.
+    pub query: Option<&'a str>,
+    /// Whether the request line named an authority (absolute form).
+    pub absolute_form: bool,
+    /// Every `Host` header (as text; one that is not text is refused).
+    pub hosts: &'a [Option<&'a str>],
+    /// Every `Origin` header.
+    pub origins: &'a [Option<&'a str>],
+    /// `Sec-Fetch-Site`, when sent.
+    pub fetch_site: Option<&'a str>,
+    /// Every `Cookie` header.
+    pub cookies: &'a [Option<&'a str>],
+}
+
+/// The guard's decision for `ask` to the server on `port`, holding the
+/// launch token `launch` (until it was used) and the session value
+/// `session` (once it was exchanged). Pure: see the module docs for the
+/// rules.
+pub fn judge(ask: &Ask<'_>, port: u16, launch: Option<&str>, session: Option<&str>) -> Verdict {
     let allowed = [format!("127.0.0.1:{port}"), format!("localhost:{port}")];
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    if !allowed.iter().any(|a| a == host) {
-        return plain(
-            StatusCode::FORBIDDEN,
-            "forbidden: this server answers only to Host 127.0.0.1:PORT or localhost:PORT\n",
+    let host =
+        match ask.hosts {
+            [Some(h)] if allowed.iter().any(|a| a == h) => *h,
+            [] | [_] => return Verdict::Refuse(
+                403,
+                "forbidden: this server answers only to Host 127.0.0.1:PORT or localhost:PORT\n",
+            ),
+            _ => return Verdict::Refuse(403, "forbidden: more than one Host header\n"),
+        };
+    if ask.absolute_form {
+        return Verdict::Refuse(
+            403,
+            "forbidden: the request line names a host (absolute form); send the path only\n",
+        );
+    }
+    let own_origin = format!("http://{host}");
+    let origin = match ask.origins {
+        [] => None,
+        [one] => Some(one.unwrap_or("")),
+        _ => return Verdict::Refuse(403, "forbidden: more than one Origin header\n"),
+    };
+    let changes = !matches!(ask.method, "GET" | "HEAD");
+    if changes && origin != Some(own_origin.as_str()) {
+        return Verdict::Refuse(
+            403,
+            "forbidden: a request that changes anything must come from this page (Origin)\n",
+        );
+    }
+    let from_elsewhere = origin.is_some_and(|o| o != own_origin)
+        || ask.fetch_site.is_some_and(|s| {
+            !s.eq_ignore_ascii_case("same-origin") && !s.eq_ignore_ascii_case("none")
+        });
+    if ask.path.starts_with("/api/") && from_elsewhere {
+        return Verdict::Refuse(
+            403,
+            "forbidden: the API answers only this page (Origin, Sec-Fetch-Site)\n",
         );
     }
     let name = cookie_name(port);
-    let token = shared.token.as_bytes();
-    let by_cookie = req
-        .headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-        .any(|(k, v)| k == name && constant_time_eq(v.as_bytes(), token));
-    let by_query = req
-        .uri()
-        .query()
+    let by_cookie = session.is_some_and(|value| {
+        ask.cookies
+            .iter()
+            .flatten()
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .any(|(k, v)| k == name && constant_time_eq(v.as_bytes(), value.as_bytes()))
+    });
+    let token_given: Vec<&str> = ask
+        .query
         .into_iter()
         .flat_map(|q| q.split('&'))
         .filter_map(|kv| kv.split_once('='))
-        .any(|(k, v)| k == "token" && constant_time_eq(v.as_bytes(), token));
-    if by_query && req.method() == Method::GET && req.uri().path() == "/" {
-        // Exchange the token for the cookie, and take it out of the URL.
-        let cookie = format!("{name}={}; HttpOnly; SameSite=Strict; Path=/", shared.token);
-        let mut r = StatusCode::SEE_OTHER.into_response();
-        let headers = r.headers_mut();
-        headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-        if let Ok(v) = HeaderValue::from_str(&cookie) {
-            headers.insert(header::SET_COOKIE, v);
-        }
-        return r;
+        .filter(|(k, _)| *k == "token")
+        .map(|(_, v)| v)
+        .collect();
+    if !token_given.is_empty() {
+        let good = launch.is_some_and(|t| {
+            token_given
+                .iter()
+                .any(|v| constant_time_eq(v.as_bytes(), t.as_bytes()))
+        });
+        return if good && ask.method == "GET" && ask.path == "/" {
+            Verdict::Exchange
+        } else if by_cookie {
+            // Already in: take the token out of the address bar.
+            Verdict::Exchange
+        } else {
+            Verdict::Refuse(
+                401,
+                "unauthorized: this launch URL is not valid (it is good once); start `wakeful web` again for a new one\n",
+            )
+        };
     }
     if !by_cookie {
-        return plain(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized: open the URL that `wakeful web` printed (it carries the token)\n",
+        return Verdict::Refuse(
+            401,
+            "unauthorized: open the URL that `wakeful web` printed (it carries a one-time token)\n",
         );
     }
-    if req.method() == Method::POST {
-        let origin = req
-            .headers()
-            .get(header::ORIGIN)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        if !allowed.iter().any(|a| origin == format!("http://{a}")) {
-            return plain(
-                StatusCode::FORBIDDEN,
-                "forbidden: a POST must come from this page (Origin)\n",
-            );
+    Verdict::Serve
+}
+
+/// Host (DNS rebinding), Origin and Sec-Fetch-Site, then the launch token
+/// or the session cookie ([`judge`]); no response carries CORS headers.
+async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let texts = |name: header::HeaderName| -> Vec<Option<&str>> {
+        headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().ok())
+            .collect()
+    };
+    let hosts = texts(header::HOST);
+    let origins = texts(header::ORIGIN);
+    let cookies = texts(header::COOKIE);
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let ask = Ask {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        query: req.uri().query(),
+        absolute_form: req.uri().authority().is_some(),
+        hosts: &hosts,
+        origins: &origins,
+        fetch_site,
+        cookies: &cookies,
+    };
+    let verdict = {
+        let access = shared.access();
+        judge(
+            &ask,
+            shared.port,
+            access.launch.as_deref(),
+            access.session.as_deref(),
+        )
+    };
+    let mut r = match verdict {
+        Verdict::Refuse(status, why) => plain(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+            why,
+        ),
+        Verdict::Exchange => {
+            // The launch token is spent; the session value is new (or the
+            // one this browser holds already).
+            let session = {
+                let mut access = shared.access();
+                access.launch = None;
+                if access.session.is_none() {
+                    access.session = random_token().ok();
+                }
+                access.session.clone().ok_or(())
+            };
+            match session {
+                Ok(session) => {
+                    let cookie = format!(
+                        "{}={session}; HttpOnly; SameSite=Strict; Path=/",
+                        cookie_name(shared.port)
+                    );
+                    let mut r = StatusCode::SEE_OTHER.into_response();
+                    let h = r.headers_mut();
+                    h.insert(header::LOCATION, HeaderValue::from_static("/"));
+                    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                    if let Ok(v) = HeaderValue::from_str(&cookie) {
+                        h.insert(header::SET_COOKIE, v);
+                    }
+                    r
+                }
+                Err(_) => plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot read random bytes for a session; start `wakeful web` again\n",
+                ),
+            }
         }
-    }
-    let mut r = next.run(req).await;
+        Verdict::Serve => next.run(req).await,
+    };
     let h = r.headers_mut();
+    for cors in [
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+    ] {
+        h.remove(cors);
+    }
+    h.remove("access-control-allow-private-network");
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -393,13 +562,14 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
         ),
     );
     h.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     r
 }
 
@@ -676,18 +846,6 @@ async fn output(State(shared): State<Arc<Shared>>, Query(q): Query<OutputQuery>)
     }
 }
 
-/// Every string in a JSON value sanitized (routes, names, messages).
-fn sanitize_json(v: Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(sanitize_for_model(&s)),
-        Value::Array(a) => Value::Array(a.into_iter().map(sanitize_json).collect()),
-        Value::Object(o) => {
-            Value::Object(o.into_iter().map(|(k, v)| (k, sanitize_json(v))).collect())
-        }
-        other => other,
-    }
-}
-
 fn daemon_error(e: wakeful_client::ClientError) -> Response {
     let status = match &e {
         wakeful_client::ClientError::Refused {
@@ -880,6 +1038,132 @@ mod tests {
         let t = random_token().unwrap();
         assert_eq!(t.len(), 64);
         assert_ne!(t, random_token().unwrap());
+    }
+
+    fn ask<'a>(
+        method: &'a str,
+        path: &'a str,
+        query: Option<&'a str>,
+        hosts: &'a [Option<&'a str>],
+        origins: &'a [Option<&'a str>],
+        cookies: &'a [Option<&'a str>],
+    ) -> Ask<'a> {
+        Ask {
+            method,
+            path,
+            query,
+            absolute_form: false,
+            hosts,
+            origins,
+            fetch_site: None,
+            cookies,
+        }
+    }
+
+    #[test]
+    fn the_guard_lets_in_only_its_own_origin_with_the_session() {
+        let host = [Some("127.0.0.1:8080")];
+        let session = [Some("wakeful_web_8080=s3cret")];
+        let none: [Option<&str>; 0] = [];
+        let judge = |a: &Ask<'_>| judge(a, 8080, Some("tok"), Some("s3cret"));
+        assert_eq!(
+            judge(&ask("GET", "/", None, &host, &none, &session)),
+            Verdict::Serve
+        );
+        // The token, once; never as the cookie.
+        assert_eq!(
+            judge(&ask("GET", "/", Some("token=tok"), &host, &none, &none)),
+            Verdict::Exchange
+        );
+        assert_eq!(
+            judge(&ask("GET", "/", Some("token=tok"), &host, &none, &none)),
+            Verdict::Exchange,
+            "judge is pure: spending the token is the server's part"
+        );
+        assert!(matches!(
+            super::judge(
+                &ask("GET", "/", Some("token=tok"), &host, &none, &none),
+                8080,
+                None,
+                Some("s3cret")
+            ),
+            Verdict::Refuse(401, _)
+        ));
+        let token_cookie = [Some("wakeful_web_8080=tok")];
+        assert!(matches!(
+            judge(&ask("GET", "/api/state", None, &host, &none, &token_cookie)),
+            Verdict::Refuse(401, _)
+        ));
+        let other_port = [Some("wakeful_web_8081=s3cret")];
+        assert!(matches!(
+            judge(&ask("GET", "/api/state", None, &host, &none, &other_port)),
+            Verdict::Refuse(401, _)
+        ));
+        // Hosts.
+        for bad in [
+            vec![Some("localhost.:8080")],
+            vec![Some("LOCALHOST:8080")],
+            vec![Some("[::1]:8080")],
+            vec![Some("0.0.0.0:8080")],
+            vec![Some("127.0.0.1:8081")],
+            vec![None],
+            vec![],
+            vec![Some("127.0.0.1:8080"), Some("evil.example")],
+        ] {
+            assert!(
+                matches!(
+                    judge(&ask("GET", "/", None, &bad, &none, &session)),
+                    Verdict::Refuse(403, _)
+                ),
+                "{bad:?}"
+            );
+        }
+        let mut absolute = ask("GET", "/api/state", None, &host, &none, &session);
+        absolute.absolute_form = true;
+        assert!(matches!(judge(&absolute), Verdict::Refuse(403, _)));
+        // Origins: a change needs this very one; a read refuses others.
+        let own = [Some("http://127.0.0.1:8080")];
+        assert_eq!(
+            judge(&ask("POST", "/api/stop", None, &host, &own, &session)),
+            Verdict::Serve
+        );
+        for bad in [
+            vec![],
+            vec![Some("null")],
+            vec![Some("http://localhost:8080")],
+            vec![Some("http://127.0.0.1:9")],
+            vec![None],
+            own.to_vec().repeat(2),
+        ] {
+            assert!(
+                matches!(
+                    judge(&ask("POST", "/api/stop", None, &host, &bad, &session)),
+                    Verdict::Refuse(403, _)
+                ),
+                "{bad:?}"
+            );
+            assert!(
+                matches!(
+                    judge(&ask("DELETE", "/api/x", None, &host, &bad, &session)),
+                    Verdict::Refuse(403, _)
+                ),
+                "{bad:?}"
+            );
+        }
+        for bad in [vec![Some("null")], vec![Some("http://127.0.0.1:9")]] {
+            assert!(
+                matches!(
+                    judge(&ask("GET", "/api/events", None, &host, &bad, &session)),
+                    Verdict::Refuse(403, _)
+                ),
+                "{bad:?}"
+            );
+        }
+        let mut same_site = ask("GET", "/api/state", None, &host, &none, &session);
+        same_site.fetch_site = Some("same-site");
+        assert!(matches!(judge(&same_site), Verdict::Refuse(403, _)));
+        same_site.fetch_site = Some("same-origin");
+        assert_eq!(judge(&same_site), Verdict::Serve);
     }
 
     #[test]

@@ -170,7 +170,10 @@ async fn drain(
     let Ok(conn) = connect_existing(paths).await else {
         return Ok(0);
     };
-    hook::take_batch(paths, conn, request, |text| print_json(&render(text))).await?;
+    hook::take_batch(paths, conn, request, hook::Claude::parent(), |text| {
+        print_json(&render(text))
+    })
+    .await?;
     Ok(0)
 }
 

@@ -15,6 +15,8 @@ pub struct Web {
     pub url: String,
     pub port: u16,
     pub token: String,
+    /// The session value the token was exchanged for (by [`Web::cookie`]).
+    session: std::cell::OnceCell<String>,
 }
 
 impl Web {
@@ -45,11 +47,37 @@ impl Web {
             url,
             port,
             token,
+            session: std::cell::OnceCell::new(),
         }
     }
 
+    /// Takes `value` as the session (exchanged by the caller).
+    pub fn adopt(&self, value: &str) {
+        assert!(
+            self.session.set(value.to_string()).is_ok(),
+            "a session already"
+        );
+    }
+
+    /// The session cookie (`name=value`): the launch token exchanged once,
+    /// as a browser does.
     pub fn cookie(&self) -> String {
-        format!("wakeful_web_{}={}", self.port, self.token)
+        let value = self.session.get_or_init(|| {
+            let host = self.host();
+            let r = http(
+                self.port,
+                "GET",
+                &format!("/?token={}", self.token),
+                &[("Host", host.as_str())],
+            );
+            assert_eq!(r.status, 303, "the token exchange: {r:?}");
+            let set = r.header("set-cookie").expect("a session cookie");
+            let pair = set.split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            assert_eq!(name, format!("wakeful_web_{}", self.port));
+            value.to_string()
+        });
+        format!("wakeful_web_{}={value}", self.port)
     }
 
     pub fn host(&self) -> String {

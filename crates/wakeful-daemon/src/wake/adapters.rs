@@ -63,14 +63,15 @@ pub async fn deliver(
             argv,
             busy_exit_codes,
         } => {
-            let subst = |s: &str| {
-                s.replace("{session}", wake.session)
-                    .replace("{wake_id}", wake.wake_id)
-                    .replace("{text}", wake.text)
+            let args = match Adapter::exec_args(argv, wake.session, wake.wake_id, wake.text) {
+                Ok(args) => args,
+                Err(e) => return Outcome::Failed(e),
             };
-            let program = PathBuf::from(subst(&argv[0]));
-            let args: Vec<String> = argv[1..].iter().map(|a| subst(a)).collect();
-            match run(&program, &args, &BTreeMap::new()).await {
+            let Some((program, args)) = args.split_first() else {
+                return Outcome::Failed("the exec route has no program".into());
+            };
+            let program = PathBuf::from(program);
+            match run(&program, args, &BTreeMap::new()).await {
                 Ok((0, _)) => Outcome::Accepted,
                 Ok((code, err)) if busy_exit_codes.contains(&code) => {
                     Outcome::Refused(format!("busy (exit {code}): {err}"))
@@ -129,6 +130,22 @@ pub async fn deliver(
             });
             match http::request("POST", url, Some(&body), policy, Reach::Policy).await {
                 Ok(r) if (200..300).contains(&r.status) => Outcome::Accepted,
+                // Never followed: the body would go where the webhook
+                // points, past the network policy's check of the URL.
+                Ok(r) if (300..400).contains(&r.status) => {
+                    let location = r.location.as_deref().unwrap_or("");
+                    let (to, inner) = http::redirect_target(url, location).await;
+                    Outcome::Failed(match inner {
+                        Some(ip) => format!(
+                            "webhook answered HTTP {} with a redirect to {to}, a loopback or link-local address ({ip}): refused; wakeful never follows a webhook's redirect",
+                            r.status
+                        ),
+                        None => format!(
+                            "webhook answered HTTP {} with a redirect to {to}; wakeful does not follow a webhook's redirects: set the route's URL to where it should post (`wakeful wake set webhook --url URL`)",
+                            r.status
+                        ),
+                    })
+                }
                 Ok(r) => http_refusal("webhook", r),
                 Err(e) if e.0.starts_with("refused to connect") => Outcome::Failed(e.to_string()),
                 Err(e) => Outcome::Refused(e.to_string()),

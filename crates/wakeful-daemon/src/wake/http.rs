@@ -25,6 +25,58 @@ pub struct Response {
     pub status: u16,
     /// The body, as text (lossy).
     pub body: String,
+    /// The `Location` header, when there is one (a redirect).
+    pub location: Option<String>,
+}
+
+/// Where a redirect of a request to `url` points: the `Location` (an
+/// absolute URL, or a path on `url`'s host), and, when its host is or
+/// resolves to a loopback or link-local address, that address. Redirects
+/// are never followed; this says what the refusal should name.
+pub async fn redirect_target(url: &str, location: &str) -> (String, Option<std::net::IpAddr>) {
+    let absolute = if location.starts_with("http://") || location.starts_with("https://") {
+        location.to_string()
+    } else {
+        match parse(url) {
+            Ok(t) => format!(
+                "{}://{}:{}{}",
+                if t.tls { "https" } else { "http" },
+                if t.host.contains(':') {
+                    format!("[{}]", t.host)
+                } else {
+                    t.host.clone()
+                },
+                t.port,
+                if location.starts_with('/') {
+                    location.to_string()
+                } else {
+                    format!("/{location}")
+                }
+            ),
+            Err(_) => location.to_string(),
+        }
+    };
+    let inner = match parse(&absolute) {
+        Ok(t) => tokio::net::lookup_host((t.host.as_str(), t.port))
+            .await
+            .map(|addrs| addrs.map(|a| a.ip()).find(|ip| loopback_or_link_local(*ip)))
+            .unwrap_or(None),
+        Err(_) => None,
+    };
+    (absolute, inner)
+}
+
+/// A loopback (127.0.0.0/8, ::1) or link-local (169.254.0.0/16, fe80::/10:
+/// cloud metadata endpoints live there) address, IPv4-mapped ones too.
+pub fn loopback_or_link_local(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.is_loopback() || v4.is_link_local(),
+            None => v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80,
+        },
+    }
 }
 
 /// Why a request failed before a response came (transport error).
@@ -206,6 +258,11 @@ where
         .await
         .map_err(|e| HttpError(format!("HTTP request failed: {e}")))?;
     let status = resp.status().as_u16();
+    let location = resp
+        .headers()
+        .get(hyper::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let body = resp
         .into_body()
         .collect()
@@ -215,6 +272,7 @@ where
     Ok(Response {
         status,
         body: String::from_utf8_lossy(&body).into_owned(),
+        location,
     })
 }
 
@@ -233,5 +291,22 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port), ("::1", 8080));
         assert!(parse("ftp://x").is_err());
         assert!(parse("http://u:p@x/").is_err());
+    }
+
+    #[tokio::test]
+    async fn redirects_name_their_target_and_loopback_or_link_local() {
+        let (to, inner) = redirect_target("https://hooks.example.com/a", "/b").await;
+        assert_eq!(to, "https://hooks.example.com:443/b");
+        assert_eq!(inner, None);
+        let (_, inner) =
+            redirect_target("https://hooks.example.com/a", "http://127.0.0.1:9/x").await;
+        assert_eq!(inner, Some("127.0.0.1".parse().unwrap()));
+        let (_, inner) =
+            redirect_target("https://x/", "http://169.254.169.254/latest/meta-data/").await;
+        assert_eq!(inner, Some("169.254.169.254".parse().unwrap()));
+        let (_, inner) = redirect_target("https://x/", "http://[::ffff:127.0.0.1]/").await;
+        assert!(inner.is_some());
+        assert!(loopback_or_link_local("fe80::1".parse().unwrap()));
+        assert!(!loopback_or_link_local("93.184.216.34".parse().unwrap()));
     }
 }

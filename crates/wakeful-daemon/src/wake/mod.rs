@@ -110,6 +110,7 @@ impl Wakes {
         source: RouteSource,
     ) -> Result<WakeStatus, String> {
         route.validate()?;
+        route.check_session(session)?;
         if source != RouteSource::Config {
             let text = serde_json::to_string(&route).map_err(|e| e.to_string())?;
             self.registry
