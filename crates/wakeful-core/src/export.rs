@@ -476,7 +476,7 @@ mod tests {
         // Cut in the middle of a line.
         let cut = &FILE[..FILE.len() - 40];
         assert!(
-            matches!(Export::parse(cut), Err(ExportError::Truncated { line: 5 })),
+            matches!(Export::parse(cut), Err(ExportError::Truncated { line: 6 })),
             "{:?}",
             Export::parse(cut)
         );
@@ -531,7 +531,7 @@ mod tests {
         assert!(m.contains("another session"), "{m}");
         let record = FILE.lines().nth(4).unwrap();
         let (line, m) = line_error(&format!("{FILE}{record}\n"));
-        assert_eq!(line, 6);
+        assert_eq!(line, 7);
         assert!(m.contains("second record"), "{m}");
     }
 
