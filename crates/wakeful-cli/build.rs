@@ -18,11 +18,18 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=WAKEFUL_GIT_REV");
     let version = env!("CARGO_PKG_VERSION");
-    // A packager may set the revision; else ask git.
+    // A packager may set the revision; else ask git, if this package is in a
+    // wakeful checkout: an unpacked crate (cargo install from crates.io) may
+    // sit inside another repository, such as a home directory kept in git.
+    let in_checkout = || git(&["ls-files", "--full-name", "--", "build.rs"]).is_some();
     let rev = std::env::var("WAKEFUL_GIT_REV")
         .ok()
         .filter(|r| !r.is_empty())
-        .or_else(|| git(&["rev-parse", "--short", "HEAD"]));
+        .or_else(|| {
+            in_checkout()
+                .then(|| git(&["rev-parse", "--short", "HEAD"]))
+                .flatten()
+        });
     if rev.is_some() && std::env::var_os("WAKEFUL_GIT_REV").is_none() {
         // Run again when HEAD or the branch it names moves (a worktree has
         // HEAD in its own git dir, the refs in the common one).
