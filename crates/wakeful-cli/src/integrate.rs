@@ -1,6 +1,8 @@
 //! `wakeful integrate claude-code`: writes the Claude Code plugin shipped in
 //! the repository (`integrations/claude-code/`, embedded in the binary, so a
-//! `cargo install`ed wakeful has it too) to
+//! `cargo install`ed wakeful has it too; this package reaches it through its
+//! `integrations` link to the repository's folder, which `cargo package`
+//! follows, so the published crate holds the files) to
 //! `<state dir>/integrations/claude-code/`, with a local marketplace next to
 //! it, and says how to load or install it. `wakeful integrate gemini`:
 //! wakeful's hooks in Gemini CLI's settings ([`crate::gemini::settings`]).
@@ -16,34 +18,34 @@ use crate::{exit, Failure};
 pub const PLUGIN_FILES: &[(&str, &str)] = &[
     (
         ".claude-plugin/plugin.json",
-        include_str!("../../../integrations/claude-code/.claude-plugin/plugin.json"),
+        include_str!("../integrations/claude-code/.claude-plugin/plugin.json"),
     ),
     (
         "monitors/monitors.json",
-        include_str!("../../../integrations/claude-code/monitors/monitors.json"),
+        include_str!("../integrations/claude-code/monitors/monitors.json"),
     ),
     (
         "hooks/hooks.json",
-        include_str!("../../../integrations/claude-code/hooks/hooks.json"),
+        include_str!("../integrations/claude-code/hooks/hooks.json"),
     ),
     (
         ".mcp.json",
-        include_str!("../../../integrations/claude-code/.mcp.json"),
+        include_str!("../integrations/claude-code/.mcp.json"),
     ),
     (
         "skills/wakeful/SKILL.md",
-        include_str!("../../../integrations/claude-code/skills/wakeful/SKILL.md"),
+        include_str!("../integrations/claude-code/skills/wakeful/SKILL.md"),
     ),
     (
         "README.md",
-        include_str!("../../../integrations/claude-code/README.md"),
+        include_str!("../integrations/claude-code/README.md"),
     ),
 ];
 
 /// The marketplace that lists the plugin, relative to `integrations/`.
 pub const MARKETPLACE_FILE: (&str, &str) = (
     ".claude-plugin/marketplace.json",
-    include_str!("../../../integrations/.claude-plugin/marketplace.json"),
+    include_str!("../integrations/.claude-plugin/marketplace.json"),
 );
 
 /// Writes every file under `root` (overwriting), creating directories.
@@ -95,7 +97,9 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
         .ok()
         .and_then(|p| std::fs::canonicalize(p).ok());
     let same = match (&on_path, &this) {
-        (Some(p), Some(t)) => std::fs::canonicalize(p).ok().as_ref() == Some(t),
+        (Some(p), Some(t)) => std::fs::canonicalize(p)
+            .ok()
+            .is_some_and(|p| p == *t || npm_launcher_of(&p, t)),
         _ => false,
     };
     let plugin_dir_cmd = format!("claude --plugin-dir {}", shell_quote(&plugin));
@@ -141,9 +145,9 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
     match (&on_path, same) {
         (None, _) => {
             outln!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.")?;
-            outln!("  Install it: cargo install --locked --path crates/wakeful-cli (in a wakeful")?;
+            outln!("  Install it: npm install -g wakeful (or a release archive, or cargo install")?;
             outln!(
-                "  checkout), or put {} on PATH.",
+                "  --locked wakeful-cli), or put {} on PATH.",
                 display_dir(this.as_deref())
             )?;
             outln!()?;
@@ -234,7 +238,7 @@ pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
             "Warning: `wakeful` is not on PATH, and the hooks run `wakeful` from PATH (they do"
         )?;
         outln!(
-            "  nothing without it). Install it: cargo install --locked --path crates/wakeful-cli"
+            "  nothing without it). Install it: npm install -g wakeful (or cargo install --locked wakeful-cli)"
         )?;
     }
     Ok(0)
@@ -250,6 +254,29 @@ pub(crate) fn written_plugin_is_current(paths: &Paths) -> Option<bool> {
     Some(PLUGIN_FILES.iter().all(|(rel, text)| {
         std::fs::read_to_string(plugin.join(rel)).is_ok_and(|on_disk| on_disk == *text)
     }))
+}
+
+/// Whether `on_path` (resolved) is the launcher of the npm package `wakeful`
+/// (`<root>/bin/wakeful`) and `this` the binary it runs: the platform
+/// package's, installed under `<root>/node_modules/` or next to `<root>`
+/// (`node_modules/@wakeful/…`, where npm hoists it).
+fn npm_launcher_of(on_path: &Path, this: &Path) -> bool {
+    let Some(root) = on_path.parent().and_then(Path::parent) else {
+        return false;
+    };
+    let platform_package = |p: &Path| {
+        p.ends_with("bin/wakeful")
+            && p.parent()
+                .and_then(Path::parent)
+                .and_then(Path::parent)
+                .is_some_and(|scope| scope.ends_with("@wakeful"))
+    };
+    on_path.ends_with("wakeful/bin/wakeful")
+        && platform_package(this)
+        && (this.starts_with(root.join("node_modules"))
+            || root
+                .parent()
+                .is_some_and(|up| this.starts_with(up.join("@wakeful"))))
 }
 
 fn display_dir(exe: Option<&Path>) -> String {
@@ -280,6 +307,47 @@ mod tests {
         assert_eq!(shell_quote(Path::new("/a/b-c_d.e")), "/a/b-c_d.e");
         assert_eq!(shell_quote(Path::new("/a b/c")), "'/a b/c'");
         assert_eq!(shell_quote(Path::new("/it's")), "'/it'\\''s'");
+    }
+
+    #[test]
+    fn knows_the_npm_launcher_of_this_binary() {
+        let yes = [
+            // npm install -g: the platform package inside the package.
+            (
+                "/p/lib/node_modules/wakeful/bin/wakeful",
+                "/p/lib/node_modules/wakeful/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
+            ),
+            // A project install: hoisted next to it.
+            (
+                "/w/node_modules/wakeful/bin/wakeful",
+                "/w/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
+            ),
+        ];
+        for (on_path, this) in yes {
+            assert!(
+                npm_launcher_of(Path::new(on_path), Path::new(this)),
+                "{on_path}"
+            );
+        }
+        let no = [
+            // Another installation's binary.
+            (
+                "/p/lib/node_modules/wakeful/bin/wakeful",
+                "/q/lib/node_modules/wakeful/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
+            ),
+            // Not a platform package.
+            (
+                "/p/lib/node_modules/wakeful/bin/wakeful",
+                "/p/lib/node_modules/wakeful/node_modules/other/bin/wakeful",
+            ),
+            ("/usr/local/bin/wakeful", "/home/u/.cargo/bin/wakeful"),
+        ];
+        for (on_path, this) in no {
+            assert!(
+                !npm_launcher_of(Path::new(on_path), Path::new(this)),
+                "{this}"
+            );
+        }
     }
 
     #[test]
