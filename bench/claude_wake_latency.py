@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -59,6 +58,9 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import pct as percentile  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -90,12 +92,6 @@ def stop(harness: subprocess.Popen) -> None:
         harness.wait(timeout=30)
     except subprocess.TimeoutExpired:
         harness.kill()
-
-
-def percentile(xs: list[float], p: float) -> float:
-    """Nearest rank: the smallest value with at least p% of them at or below."""
-    s = sorted(xs)
-    return s[max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))]
 
 
 def texts(content) -> list[str]:

@@ -44,6 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import pct  # noqa: E402  (nearest rank, as every bench script)
+
 REPO = Path(__file__).resolve().parent.parent
 MONITORS = 20
 WALL_LIMIT_S = 170
@@ -111,11 +114,6 @@ def wait_for(cond, limit: float, what: str) -> None:
             return
         time.sleep(0.01)
     raise SystemExit(f"timed out waiting for {what}")
-
-
-def pct(values: list[float], p: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
 def fifos(host: Host, root: Path) -> list[int]:

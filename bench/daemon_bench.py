@@ -79,7 +79,6 @@ import json
 import math
 import os
 import platform
-import select
 import shlex
 import shutil
 import signal
@@ -87,571 +86,40 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import (  # noqa: E402
+    CLK_TCK,
+    CPU_PIDS,
+    RATIOS,
+    PATH_NAMES,
+    BASELINE_NAMES,
+    REPO,
+    BenchTimeout,
+    Home,
+    fmt,
+    file_latency,
+    interleaved,
+    pct,
+    print_targets,
+    ratios,
+    summary_us,
+    tailgrep_latency,
+    wakeful_latency,
+)
+
 WALL_LIMIT_S = 400
 LAT_MONITORS = 20  # rotation for the batch_ms=0 latency sample (more with --samples > 300)
 SAMPLES_PER_MONITOR = 15  # within the rate limit's burst of 20
 MAX_ACTIVE = 250
 
 
-class BenchTimeout(Exception):
-    pass
-
 
 def _alarm(_signum, _frame):
     raise BenchTimeout(f"benchmark exceeded {WALL_LIMIT_S} s")
 
-
-# --------------------------------------------------------------------------
-# helpers
-
-
-def pct(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    s = sorted(values)
-    k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))
-    return s[k]
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time a process has used, all its threads, in ns (from
-    /proc/PID/task/*/schedstat: no 10 ms tick resolution). 0 once it is gone."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return 0
-    for t in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
-            pass
-    return total
-
-
-def children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except FileNotFoundError:
-        return []
-
-
-# Processes whose CPU time per line is reported: a name and its pids, set by
-# the latency paths (the daemon for wakeful's paths, tail and grep for each
-# baseline).
-CPU_PIDS: dict[str, list[int]] = {}
-
-
-def summary_us(ns: list[int]) -> tuple[float, float, float]:
-    us = [x / 1000 for x in ns]
-    return statistics.median(us), pct(us, 99), max(us)
-
-
-class LineReader:
-    """Line reader on a raw fd, with timeouts (no Python-side buffering delay)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buf = b""
-
-    def readline(self, timeout: float) -> bytes | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            i = self.buf.find(b"\n")
-            if i >= 0:
-                line, self.buf = self.buf[: i + 1], self.buf[i + 1 :]
-                return line
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            r, _, _ = select.select([self.fd], [], [], left)
-            if not r:
-                return None
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                raise EOFError("stream closed")
-            self.buf += chunk
-
-
-class Home:
-    """A temporary WAKEFUL_HOME and everything started under it."""
-
-    def __init__(self, exe: str, name: str, max_active: int | None = None):
-        self.exe = exe
-        self.dir = Path(tempfile.mkdtemp(prefix=f"wkb-{name}-"))
-        if max_active:
-            (self.dir / "config.toml").write_text(
-                f"[limits]\nmax_active_per_session = {max_active}\n"
-            )
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if k
-            not in (
-                "WAKEFUL_SESSION",
-                "CLAUDE_CODE_SESSION_ID",
-                "CODEX_THREAD_ID",
-                "WAKEFUL_DAEMON_EXE",
-            )
-        }
-        self.env["WAKEFUL_HOME"] = str(self.dir)
-        self.children: list[subprocess.Popen] = []
-        self.daemon_pid: int | None = None
-
-    def run(self, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-        p = subprocess.run(
-            [self.exe, *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if p.returncode != 0:
-            raise RuntimeError(
-                f"wakeful {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}"
-            )
-        return p
-
-    def json(self, *args: str) -> object:
-        return json.loads(self.run("--json", *args).stdout)
-
-    def popen(self, argv: list[str], **kw) -> subprocess.Popen:
-        p = subprocess.Popen(argv, env=self.env, start_new_session=True, **kw)
-        self.children.append(p)
-        return p
-
-    def status(self) -> dict:
-        st = self.json("status")
-        self.daemon_pid = int(st["pid"])
-        return st
-
-    def start(self, session: str, command: str, *flags: str) -> dict:
-        return self.json("--session", session, "start", *flags, "--", command)
-
-    def close(self, keep: bool) -> list[str]:
-        """Stops the daemon and kills whatever this home started."""
-        notes = []
-        for p in self.children:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        for p in self.children:
-            try:
-                p.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(timeout=3)
-        if (self.dir / "wakeful.sock").exists() or self.daemon_pid:
-            try:
-                subprocess.run(
-                    [self.exe, "daemon", "stop"],
-                    env=self.env,
-                    capture_output=True,
-                    timeout=15,
-                )
-            except subprocess.TimeoutExpired:
-                notes.append(f"`wakeful daemon stop` timed out for {self.dir}")
-        if self.daemon_pid:
-            deadline = time.monotonic() + 10
-            while alive(self.daemon_pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if alive(self.daemon_pid):
-                notes.append(f"daemon {self.daemon_pid} still alive after stop; SIGKILL")
-                try:
-                    os.kill(self.daemon_pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        left = kill_by_env("WAKEFUL_HOME", str(self.dir))
-        if left:
-            notes.append(f"killed {left} leftover processes of {self.dir}")
-        if not keep:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        return notes
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def kill_by_env(name: str, value: str) -> int:
-    """Kills processes (of this user) whose environment has NAME=VALUE."""
-    needle = f"{name}={value}".encode() + b"\0"
-    me = os.getpid()
-    n = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open(f"/proc/{d}/environ", "rb") as f:
-                env = f.read() + b"\0"
-        except OSError:
-            continue
-        if b"\0" + needle in b"\0" + env:
-            try:
-                os.kill(int(d), signal.SIGKILL)
-                n += 1
-            except ProcessLookupError:
-                pass
-    return n
-
-
-# --------------------------------------------------------------------------
-# (a) latency
-
-
-def wakeful_latency(
-    home: Home,
-    n_monitors: int,
-    n_samples: int,
-    batch_ms: int | None,
-    gap_s: float,
-    session: str,
-    tag: str,
-    via: str = "cli",
-    in_turn: bool = False,
-    direct: bool = False,
-) -> dict:
-    """`cat FIFO` monitors read by `events --follow` (`via` "cli"), by this
-    script from the socket ("socket") or through `wakeful mcp` ("mcp"). The
-    samples go round-robin over the monitors, or (`in_turn`) to one monitor
-    after another, each taking its share in a row: a monitor is then as hot
-    as the single pipeline while its turn lasts. With `direct`, no `cat`:
-    each monitor's command writes its pid to a file and sleeps, and this
-    script writes its lines into that command's stdout itself (opened
-    through `/proc/PID/fd/1`) — a line printed by the command, with no
-    process relaying it: the writer is this script on both sides, as in
-    the appended-file baselines."""
-    fifos = []
-    commands = []
-    for k in range(n_monitors):
-        if direct:
-            pid_file = home.dir / f"{tag}-pid-{k}"
-            commands.append(f"echo $$ > {shlex.quote(str(pid_file))}; exec sleep 100000")
-            continue
-        path = home.dir / f"{tag}-fifo-{k}"
-        os.mkfifo(path)
-        # O_RDWR never blocks on a FIFO and keeps a writer for the whole run.
-        fifos.append(os.open(path, os.O_RDWR))
-        commands.append(f"cat {shlex.quote(str(path))}")
-    flags = ["-d", f"{tag}-{{k}}"]
-    if batch_ms is not None:
-        flags += ["--batch-ms", str(batch_ms)]
-    after = home.status()["last_seq"]
-    for k in range(n_monitors):
-        home.start(session, commands[k], *[f.replace("{k}", str(k)) for f in flags])
-    if direct:
-        # `start` returns once the command runs, but its shell may not have
-        # written the pid yet: one deadline for all.
-        deadline = time.monotonic() + 10.0
-        for k in range(n_monitors):
-            pid_file = home.dir / f"{tag}-pid-{k}"
-            while not pid_file.exists() or not pid_file.read_text().strip():
-                if time.monotonic() > deadline:
-                    raise BenchTimeout(f"monitor {tag}-{k} never wrote its pid")
-                time.sleep(0.01)
-            fifos.append(os.open(f"/proc/{pid_file.read_text().strip()}/fd/1", os.O_WRONLY))
-    wakeful = CPU_PIDS.setdefault("wakeful", [])
-    if home.daemon_pid not in wakeful:
-        wakeful.append(home.daemon_pid)
-    if via == "socket":
-        # The same stream without the CLI: the protocol spoken from Python.
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(home.dir / "wakeful.sock"))
-        req = {"v": 1, "op": "events", "session": session, "after": after, "follow": True}
-        conn.sendall(json.dumps(req).encode() + b"\n")
-        reader = LineReader(conn.fileno())
-        unwrap = lambda obj: obj.get("event", {})  # noqa: E731
-    elif via == "mcp":
-        # `wakeful mcp` as Claude Code runs it: events of its session are
-        # pushed as notifications/claude/channel; the probe text is in
-        # `content`, the kind in `meta`.
-        env = dict(home.env, WAKEFUL_SESSION=session)
-        server = subprocess.Popen(
-            [home.exe, "mcp"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-            start_new_session=True,
-        )
-        home.children.append(server)
-        wakeful.append(server.pid)
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "0"},
-            },
-        }
-        server.stdin.write(json.dumps(init).encode() + b"\n")
-        reader = LineReader(server.stdout.fileno())
-        while json.loads(reader.readline(10) or b"{}").get("id") != 1:
-            pass
-        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-
-        def unwrap(obj: dict) -> dict:
-            if obj.get("method") != "notifications/claude/channel":
-                return {}
-            params = obj.get("params", {})
-            return {"kind": params.get("meta", {}).get("kind"), "text": params.get("content", "")}
-    else:
-        follower = home.popen(
-            [home.exe, "--json", "--session", session, "events", "--follow", "--after", str(after)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-        )
-        wakeful.append(follower.pid)
-        reader = LineReader(follower.stdout.fileno())
-        unwrap = lambda obj: obj  # noqa: E731
-    stats = {"suppressed": 0, "lost": 0, "coalesced": 0}
-
-    def probe(fd: int, text: str) -> int | None:
-        payload = (text + "\n").encode()
-        t0 = time.perf_counter_ns()
-        os.write(fd, payload)
-        deadline = time.monotonic() + 3.0
-        while True:
-            line = reader.readline(max(0.0, deadline - time.monotonic()))
-            t1 = time.perf_counter_ns()
-            if line is None:
-                stats["lost"] += 1
-                return None
-            ev = unwrap(json.loads(line))
-            if ev.get("kind") == "suppressed":
-                stats["suppressed"] += 1
-            if text in ev.get("text", ""):
-                if len(ev.get("lines", [1])) != 1 and ev.get("kind") == "lines":
-                    stats["coalesced"] += 1
-                return t1 - t0
-
-    for k, fd in enumerate(fifos):  # warm-up: one line per monitor
-        probe(fd, f"{tag}-warm-{k:04d}")
-        time.sleep(gap_s)  # the first sample must not fall into a batch window
-    stats["lost"] = 0
-    samples = []
-    for i in range(n_samples):
-        dt = probe(fifos[monitor_of(i, n_monitors, n_samples, in_turn)], f"{tag}-probe-{i:06d}")
-        if dt is not None:
-            samples.append(dt)
-        yield  # the driver sleeps the gap (and probes the other paths)
-    # Anything still in flight (a late `suppressed` report) counts too.
-    while (line := reader.readline(0.3)) is not None:
-        if unwrap(json.loads(line)).get("kind") == "suppressed":
-            stats["suppressed"] += 1
-    for fd in fifos:
-        os.close(fd)
-    if via == "socket":
-        conn.close()
-    return {"samples": samples, **stats}
-
-
-def tailgrep_latency(
-    home: Home,
-    n_samples: int,
-    gap_s: float,
-    via_cat: bool = False,
-    n_pipes: int = 1,
-    n_files: int = 1,
-) -> dict:
-    """`tail -n0 -F FILE | grep --line-buffered probe`. The script appends
-    each line to FILE itself, or (`via_cat`) writes it into a FIFO that
-    `cat FIFO >> FILE` copies: the same writer process as the wakeful
-    monitors' `cat FIFO`, so both paths start with the same hop. With
-    `n_pipes` > 1, that many pipelines (each its own file, `cat`, `tail` and
-    `grep`) take the samples round-robin, as wakeful's monitors do: each
-    pipeline then sits as long between its lines as a monitor does. With
-    `n_files` > 1, one pipeline follows that many files (`tail -n0 -F F1 …
-    FN | grep`), each with its own writer, and the samples go round-robin
-    over the files: as many writers as monitors, each as cold between its
-    lines as a monitor's `cat`, and one reader as hot as the daemon — what
-    one would run to watch that many jobs' logs without wakeful."""
-    tag = ("tail-cat" if via_cat else "tail") + (f"-x{n_pipes}" if n_pipes > 1 else "")
-    tag += f"-f{n_files}" if n_files > 1 else ""
-    fds, readers, pids = [], [], []
-    for k in range(n_pipes):
-        paths = [home.dir / f"{tag}-target-{k}-{f}.log" for f in range(n_files)]
-        for f, path in enumerate(paths):
-            path.write_bytes(b"")
-            if via_cat:
-                fifo = home.dir / f"{tag}-fifo-{k}-{f}"
-                os.mkfifo(fifo)
-                fds.append(os.open(fifo, os.O_RDWR))
-                home.popen(
-                    ["sh", "-c", f"exec cat {shlex.quote(str(fifo))} >> {shlex.quote(str(path))}"],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            else:
-                fds.append(os.open(path, os.O_WRONLY | os.O_APPEND))
-        files = " ".join(shlex.quote(str(p)) for p in paths)
-        pipeline = home.popen(
-            ["sh", "-c", f"tail -n0 -F {files} | grep --line-buffered probe"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-        )
-        reader = LineReader(pipeline.stdout.fileno())
-        readers += [reader] * n_files
-        # `sh -c 'tail … | grep …'` forks both; their CPU per line is reported.
-        deadline = time.monotonic() + 5
-        while len(kids := children(pipeline.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        pids += kids
-    CPU_PIDS[tag] = pids
-    # Warm-up: repeat until tail has opened the file and grep answers.
-    for fd, reader in zip(fds, readers):
-        for w in range(50):
-            os.write(fd, f"probe-warm-{w}\n".encode())
-            if reader.readline(0.1) is not None:
-                break
-        else:
-            raise RuntimeError("tail -F | grep never answered")
-        while reader.readline(0.1) is not None:
-            pass
-        time.sleep(gap_s)
-    samples, lost = [], 0
-    for i in range(n_samples):
-        fd, reader = fds[i % len(fds)], readers[i % len(fds)]
-        text = f"probe-{i:06d}"
-        t0 = time.perf_counter_ns()
-        os.write(fd, (text + "\n").encode())
-        while True:
-            line = reader.readline(3.0)
-            t1 = time.perf_counter_ns()
-            if line is None:
-                lost += 1
-                break
-            if text.encode() in line:
-                samples.append(t1 - t0)
-                break
-        yield
-    for fd in fds:
-        os.close(fd)
-    return {"samples": samples, "lost": lost}
-
-
-def monitor_of(i: int, n_monitors: int, n_samples: int, in_turn: bool) -> int:
-    """The monitor that takes sample `i`: round-robin, or in turn (each its
-    share of the samples in a row)."""
-    if in_turn:
-        return min(i // math.ceil(n_samples / n_monitors), n_monitors - 1)
-    return i % n_monitors
-
-
-def file_latency(
-    home: Home, n_monitors: int, n_samples: int, gap_s: float, session: str, in_turn: bool = False
-) -> dict:
-    """`--file` monitors (inotify in the monitor's task), `--batch-ms 0`:
-    the script appends a line to one of their files, the clock stops when
-    `events --follow` prints it. Round-robin over `n_monitors` files (or,
-    `in_turn`, one file after another, each its share in a row) keeps each
-    monitor within the rate limit's burst."""
-    paths = [home.dir / f"followed-{session}-{k}.log" for k in range(n_monitors)]
-    for p in paths:
-        p.write_bytes(b"")
-    after = home.status()["last_seq"]
-    for k, p in enumerate(paths):
-        home.json("--session", session, "start", "--file", str(p), "-d", f"{session}-{k}", "--batch-ms", "0")
-    follower = home.popen(
-        [home.exe, "--json", "--session", session, "events", "--follow", "--after", str(after)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        bufsize=0,
-    )
-    CPU_PIDS.setdefault("wakeful", []).append(follower.pid)
-    reader = LineReader(follower.stdout.fileno())
-    fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
-    stats = {"suppressed": 0, "lost": 0}
-
-    def probe(fd: int, text: str) -> int | None:
-        t0 = time.perf_counter_ns()
-        os.write(fd, (text + "\n").encode())
-        deadline = time.monotonic() + 3.0
-        while True:
-            line = reader.readline(max(0.0, deadline - time.monotonic()))
-            t1 = time.perf_counter_ns()
-            if line is None:
-                stats["lost"] += 1
-                return None
-            ev = json.loads(line)
-            if ev.get("kind") == "suppressed":
-                stats["suppressed"] += 1
-            if text in ev.get("text", ""):
-                return t1 - t0
-
-    for k, fd in enumerate(fds):
-        probe(fd, f"file-warm-{k:04d}")
-        time.sleep(gap_s)
-    stats["lost"] = 0
-    samples = []
-    for i in range(n_samples):
-        dt = probe(fds[monitor_of(i, n_monitors, n_samples, in_turn)], f"file-probe-{i:06d}")
-        if dt is not None:
-            samples.append(dt)
-        yield
-    for fd in fds:
-        os.close(fd)
-    return {"samples": samples, **stats}
-
-
-def interleaved(paths: dict, gap_s: float, cpu: dict | None = None) -> dict:
-    """Runs latency generators (each yields after a sample and returns its
-    results) side by side: every round takes one sample of each path, in a
-    new random order, `gap_s` apart — so that the machine's drift over the
-    run weighs on every path alike and the ratios compare like with like.
-    With `cpu`, it is filled with the CPU time (ns) each process group of
-    CPU_PIDS used from the end of the first round (every path set up and
-    warmed up) to the end of the last, and the rounds that took."""
-    import random
-
-    rng = random.Random(1)
-    live, out = dict(paths), {}
-    start: dict[str, int] = {}
-    rounds = 0
-    while live:
-        if rounds == 1 and cpu is not None:
-            start = {k: sum(cpu_ns(p) for p in pids) for k, pids in CPU_PIDS.items()}
-        rounds += 1
-        keys = list(live)
-        rng.shuffle(keys)
-        for k in keys:
-            try:
-                next(live[k])
-            except StopIteration as done:
-                out[k] = done.value
-                del live[k]
-            time.sleep(gap_s)
-        if not live and cpu is not None:
-            # The last round ended with the generators' own cleanup; the
-            # processes are still there (they go with their home).
-            cpu.update({k: sum(cpu_ns(p) for p in CPU_PIDS[k]) - v for k, v in start.items()})
-            cpu["rounds"] = rounds - 2  # the rounds that took a sample, after the first
-    return out
-
-
-# --------------------------------------------------------------------------
-# (b) list round trip
 
 
 def recv_line(sock: socket.socket, buf: bytearray) -> bytes:
@@ -846,6 +314,13 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary WAKEFUL_HOMEs")
     ap.add_argument("--flood", action="store_true", help="also (d): a 10,000,000-line flood")
     ap.add_argument("--latency-only", action="store_true", help="only (a), the latency rows")
+    ap.add_argument(
+        "--headline",
+        action="store_true",
+        help="only the equal-wake-ups comparison (docs/BENCHMARKS.md's headline): each reader "
+        "against a script appending to a file that `tail -F | grep` follows, with the processes "
+        "woken on each side",
+    )
     ap.add_argument("--samples-out", metavar="FILE", help="also write (a)'s samples (ns), by path and run, as JSON")
     ap.add_argument(
         "--runs",
@@ -914,6 +389,10 @@ def main() -> int:
         homes.remove(h)
 
     try:
+        if args.headline:
+            print("\nheadline: equal wake-ups ...", flush=True)
+            res["h"] = headline(new_home, close, args.runs, args.samples)
+            raise StopIteration
         # (a) latency ---------------------------------------------------------
         print("\n(a) latency ...", flush=True)
         res["a_cpu"], res["a_runs"] = {}, []
@@ -1034,106 +513,87 @@ def main() -> int:
     return 0 if not notes or all(n.startswith("killed") for n in notes) else 1
 
 
-def fmt(x: float, unit: str = "") -> str:
-    if x >= 100:
-        return f"{x:,.0f}{unit}"
-    if x >= 10:
-        return f"{x:.1f}{unit}"
-    return f"{x:.2f}{unit}"
-
-
-# What each latency path and each baseline is called in the ratio rows.
-PATH_NAMES = {
-    "a0": "`events --follow`",
-    "a0s": "socket",
-    "a0m": "MCP channel",
-    "a_file": "file source → `events --follow`",
-    "a0t": "`events --follow`, monitors in turn",
-    "a0d": "`events --follow`, the command's stdout written directly",
-    "a0md": "MCP channel, the command's stdout written directly",
-    "a0mt": "MCP channel, monitors in turn",
-    "a_filet": "file source in turn → `events --follow`",
-}
-BASELINE_NAMES = {
-    "a_tailcat": "`cat` → `tail -F \\| grep`",
-    "a_tail": "`tail -F \\| grep`",
-    "a_tailcatx": "as many `cat` → `tail -F \\| grep` as monitors",
-    "a_tailx": "as many `tail -F \\| grep` as monitors",
-    "a_tailcatf": "one `tail -F \\| grep` over as many `cat`-fed files as monitors",
-    "a_tailf": "one `tail -F \\| grep` over as many files as monitors",
-}
-# The ratio rows: (path, its baseline), in the order they are printed.
-RATIOS = (
-    ("a0", "a_tailcat"),
-    ("a0s", "a_tailcat"),
-    ("a0m", "a_tailcat"),
-    ("a0", "a_tail"),
-    ("a_file", "a_tail"),
-    ("a0", "a_tailcatx"),
-    ("a0s", "a_tailcatx"),
-    ("a0m", "a_tailcatx"),
-    ("a_file", "a_tailx"),
-    ("a0", "a_tailcatf"),
-    ("a0m", "a_tailcatf"),
-    ("a_file", "a_tailf"),
-    ("a0t", "a_tailcat"),
-    ("a0d", "a_tail"),
-    ("a0d", "a_tailf"),
-    ("a0d", "a_tailx"),
-    ("a0md", "a_tail"),
-    ("a0md", "a_tailf"),
-    ("a0mt", "a_tailcat"),
-    ("a_filet", "a_tail"),
+# The headline's paths: (key, what reads the line, processes woken from the
+# write to the script's read, which ones). The baseline is last.
+HEADLINE = (
+    ("h_cli", "`cat FIFO` monitor → `events --follow`", 3, "`cat`, the daemon, the reader (`events` handed its stdout over)"),
+    ("h_mcp", "`cat FIFO` monitor → `wakeful mcp` channel notification", 3, "`cat`, the daemon, the reader (`wakeful mcp` handed its stdout over)"),
+    ("h_watch", "`wakeful watch -- cat FIFO`", 3, "`cat`, the daemon, the reader (`watch` handed its stdout over)"),
+    ("h_wait", "`cat FIFO` monitor → `wait --follow`", 4, "`cat`, the daemon, `wait`, the reader"),
+    ("h_file", "append to a `--file` monitor's file → `events --follow`", 2, "the daemon, the reader"),
+    ("h_tail", "append to a file → `tail -n0 -F FILE | grep --line-buffered`", 3, "`tail`, `grep`, the reader"),
 )
 
 
-# The event hub's targets (docs/BENCHMARKS.md): a bound on the ratio, median
-# and p99, and the comparisons that check it. Like for like: both sides' writers
-# as hot (a monitor's turn against the one pipeline) or as cold (27 monitors
-# round-robin against 27 `cat`-fed files, in one `tail` or 27 pipelines), or
-# the same writer (this script, writing into a command's stdout or appending
-# to a file). The last row of each target sets 27 cold writers against one hot
-# one: shown, not counted.
-TARGETS = (
-    ("line → `events --follow`", 1.0, (("a0t", "a_tailcat"), ("a0", "a_tailcatf"), ("a0", "a_tailcatx"), ("a0d", "a_tail"), ("a0d", "a_tailf")), ("a0", "a_tailcat")),
-    ("line → MCP channel", 1.2, (("a0mt", "a_tailcat"), ("a0m", "a_tailcatf"), ("a0m", "a_tailcatx"), ("a0md", "a_tail"), ("a0md", "a_tailf")), ("a0m", "a_tailcat")),
-    ("file source, append → reader", 1.0, (("a_filet", "a_tail"), ("a_file", "a_tailf"), ("a_file", "a_tailx")), ("a_file", "a_tail")),
-)
-
-
-def print_targets(samples: dict[str, list[float]]) -> None:
-    """Each target's like-for-like comparisons, median / p99 ratio and
-    whether both are within the bound, from samples pooled by path."""
-    print("| target | comparison | median / p99 | within |")
-    print("|---|---|---:|---|")
-    for target, bound, like, unlike in TARGETS:
-        for key, base in (*like, unlike):
-            a, b = samples.get(key), samples.get(base)
-            if not a or not b:
-                continue
-            med = statistics.median(a) / statistics.median(b)
-            p99 = pct(a, 99) / pct(b, 99)
-            within = "yes" if med <= bound and p99 <= bound else "no"
-            if (key, base) == unlike:
-                within += " (not like for like: one hot writer)"
-            print(f"| {target} ≤ {bound:.1f}× | {PATH_NAMES[key]} ÷ {BASELINE_NAMES[base]} | {med:.2f} / {p99:.2f} | {within} |")
-
-
-def ratios(res: dict) -> dict:
-    """Each ratio row's (median, p99) ratio to its baseline, from `res`."""
-    out = {}
-    for key, base in RATIOS:
-        r, b = res.get(key), res.get(base)
-        if r and r["samples"] and b and b["samples"]:
-            out[(PATH_NAMES[key], BASELINE_NAMES[base])] = (
-                statistics.median(r["samples"]) / statistics.median(b["samples"]),
-                pct(r["samples"], 99) / pct(b["samples"], 99),
-            )
+def headline(new_home, close, runs: int, n: int) -> dict:
+    """The equal-wake-ups comparison, side by side in one run: a monitored
+    `cat FIFO` whose FIFO this script writes a line into, read by `events
+    --follow`, through `wakeful mcp`, by the `watch` that started it and by
+    `wait --follow`, and a followed file this script appends to; against
+    this script appending the line to a file that one `tail -F | grep
+    --line-buffered` follows. The monitors take the samples in turn (each
+    its share in a row, within its rate limit's burst), so that a monitor's
+    `cat` is as warm as the one `tail` is all along. Samples of every run
+    pooled."""
+    n_mon = max(1, math.ceil(n / SAMPLES_PER_MONITOR))
+    out: dict = {}
+    for run in range(runs):
+        if runs > 1:
+            print(f"    run {run + 1} of {runs} ...", flush=True)
+        h = new_home("head", MAX_ACTIVE)
+        CPU_PIDS.clear()
+        one = interleaved(
+            {
+                "h_cli": wakeful_latency(h, n_mon, n, 0, 0.010, "hc", "hc", in_turn=True),
+                "h_mcp": wakeful_latency(h, n_mon, n, 0, 0.010, "hm", "hm", via="mcp", in_turn=True),
+                "h_watch": wakeful_latency(h, n_mon, n, 0, 0.010, "hw", "hw", via="watch", in_turn=True),
+                "h_wait": wakeful_latency(h, n_mon, n, 0, 0.010, "hq", "hq", via="wait", in_turn=True),
+                "h_file": file_latency(h, n_mon, n, 0.010, "hf", in_turn=True),
+                "h_tail": tailgrep_latency(h, n, 0.010),
+            },
+            0.010 / 7,
+        )
+        close(h)
+        for key, r in one.items():
+            pooled = out.setdefault(key, {"samples": [], "lost": 0, "suppressed": 0, "runs": []})
+            pooled["samples"] += r["samples"]
+            pooled["lost"] += r["lost"]
+            pooled["suppressed"] += r.get("suppressed", 0)
+            pooled["runs"].append(r["samples"])
     return out
+
+
+def print_headline(h: dict) -> None:
+    base = h["h_tail"]["samples"]
+    b50, b95 = statistics.median(base), pct(base, 95)
+    print("### Equal wake-ups: line written → line read (µs)\n")
+    print("| path | processes woken | samples | median | p95 | p99 | ÷ `tail -F \\| grep`: median / p95 | each run's median ratio | lost | suppressed |")
+    print("|---|---|---:|---:|---:|---:|---|---|---:|---:|")
+    for key, name, woken, which in HEADLINE:
+        r = h.get(key)
+        if not r or not r["samples"]:
+            print(f"| {name} | {woken}: {which} | 0 | — | — | — | — | — | {r['lost'] if r else '—'} | — |")
+            continue
+        s = r["samples"]
+        m, p95, p99 = statistics.median(s) / 1000, pct(s, 95) / 1000, pct(s, 99) / 1000
+        if key == "h_tail":
+            ratio, each = "(baseline)", ""
+        else:
+            ratio = f"{statistics.median(s) / b50:.2f} / {pct(s, 95) / b95:.2f}"
+            each = ", ".join(
+                f"{statistics.median(a) / statistics.median(b):.2f}"
+                for a, b in zip(r["runs"], h["h_tail"]["runs"])
+                if a and b
+            )
+        sup = r["suppressed"] if key != "h_tail" else "—"
+        print(f"| {name} | {woken}: {which} | {len(s)} | {fmt(m)} | {fmt(p95)} | {fmt(p99)} | {ratio} | {each} | {r['lost']} | {sup} |")
+    print()
 
 
 def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
     print()
+    if "h" in res:
+        print_headline(res["h"])
     if "a0" in res:
         a0, ad, at = res["a0"], res["a_def"], res["a_tail"]
         print("### (a) Line-to-reader latency (µs)\n")

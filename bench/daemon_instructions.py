@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import re
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import daemon_bench as db  # noqa: E402
+import benchlib as db  # noqa: E402
 
 
 def main() -> int:

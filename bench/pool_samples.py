@@ -10,7 +10,7 @@ Each argument is one build's files, comma-separated, optionally named
 compared by alternating invocations. For each build: the ratio rows of
 `daemon_bench.py` over all its runs' samples pooled (median / p99), each
 run's own range beside them, each target's like-for-like comparisons
-(`daemon_bench.TARGETS`), and the percentiles of the main paths. Python
+(`benchlib.TARGETS`), and the percentiles of the main paths. Python
 3.11 standard library only.
 """
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import daemon_bench as db  # noqa: E402
+import benchlib as db  # noqa: E402
 
 PERCENTILES = (10, 50, 90, 99)
 SHOWN = ("a0", "a0t", "a0d", "a0m", "a0md", "a_file", "a_tailcat", "a_tailcatf", "a_tail")

@@ -25,7 +25,7 @@ Usage:
     (interleaved, random order); 300 samples a window.
 
 Prints a Markdown report. Python 3.11 standard library only; the helpers are
-daemon_bench's.
+benchlib's.
 """
 
 from __future__ import annotations
@@ -33,15 +33,13 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import daemon_bench as db  # noqa: E402
+import benchlib as db  # noqa: E402
 
 LINE = "line %08g of a build log, some text\n"  # 40 bytes with the number
 

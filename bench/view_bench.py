@@ -54,8 +54,8 @@ import threading
 import time
 from pathlib import Path
 
-# Shared with the daemon benchmark (same folder).
-from daemon_bench import BenchTimeout, kill_by_env, pct
+# Shared with the other benchmarks (bench/benchlib.py, same folder).
+from benchlib import BenchTimeout, kill_by_env, pct
 
 REPO = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
