@@ -1,4 +1,4 @@
-//! The command-line grammar (SPEC §7), with help and examples for every
+//! The command-line grammar (docs/CONTRACT.md §7), with help and examples for every
 //! command.
 
 use clap::{Args, Parser, Subcommand};

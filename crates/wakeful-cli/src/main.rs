@@ -51,7 +51,7 @@ fn stdout_line(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// A failure with its exit code (SPEC §7) and what to tell the user.
+/// A failure with its exit code (docs/CONTRACT.md §7) and what to tell the user.
 pub struct Failure {
     code: u8,
     message: String,
@@ -95,7 +95,7 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-/// Exit codes of SPEC §7.
+/// Exit codes of docs/CONTRACT.md §7.
 pub mod exit {
     /// Something failed.
     pub const FAILURE: u8 = 1;

@@ -1,4 +1,4 @@
-//! The monitor parameters of SPEC §3 as command-line flags, shared by
+//! The monitor parameters of docs/CONTRACT.md §3 as command-line flags, shared by
 //! `start`, `watch` and `run`.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use wakeful_core::{MonitorSpec, Source, StderrMode, Until, WakeOn};
 
-/// Flags that shape a monitor (SPEC §3).
+/// Flags that shape a monitor (docs/CONTRACT.md §3).
 #[derive(Debug, Clone, Args)]
 pub struct MonitorArgs {
     /// What the monitor watches, shown with every event (1–200 characters).

@@ -1,5 +1,5 @@
-//! Leading-edge batching of lines into `lines` events (SPEC §4 "Latency",
-//! "Event size").
+//! Leading-edge batching of lines into `lines` events (docs/CONTRACT.md §4 "Latency",
+//! "Size").
 //!
 //! A line that arrives after a quiet period goes out at once, together with
 //! whatever else was readable at that moment ("leading edge"), and opens a

@@ -1,4 +1,4 @@
-//! Events (SPEC §2, §4, §7): the entries of a session's ordered log.
+//! Events (docs/CONTRACT.md §2, §4, §7): the entries of a session's ordered log.
 //!
 //! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
 //! JSON object:

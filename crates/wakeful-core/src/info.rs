@@ -1,4 +1,4 @@
-//! What a listing shows about a monitor (SPEC §2 `MonitorInfo`, §7 `list --json`).
+//! What a listing shows about a monitor (docs/CONTRACT.md §2 `MonitorInfo`, §7 `list --json`).
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Splitting a byte stream into lines (SPEC §4 "Lines").
+//! Splitting a byte stream into lines (docs/CONTRACT.md §4 "Lines").
 //!
 //! - Lines end at `\n`; a final line without a newline is still a line.
 //! - A `\r\n` ending loses its `\r` in the event text; the output file keeps

@@ -1,4 +1,4 @@
-//! Monitor parameters (SPEC §3): what a monitor watches and how its output
+//! Monitor parameters (docs/CONTRACT.md §3): what a monitor watches and how its output
 //! becomes events, with the defaults and limits of the contract.
 //!
 //! A [`MonitorSpec`] is plain data, as it arrives from a flag, a socket message
@@ -409,7 +409,7 @@ impl<'de> Deserialize<'de> for WakeOn {
 /// Smallest accepted `expect_within_ms`.
 pub const MIN_EXPECT_WITHIN_MS: u64 = 1_000;
 
-/// Everything a monitor is asked to do (SPEC §3). Plain data; see
+/// Everything a monitor is asked to do (docs/CONTRACT.md §3). Plain data; see
 /// [`MonitorSpec::validate`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -501,7 +501,7 @@ impl MonitorSpec {
         Duration::from_millis(self.batch_ms.unwrap_or(DEFAULT_BATCH_MS))
     }
 
-    /// Checks every limit of SPEC §3 and compiles the regular expressions.
+    /// Checks every limit of docs/CONTRACT.md §3 and compiles the regular expressions.
     /// Nothing is clamped: a value out of range is an error that says which
     /// parameter, what was given and what is accepted.
     pub fn validate(&self) -> Result<CompiledSpec, ParamError> {

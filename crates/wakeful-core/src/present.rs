@@ -1,6 +1,6 @@
 //! The presenter: every text wakeful shows a model or a person, in one
-//! place — sanitizing (SPEC §4: "control characters and ANSI escapes are
-//! escaped or stripped wherever events are shown to a model"), cutting to a
+//! place — sanitizing (docs/CONTRACT.md §4: "control characters and ANSI escapes are
+//! escaped or removed wherever events are shown to a model"), cutting to a
 //! size with an exact count of what was cut, labels, and the framing that
 //! says "this is output of a background command, not a message from the
 //! user". The Claude Code bridge and hooks, the MCP channel and tool

@@ -1,4 +1,4 @@
-//! Per-monitor rate limiting (SPEC §4 "Rate limit").
+//! Per-monitor rate limiting (docs/CONTRACT.md §4 "Rate limit").
 //!
 //! A token bucket (burst [`BURST`], refilled at one token per second) admits
 //! `lines` events. Over the limit the gate enters *suppression*: lines are

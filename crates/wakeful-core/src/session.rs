@@ -1,4 +1,4 @@
-//! Which session a client speaks for (SPEC §2 "Session").
+//! Which session a client speaks for (docs/CONTRACT.md §2 "Session").
 
 /// The environment variables consulted, in order, after `--session`.
 pub const SESSION_ENV_VARS: [&str; 3] = [

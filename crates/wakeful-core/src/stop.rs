@@ -1,5 +1,5 @@
 //! Stopping a command and everything it started, as a pure state machine
-//! (SPEC §4 "Stopping"): SIGTERM to every process of the monitor, a grace
+//! (docs/CONTRACT.md §4 "Stopping"): SIGTERM to every process of the monitor, a grace
 //! period, SIGKILL to whatever is still alive, a bounded wait, and an honest
 //! report of the processes that survived even that.
 //!

@@ -1,4 +1,4 @@
-//! Terminals (SPEC §5): managed long-running commands that monitors attach to.
+//! Terminals (docs/CONTRACT.md §5): managed long-running commands that monitors attach to.
 
 use std::path::PathBuf;
 

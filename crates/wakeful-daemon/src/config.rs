@@ -1,4 +1,4 @@
-//! `config.toml` (SPEC §10): defaults and limits, and which private network
+//! `config.toml` (docs/CONTRACT.md §10): defaults and limits, and which private network
 //! addresses sources may reach. Unknown keys are errors, so a typo never
 //! silently keeps a default.
 

@@ -1,4 +1,4 @@
-//! Which addresses network sources may reach (SPEC §10).
+//! Which addresses network sources may reach (docs/CONTRACT.md §10).
 //!
 //! By default only public unicast addresses. Loopback, private, link-local,
 //! CGNAT, unique-local, IPv4-mapped/-translated, unspecified, multicast,

@@ -1,4 +1,4 @@
-//! Terminals (SPEC §5): managed commands that outlive the monitors watching
+//! Terminals (docs/CONTRACT.md §5): managed commands that outlive the monitors watching
 //! them.
 //!
 //! A terminal runs `sh -c COMMAND` in its own process group and writes its

@@ -1,4 +1,4 @@
-//! The arguments of each tool, with the snake_case names of SPEC §3.
+//! The arguments of each tool, with the snake_case names of docs/CONTRACT.md §3.
 //!
 //! Every struct rejects unknown fields (a misspelt parameter never silently
 //! keeps its default) and documents its fields; the documentation becomes the
@@ -23,7 +23,7 @@ pub const DEFAULT_EVENTS_LIMIT: u64 = 100;
 /// Largest `limit` of `monitor_events`.
 pub const MAX_EVENTS_LIMIT: u64 = 1_000;
 
-/// Arguments of `monitor_start` (SPEC §3). The source is one of several
+/// Arguments of `monitor_start` (docs/CONTRACT.md §3). The source is one of several
 /// alternative fields (`command`, `command` with `every_ms`, `ws`, `file`,
 /// `terminal`), and exactly one must be given.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -141,7 +141,7 @@ impl MonitorStartArgs {
         }
     }
 
-    /// The monitor spec these arguments describe, validated (SPEC §3 limits,
+    /// The monitor spec these arguments describe, validated (docs/CONTRACT.md §3 limits,
     /// regular expressions compiled). The message of an error names the
     /// parameter, what was wrong and what is accepted.
     pub fn to_spec(&self) -> Result<MonitorSpec, String> {
@@ -268,7 +268,7 @@ impl MonitorWaitArgs {
     }
 }
 
-/// Arguments of `terminal_run` (SPEC §5).
+/// Arguments of `terminal_run` (docs/CONTRACT.md §5).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TerminalRunArgs {

@@ -1,12 +1,12 @@
 //! # wakeful-mcp
 //!
-//! `wakeful mcp`: a Model Context Protocol server on stdin/stdout (SPEC §8),
+//! `wakeful mcp`: a Model Context Protocol server on stdin/stdout (docs/CONTRACT.md §8),
 //! built on the official Rust SDK ([`rmcp`]). It talks to the wakeful daemon
 //! (starting it on demand) and offers:
 //!
 //! - the tools `monitor_start`, `monitor_list`, `monitor_stop`,
 //!   `monitor_events`, `monitor_wait` and `terminal_run`, with the parameter
-//!   names of SPEC §3 ([`tools`], [`args`]);
+//!   names of docs/CONTRACT.md §3 ([`tools`], [`args`]);
 //! - Claude Code channel push: the server declares the experimental
 //!   capability `claude/channel` and every new event of its session is sent
 //!   as a `notifications/claude/channel` notification ([`channel`]), by the

@@ -1,5 +1,5 @@
 //! The tool list: names, descriptions that teach an agent how to watch well
-//! (SPEC §1), and the JSON schema of each tool's arguments ([`crate::args`]).
+//! (docs/CONTRACT.md §1), and the JSON schema of each tool's arguments ([`crate::args`]).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Where wakeful keeps its state, socket and configuration (SPEC §7, §10).
+//! Where wakeful keeps its state, socket and configuration (docs/CONTRACT.md §7, §10).
 //!
 //! With `WAKEFUL_HOME` set, everything lives in that one directory. Without
 //! it, the XDG base directories are used: state in `$XDG_STATE_HOME/wakeful`

@@ -38,7 +38,7 @@ pub enum Reply {
     },
 }
 
-/// Kinds of failure, each with its exit code (SPEC §7).
+/// Kinds of failure, each with its exit code (docs/CONTRACT.md §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {

@@ -153,7 +153,7 @@ pub enum Request {
     },
     /// Stop the daemon. Reply: `ok`, then the daemon exits.
     Shutdown {},
-    /// Start a terminal (SPEC §5), and with `until` a monitor attached to
+    /// Start a terminal (docs/CONTRACT.md §5), and with `until` a monitor attached to
     /// it. Reply: `ok` with a [`RunResult`].
     Run(RunRequest),
     /// Terminals, running first. Reply: `ok` with an array of

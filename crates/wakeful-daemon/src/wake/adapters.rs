@@ -1,4 +1,4 @@
-//! The ways into an agent (see WAKE-PATHS.md): how a wake is handed to
+//! The ways into an agent (docs/agents/README.md, *Wake routes*): how a wake is handed to
 //! Codex, OpenCode, an argv template, or a webhook, and what counts as
 //! accepted, refused (retry) or failed (no retry).
 
