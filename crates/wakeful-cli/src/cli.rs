@@ -236,7 +236,7 @@ pub enum Command {
     },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
-        after_help = "Started by an MCP client, not by hand. See docs/INTEGRATIONS.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"
+        after_help = "Started by an MCP client, not by hand. See docs/agents/mcp.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"
     )]
     Mcp,
     /// Hooks and the monitor of the Claude Code plugin (integrations/claude-code):

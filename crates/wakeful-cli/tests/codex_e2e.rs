@@ -2,7 +2,7 @@
 //! app-server (and `codex exec`, `codex queue`) against a fake Responses API
 //! with this build's `wakeful` as the wake route, through five scenarios
 //! (idle, busy, unloaded, exec, fallback; see run.py and
-//! docs/INTEGRATIONS.md).
+//! tests/e2e/codex/README.md).
 //!
 //! Runs when `WAKEFUL_CODEX_BIN` names a Codex 0.171 executable (CI sets it
 //! after `npm install @openai/codex@0.171.0`); then any failure, Codex not

@@ -1,7 +1,7 @@
 //! The real Gemini CLI, offline: `tests/e2e/gemini/run.py` runs `gemini -p`
 //! against a fake Gemini API with the hooks `wakeful integrate gemini`
 //! installs and this build's `wakeful` on PATH, through three scenarios
-//! (after-tool, digest, after-agent; see run.py and docs/INTEGRATIONS.md).
+//! (after-tool, digest, after-agent; see run.py and tests/e2e/gemini/README.md).
 //!
 //! Runs when `WAKEFUL_GEMINI_BIN` names a Gemini CLI 0.61.0 executable (CI
 //! sets it after `npm install @google/gemini-cli@0.61.0`); then any failure,

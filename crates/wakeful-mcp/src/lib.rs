@@ -41,7 +41,7 @@ pub enum McpError {
     #[error("cannot read the working directory of `wakeful mcp`: {0}")]
     Cwd(#[source] std::io::Error),
     /// The client left or misbehaved before the MCP handshake completed.
-    #[error("the MCP handshake on stdin/stdout failed: {0}; `wakeful mcp` is meant to be started by an MCP client (see docs/INTEGRATIONS.md)")]
+    #[error("the MCP handshake on stdin/stdout failed: {0}; `wakeful mcp` is meant to be started by an MCP client (see docs/agents/mcp.md)")]
     Handshake(String),
     /// The server's task ended abnormally.
     #[error("the MCP server stopped unexpectedly: {0}")]

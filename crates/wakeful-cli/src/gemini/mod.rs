@@ -26,6 +26,17 @@
 //! Gemini shows as a warning and otherwise ignores (exit 2 would block the
 //! tool result or force a retry with stderr as the prompt).
 //!
+//! What Gemini CLI does with a hook (read from its hooks reference and
+//! `packages/core/src/hooks/hookRunner.ts`, `types.ts`, `core/client.ts`,
+//! `coreToolHookTriggers.ts`; checked with 0.61.0): it runs `bash -c
+//! <command>` in the session's cwd with its own environment plus
+//! `GEMINI_SESSION_ID`, `GEMINI_PROJECT_DIR` and `GEMINI_CWD` (under GitHub
+//! Actions only a few variables such as `PATH` and `HOME` pass); on exit 0
+//! it parses stdout as JSON, or stderr when stdout is empty; it escapes `<`
+//! and `>` in `additionalContext` but sends a `reason` as it is; after an
+//! AfterAgent `deny` it runs the continuation in the same request loop and
+//! fires AfterAgent again with `stop_hook_active: true`.
+//!
 //! **The session.** Gemini gives hooks `session_id` (and
 //! `$GEMINI_SESSION_ID`) but gives its shell tool's commands neither, only
 //! `GEMINI_CLI=1`. So the first hook of a Gemini process records the session

@@ -1,7 +1,7 @@
 //! A fake of Codex's app-server control socket
 //! (`$CODEX_HOME/app-server-control/app-server-control.sock`: JSON-RPC over a
 //! WebSocket over a Unix socket), with just what wakeful's Codex adapter
-//! uses, behaving as the real Codex 0.171 was seen to (docs/INTEGRATIONS.md):
+//! uses, behaving as the real Codex 0.171 was seen to (docs/agents/codex.md):
 //!
 //! - `thread/read`: `notLoaded` / `idle` / `active`, `source`;
 //! - `thread/resume`: loads the thread, subscribes the connection, starts
