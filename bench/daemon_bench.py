@@ -35,7 +35,8 @@ demand) and its daemon is stopped at the end; anything left over that carries
 that WAKEFUL_HOME in its environment is killed. Python 3.11 standard library
 only; the whole run takes a few minutes (an alarm enforces 400 s).
 
-(d), with --flood: `seq 10000000` as a monitor (`wakeful watch`): the output file's
+(d), with --flood: `seq 10000000` as a monitor (`wakeful watch`, `output_max`
+    256 MiB so that the output is kept whole): its output (`wakeful output --raw`)
     sha256 against the generator's, delivered + suppressed lines against 10,000,000,
     the daemon's peak RSS, and the time to the final event against
     `seq 10000000 | cat | cat > file`.
@@ -65,6 +66,15 @@ only; the whole run takes a few minutes (an alarm enforces 400 s).
     prints, with no `cat` relaying it — the same writer as the
     appended-file baselines (one `tail -F | grep`, one over as many files,
     as many pipelines), which it is compared with.
+--headline runs only the equal-wake-ups comparison, side by side: a monitored
+    `cat FIFO` (the script writes the line into the FIFO) read by `events
+    --follow`, through `wakeful mcp`, by its own `wakeful watch` and by `wait
+    --follow`, and a followed file the script appends to; against the script
+    appending the line to a file that `tail -n0 -F | grep --line-buffered`
+    follows. Each row says how many processes wake on the line's way (the
+    script's read included): three on each side for `events`, the channel
+    and `watch` (`cat`, the daemon, the reader; `events`, `wakeful mcp` and
+    `watch` hand their stdout to the daemon), as for `tail` and `grep`.
 --samples-out FILE writes (a)'s raw samples (ns) by path and run, as JSON.
 --runs K repeats (a) K times, each with a new daemon and new baselines: the
     rows pool all samples (a p99 of more samples), and each run's own ratios
@@ -236,8 +246,11 @@ def flood(home: Home, lines: int) -> dict:
     pipe_s = ts("stopped") - ts("started")
     delivered = sum(len(e.get("lines", [])) for e in events if e["kind"] == "lines")
     suppressed = sum(e.get("count", 0) for e in events if e["kind"] == "suppressed")
-    out_path = home.json("list")[0]["output_path"]
-    got = hashlib.sha256(Path(out_path).read_bytes()).hexdigest()
+    # The output file is kept in segments (docs/STORAGE.md): `output --raw`
+    # reads them in order, byte for byte.
+    mon_id = home.json("list")[0]["id"]
+    raw = subprocess.run([home.exe, "output", mon_id, "--raw"], env=home.env, capture_output=True, timeout=120).stdout
+    got = hashlib.sha256(raw).hexdigest()
     hwm_kib = 0
     for line in open(f"/proc/{home.daemon_pid}/status"):
         if line.startswith("VmHWM:"):
@@ -452,6 +465,10 @@ def main() -> int:
         if args.flood:
             print("(d) flood: 10,000,000 lines ...", flush=True)
             hd = new_home("flood")
+            # 10,000,000 lines are 78.9 MB: over the default cap of one output
+            # file (64 MiB, which keeps the head and the newest lines), so the
+            # byte-for-byte check gets a cap that holds them all.
+            (hd.dir / "config.toml").write_text('[store]\noutput_max = "256MiB"\n')
             res["d"] = flood(hd, 10_000_000)
             close(hd)
 
@@ -517,11 +534,12 @@ def main() -> int:
 # write to the script's read, which ones). The baseline is last.
 HEADLINE = (
     ("h_cli", "`cat FIFO` monitor → `events --follow`", 3, "`cat`, the daemon, the reader (`events` handed its stdout over)"),
+    ("h_cli_rr", "the same, the monitors round-robin (each `cat` cold between its lines)", 3, "`cat`, the daemon, the reader"),
     ("h_mcp", "`cat FIFO` monitor → `wakeful mcp` channel notification", 3, "`cat`, the daemon, the reader (`wakeful mcp` handed its stdout over)"),
     ("h_watch", "`wakeful watch -- cat FIFO`", 3, "`cat`, the daemon, the reader (`watch` handed its stdout over)"),
     ("h_wait", "`cat FIFO` monitor → `wait --follow`", 4, "`cat`, the daemon, `wait`, the reader"),
     ("h_file", "append to a `--file` monitor's file → `events --follow`", 2, "the daemon, the reader"),
-    ("h_tail", "append to a file → `tail -n0 -F FILE | grep --line-buffered`", 3, "`tail`, `grep`, the reader"),
+    ("h_tail", "append to a file → `tail -n0 -F FILE \\| grep --line-buffered`", 3, "`tail`, `grep`, the reader"),
 )
 
 
@@ -545,13 +563,14 @@ def headline(new_home, close, runs: int, n: int) -> dict:
         one = interleaved(
             {
                 "h_cli": wakeful_latency(h, n_mon, n, 0, 0.010, "hc", "hc", in_turn=True),
+                "h_cli_rr": wakeful_latency(h, n_mon, n, 0, 0.010, "hr", "hr"),
                 "h_mcp": wakeful_latency(h, n_mon, n, 0, 0.010, "hm", "hm", via="mcp", in_turn=True),
                 "h_watch": wakeful_latency(h, n_mon, n, 0, 0.010, "hw", "hw", via="watch", in_turn=True),
                 "h_wait": wakeful_latency(h, n_mon, n, 0, 0.010, "hq", "hq", via="wait", in_turn=True),
                 "h_file": file_latency(h, n_mon, n, 0.010, "hf", in_turn=True),
                 "h_tail": tailgrep_latency(h, n, 0.010),
             },
-            0.010 / 7,
+            0.010 / 8,
         )
         close(h)
         for key, r in one.items():
@@ -705,7 +724,10 @@ def print_report(res: dict, notes: list[str], elapsed: float, n: int) -> None:
         print(f"CPU is utime+stime of the daemon process from /proc/<pid>/stat (resolution 1/{CLK_TCK} s, i.e. {100 / CLK_TCK / 10:.2f} % over 10 s); monitored commands are not included.")
     if "end200_s" in res:
         print(f"`wakeful session end` of the 200 idle monitors took {res['end200_s']:.2f} s of wall time and {res['end200_cpu_s']:.2f} s of daemon CPU.")
-    print(f"Latency sample: {n} requested; each latency monitor got 1 warm-up line and ≤ {math.ceil(n / LAT_MONITORS)} samples, within the rate limit (burst 20, 1/s).")
+    if "h" in res:
+        print(f"Samples: {n} a path and run, each monitor its {SAMPLES_PER_MONITOR} in a row after 1 warm-up line (within the rate limit: burst 20, 1/s); rounds in a new random order, every path once a round.")
+    else:
+        print(f"Latency sample: {n} requested; each latency monitor got 1 warm-up line and ≤ {math.ceil(n / LAT_MONITORS)} samples, within the rate limit (burst 20, 1/s).")
     print(f"Total wall time: {elapsed:.1f} s; load average at end: {open('/proc/loadavg').read().split()[0]}.")
     for note in notes:
         print(f"NOTE: {note}")
