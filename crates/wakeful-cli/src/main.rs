@@ -117,7 +117,7 @@ fn main() -> ExitCode {
     // task (the monitor's commits it and writes it to waiting readers), and
     // a second worker only added wake-ups of that worker on the line's way
     // (a followed file's line: 0.86–0.95× `tail -F | grep` on one, 0.88–1.12×
-    // on two, docs/BENCHMARKS.md). What blocks — the store's folds, SQLite
+    // on two, in git history of docs/BENCHMARKS.md). What blocks — the store's folds, SQLite
     // writes of acknowledgements — runs on the runtime's blocking threads or
     // is short. The live views run many tasks at once: two worker threads. A
     // client (`events --follow`, `wait`, `list`, `wakeful mcp`, a hook …)

@@ -58,7 +58,7 @@ const RING_BYTES: usize = 8 * 1024 * 1024;
 /// Once a second: a fold is a burst of work beside the lines that come
 /// meanwhile, and at 50 ms those bursts were the slowest 1–2 % of a line's
 /// ways (p99 1.3–2.0× `tail -F | grep`, against 1.0–1.1× at 1 s;
-/// docs/BENCHMARKS.md). Nothing is at risk meanwhile: the events are
+/// the history of docs/BENCHMARKS.md). Nothing is at risk meanwhile: the events are
 /// durable, and every read of the store flushes first.
 pub const DEFAULT_FOLD_DELAY: Duration = Duration::from_millis(1000);
 /// How long [`Hub::close`] waits for a failing journal to take what is

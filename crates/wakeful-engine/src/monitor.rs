@@ -291,7 +291,8 @@ async fn drive<S: InputSource>(
             // runtime's driver (an eventfd write) and, on two workers, the
             // other worker, which then competed with the reader for a
             // processor: a followed file's line took 1.5–1.65× `tail -F |
-            // grep` that way, 1.1–1.3× with this yield (docs/BENCHMARKS.md).
+            // grep` that way, 1.1–1.3× with this yield (the history of
+            // docs/BENCHMARKS.md).
             // Readers written inline have their line already; the yield
             // would only add work between their wake-up and this thread's
             // sleep.

@@ -1,5 +1,6 @@
-//! How long one single-event transaction takes (the latency a follower pays
-//! for durability): `cargo run --release -p wakeful-store --example commit_cost`.
+//! How long appending one event to the journal takes (the latency a follower
+//! pays for durability: one write to the redo log; the tables follow off the
+//! line's way): `cargo run --release -p wakeful-store --example commit_cost`.
 
 use std::time::Instant;
 
