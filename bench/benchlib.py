@@ -661,7 +661,7 @@ RATIOS = (
 )
 
 
-# The event hub's targets (docs/BENCHMARKS.md): a bound on the ratio, median
+# The event hub's targets (set in the history of docs/BENCHMARKS.md): a bound on the ratio, median
 # and p99, and the comparisons that check it. Like for like: both sides' writers
 # as hot (a monitor's turn against the one pipeline) or as cold (27 monitors
 # round-robin against 27 `cat`-fed files, in one `tail` or 27 pipelines), or
