@@ -56,6 +56,31 @@ def du(path: Path) -> int:
     return total
 
 
+def parts(path: Path) -> dict:
+    """The state directory's bytes on disk by kind of file (docs/STORAGE.md)."""
+    out = {"db": 0, "wal": 0, "redo": 0, "output": 0, "log": 0, "other": 0}
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                n = os.lstat(os.path.join(root, f)).st_blocks * 512
+            except FileNotFoundError:
+                continue
+            if f == "wakeful.db":
+                k = "db"
+            elif f == "wakeful.db-wal":
+                k = "wal"
+            elif f == "wakeful.db-redo":
+                k = "redo"
+            elif os.path.basename(root) == "output":
+                k = "output"
+            elif f.startswith("daemon.log"):
+                k = "log"
+            else:
+                k = "other"
+            out[k] += n
+    return out
+
+
 def store_bytes(home: db.Home) -> dict:
     out = {"database": 0, "output": 0}
     for name in ("wakeful.db", "wakeful.db-wal", "wakeful.db-redo"):
@@ -153,7 +178,7 @@ def soak(exe: str, minutes: float, monitors: int) -> dict:
             next_batch = now + 20
         if now >= next_sample:
             rss, fds = rss_fds(pid)
-            samples.append({"t": now - t0, "disk": du(home.dir), "rss": rss, "fds": fds})
+            samples.append({"t": now - t0, "disk": du(home.dir), "parts": parts(home.dir), "rss": rss, "fds": fds})
             next_sample = now + 30
         if "start" not in windows and now - t0 >= 60:
             windows["start"] = latency_window(home, "w0", 300)
@@ -161,7 +186,9 @@ def soak(exe: str, minutes: float, monitors: int) -> dict:
             windows["end"] = latency_window(home, "w1", 300)
         time.sleep(0.5)
     rss, fds = rss_fds(pid)
-    samples.append({"t": time.monotonic() - t0, "disk": du(home.dir), "rss": rss, "fds": fds})
+    samples.append(
+        {"t": time.monotonic() - t0, "disk": du(home.dir), "parts": parts(home.dir), "rss": rss, "fds": fds}
+    )
     status = home.json("status")
     home.close(keep=False)
     return {"samples": samples, "windows": windows, "status": status, "short": started_short}
@@ -201,11 +228,15 @@ def main() -> int:
         r = soak(exe, args.minutes, args.monitors)
         s = r["samples"]
         print(f"## Soak: {args.monitors} monitors, {args.minutes:g} min, {r['short']} short monitors started\n")
-        print("| t (min) | state dir on disk | daemon RSS | open fds |")
-        print("|---|---|---|---|")
+        print("| t (min) | state dir on disk | database | WAL | redo | output files | daemon log | daemon RSS | open fds |")
+        print("|---|---|---|---|---|---|---|---|---|")
         step = max(1, len(s) // 12)
         for row in s[::step] + ([s[-1]] if (len(s) - 1) % step else []):
-            print(f"| {row['t'] / 60:.1f} | {mib(row['disk'])} | {mib(row['rss'])} | {row['fds']} |")
+            p = row["parts"]
+            print(
+                f"| {row['t'] / 60:.1f} | {mib(row['disk'])} | {mib(p['db'])} | {mib(p['wal'])} | "
+                f"{mib(p['redo'])} | {mib(p['output'])} | {mib(p['log'])} | {mib(row['rss'])} | {row['fds']} |"
+            )
         half = s[len(s) // 2:]
         print(
             f"\nSecond half: disk {mib(min(x['disk'] for x in half))}–{mib(max(x['disk'] for x in half))}, "

@@ -134,6 +134,8 @@ mod tests {
                 causes: vec![PruneCause::Age],
                 oldest_kept_seq: Some(500),
                 oldest_kept_at: None,
+                running_events: 0,
+                running_monitors: 0,
             }),
             pruned_events: 120,
             pruned_monitors: 2,

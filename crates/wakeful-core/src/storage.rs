@@ -369,12 +369,17 @@ pub struct Plan {
     pub events: u64,
     /// Bytes the plan expects to free.
     pub bytes: u64,
+    /// Bytes of the oldest events of running monitors to remove as well:
+    /// more than zero only when the store is over `max_size` with every
+    /// ended monitor gone (a tenth of `max_size` below the cap, so that
+    /// the next few size checks find room).
+    pub running_trim: u64,
 }
 
 impl Plan {
     /// Whether it removes nothing.
     pub fn is_empty(&self) -> bool {
-        self.monitors.is_empty() && self.outputs.is_empty()
+        self.monitors.is_empty() && self.outputs.is_empty() && self.running_trim == 0
     }
 }
 
@@ -384,7 +389,9 @@ impl Plan {
 /// oldest remaining ones; then, while the whole store is over `max_size`,
 /// the oldest remaining monitors. A candidate younger than `max_age` is
 /// only taken while a cap is exceeded. Running monitors are never
-/// candidates.
+/// candidates; only when the store is still over `max_size` with every
+/// ended monitor gone does the plan name bytes of running monitors' oldest
+/// events to remove ([`Plan::running_trim`]).
 pub fn plan(
     candidates: &[Candidate],
     usage: Usage,
@@ -436,7 +443,15 @@ pub fn plan(
         }
         remove(c, PruneCause::Size, &mut out, &mut left, !output_gone[i]);
     }
+    let total = left.database + left.output;
+    if total > policy.max_size {
+        out.running_trim = total - policy.max_size + policy.max_size / 10;
+    }
     out
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a prune removed: kept by the store, shown by `status`, `export`
@@ -456,6 +471,14 @@ pub struct PruneRecord {
     pub bytes: u64,
     /// The causes, as they applied (`age`, `size`, `output_total`).
     pub causes: Vec<PruneCause>,
+    /// Of `events`, those that were the oldest events of running monitors
+    /// (taken only when the store was over `max_size` with every ended
+    /// monitor gone).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub running_events: u64,
+    /// How many running monitors those were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub running_monitors: u64,
     /// The oldest event kept after it (its seq), if any is left.
     pub oldest_kept_seq: Option<u64>,
     /// That event's time.
@@ -466,14 +489,30 @@ pub struct PruneRecord {
 impl fmt::Display for PruneRecord {
     /// `pruned 1200 events of 3 monitors (4.2 MiB; age); oldest kept: seq 812 (2026-11-26 09:12 UTC)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "pruned {} event{} of {} monitor{}",
-            self.events,
-            if self.events == 1 { "" } else { "s" },
-            self.monitors,
-            if self.monitors == 1 { "" } else { "s" }
-        )?;
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        if self.running_events > 0 {
+            let ended = self.events.saturating_sub(self.running_events);
+            write!(
+                f,
+                "pruned {} event{} ({ended} of {} monitor{}, the oldest {} of {} running monitor{})",
+                self.events,
+                plural(self.events),
+                self.monitors,
+                plural(self.monitors),
+                self.running_events,
+                self.running_monitors,
+                plural(self.running_monitors)
+            )?;
+        } else {
+            write!(
+                f,
+                "pruned {} event{} of {} monitor{}",
+                self.events,
+                plural(self.events),
+                self.monitors,
+                plural(self.monitors)
+            )?;
+        }
         if self.outputs > 0 {
             write!(f, " and the output files of {} more", self.outputs)?;
         }
@@ -608,6 +647,22 @@ mod tests {
         );
         assert!(p.outputs.is_empty(), "{:?}", p.outputs);
         assert_eq!(p.bytes, 1_000 + 1_000 + 30_000);
+        assert_eq!(p.running_trim, 0, "ended monitors were enough");
+        // Still over with every ended monitor gone: the oldest events of
+        // running monitors go too, down to a tenth below the cap.
+        let usage = Usage {
+            database: 120_000,
+            output: 70_000,
+        };
+        let p = plan(&c, usage, &policy, at(30));
+        assert_eq!(p.monitors.len(), 3);
+        let left = 190_000 - 3_000 - 60_000;
+        assert_eq!(p.running_trim, left - 100_000 + 10_000);
+        assert!(!p.is_empty());
+        // Over with no ended monitor at all.
+        let p = plan(&[], usage, &policy, at(30));
+        assert!(p.monitors.is_empty() && !p.is_empty());
+        assert_eq!(p.running_trim, 190_000 - 90_000);
         // Nothing to do.
         let p = plan(&c[1..], Usage::default(), &policy, at(26));
         assert!(p.is_empty());
@@ -624,10 +679,27 @@ mod tests {
             causes: vec![PruneCause::Age],
             oldest_kept_seq: Some(812),
             oldest_kept_at: Some(at(26)),
+            running_events: 0,
+            running_monitors: 0,
         };
         assert_eq!(
             r.to_string(),
             "pruned 1200 events of 3 monitors (4.2 MiB; age); oldest kept: seq 812 (2026-11-26 12:00 UTC)"
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("running_"), "{json}");
+        assert_eq!(serde_json::from_str::<PruneRecord>(&json).unwrap(), r);
+        let r = PruneRecord {
+            events: 1500,
+            running_events: 300,
+            running_monitors: 2,
+            causes: vec![PruneCause::Age, PruneCause::Size],
+            ..r
+        };
+        assert_eq!(
+            r.to_string(),
+            "pruned 1500 events (1200 of 3 monitors, the oldest 300 of 2 running monitors) \
+             (4.2 MiB; age, size cap); oldest kept: seq 812 (2026-11-26 12:00 UTC)"
         );
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<PruneRecord>(&json).unwrap(), r);

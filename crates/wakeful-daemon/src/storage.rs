@@ -32,6 +32,8 @@ use wakeful_store::StoreReader;
 const SIZE_CHECK: Duration = Duration::from_secs(10);
 /// The longest time between two prunes by age.
 const PRUNE_EVERY: Duration = Duration::from_secs(600);
+/// Rounds of trimming running monitors' oldest events in one prune.
+const TRIM_ROUNDS: usize = 4;
 /// Output files of no known monitor younger than this are left alone (a
 /// monitor being registered right now).
 const ORPHAN_AGE: Duration = Duration::from_secs(3600);
@@ -192,6 +194,9 @@ impl Storage {
         if !plan.outputs.is_empty() {
             causes.push(PruneCause::OutputTotal);
         }
+        if plan.running_trim > 0 && !causes.contains(&PruneCause::Size) {
+            causes.push(PruneCause::Size);
+        }
         let mut record = PruneRecord {
             at: now,
             events: plan.events,
@@ -201,6 +206,8 @@ impl Storage {
             causes,
             oldest_kept_seq: None,
             oldest_kept_at: None,
+            running_events: 0,
+            running_monitors: 0,
         };
         let result = |record: PruneRecord| PruneResult {
             dry_run,
@@ -218,6 +225,10 @@ impl Storage {
             output_bytes: usage.output,
         };
         if dry_run {
+            let trim = self.pruner.trim_running(plan.running_trim, true)?;
+            record.running_events = trim.events;
+            record.running_monitors = trim.monitors;
+            record.events += trim.events;
             return Ok(result(record));
         }
         let swept = self.sweep_orphans(&outputs);
@@ -241,13 +252,38 @@ impl Storage {
         for id in &plan.outputs {
             self.prune_output(id);
         }
-        let free = self.disk.check(Instant::now()).free;
-        if let Err(e) = self.pruner.reclaim(free) {
-            tracing::warn!("after a prune, giving the database's space back failed: {e}");
+        self.reclaim();
+        let (mut after, _) = self.measure();
+        // Still over `max_size` with every ended monitor gone: the oldest
+        // events of running monitors go, the store's own bound. What their
+        // JSON takes is an estimate of what their pages take, so the store
+        // is measured again and trimmed again, a few rounds at most.
+        let mut trim = wakeful_store::retention::Forgotten::default();
+        let mut want = plan.running_trim;
+        for _ in 0..TRIM_ROUNDS {
+            if want == 0 {
+                break;
+            }
+            let t = self.pruner.trim_running(want, false)?;
+            if t.events == 0 {
+                break;
+            }
+            trim.events += t.events;
+            trim.monitors = trim.monitors.max(t.monitors);
+            self.reclaim();
+            after = self.measure().0;
+            let total = after.database + after.output;
+            let max = self.policy.max_size;
+            want = if total > max {
+                total - max + max / 10
+            } else {
+                0
+            };
         }
-        let (after, _) = self.measure();
-        record.events = forgotten.events;
+        record.events = forgotten.events + trim.events;
         record.monitors = forgotten.monitors;
+        record.running_events = trim.events;
+        record.running_monitors = trim.monitors;
         record.bytes =
             (usage.database + usage.output).saturating_sub(after.database + after.output);
         if let Some((seq, at)) = self.pruner.oldest_kept()? {
@@ -270,6 +306,14 @@ impl Storage {
             t.last = Some(record.clone());
         }
         Ok(result(record))
+    }
+
+    /// Gives the database's free pages back to the filesystem.
+    fn reclaim(&self) {
+        let free = self.disk.check(Instant::now()).free;
+        if let Err(e) = self.pruner.reclaim(free) {
+            tracing::warn!("after a prune, giving the database's space back failed: {e}");
+        }
     }
 
     /// Removes an ended monitor's output files, leaving a manifest that

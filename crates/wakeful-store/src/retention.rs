@@ -183,16 +183,7 @@ impl Pruner {
         if ids.is_empty() {
             return Ok(done);
         }
-        self.write(|tx| {
-            // The highest seq given so far stays the floor of the next.
-            tx.execute(
-                "INSERT INTO meta(key, value) VALUES ('seq_floor', ?1)
-                 ON CONFLICT(key) DO UPDATE
-                   SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                [self.shared.last_taken() as i64],
-            )?;
-            Ok(())
-        })?;
+        self.keep_seq_floor()?;
         for id in ids {
             loop {
                 let n = self.write(|tx| {
@@ -216,6 +207,84 @@ impl Pruner {
             })?;
         }
         Ok(done)
+    }
+
+    /// Writes the highest seq given so far to `meta`: it stays the floor
+    /// of the next, whatever a prune removes.
+    fn keep_seq_floor(&self) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO meta(key, value) VALUES ('seq_floor', ?1)
+                 ON CONFLICT(key) DO UPDATE
+                   SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                [self.shared.last_taken() as i64],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Removes the oldest events of running monitors, about `bytes` of
+    /// them (their JSON), oldest first across monitors; each monitor's
+    /// `started` event stays. Only asked for when the store is over
+    /// `max_size` with every ended monitor gone (docs/STORAGE.md). Returns
+    /// the events removed and how many monitors they belonged to; with
+    /// `dry_run`, what would be removed, removing nothing.
+    pub fn trim_running(&self, bytes: u64, dry_run: bool) -> Result<Forgotten, StoreError> {
+        const RUNNING: &str = "FROM events e JOIN monitors m ON m.id = e.monitor_id
+                                WHERE m.running = 1 AND e.kind != 'started'";
+        if bytes == 0 {
+            return Ok(Forgotten::default());
+        }
+        let (cut, monitors, count) = self.read(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT e.seq, LENGTH(e.json), e.monitor_id {RUNNING} ORDER BY e.seq"
+            ))?;
+            let mut rows = stmt.query([])?;
+            let mut sum = 0u64;
+            let mut cut = None;
+            let mut count = 0u64;
+            let mut ids = std::collections::HashSet::new();
+            while let Some(r) = rows.next()? {
+                let seq: i64 = r.get(0)?;
+                let len: i64 = r.get(1)?;
+                let id: String = r.get(2)?;
+                sum += len.max(0) as u64;
+                ids.insert(id);
+                cut = Some(seq);
+                count += 1;
+                if sum >= bytes {
+                    break;
+                }
+            }
+            Ok((cut, ids.len() as u64, count))
+        })?;
+        let Some(cut) = cut else {
+            return Ok(Forgotten::default());
+        };
+        if dry_run {
+            return Ok(Forgotten {
+                events: count,
+                monitors,
+            });
+        }
+        self.keep_seq_floor()?;
+        let mut events = 0u64;
+        loop {
+            let n = self.write(|tx| {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM events WHERE seq IN
+                           (SELECT e.seq {RUNNING} AND e.seq <= ?1 LIMIT ?2)"
+                    ),
+                    params![cut, CHUNK],
+                )
+            })?;
+            events += n as u64;
+            if (n as i64) < CHUNK {
+                break;
+            }
+        }
+        Ok(Forgotten { events, monitors })
     }
 
     /// Runs `f` in a transaction of the writer's connection.
@@ -346,6 +415,21 @@ mod tests {
 
     /// Registers `id`, gives it `lines` line events and ends it.
     fn monitor(w: &mut crate::StoreWriter, id: &str, lines: u64) {
+        running(w, id, lines);
+        w.append(&mut vec![event(
+            id,
+            EventBody::MonitorStopped {
+                reason: MonitorStopReason::ExitCode { code: 0 },
+                last_lines: vec![],
+                survivors: vec![],
+            },
+            "done".into(),
+        )])
+        .unwrap();
+    }
+
+    /// Registers `id` and gives it `lines` line events; it goes on running.
+    fn running(w: &mut crate::StoreWriter, id: &str, lines: u64) {
         let info = MonitorInfo::starting(
             id.into(),
             "s".into(),
@@ -373,15 +457,6 @@ mod tests {
                 format!("{id} line {n}"),
             ));
         }
-        batch.push(event(
-            id,
-            EventBody::MonitorStopped {
-                reason: MonitorStopReason::ExitCode { code: 0 },
-                last_lines: vec![],
-                survivors: vec![],
-            },
-            "done".into(),
-        ));
         w.append(&mut batch).unwrap();
     }
 
@@ -431,6 +506,56 @@ mod tests {
             )])
             .unwrap();
         assert_eq!(got[0].event.seq, last + 1);
+    }
+
+    #[test]
+    fn trimming_running_monitors_takes_their_oldest_events_and_keeps_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let (mut w, r) = crate::open(&db).unwrap();
+        running(&mut w, "mon-a", 100);
+        monitor(&mut w, "mon-ended", 100);
+        running(&mut w, "mon-b", 100);
+        let p = w.pruner().unwrap();
+        assert_eq!(p.trim_running(0, false).unwrap(), Forgotten::default());
+        let last = r.latest_seq().unwrap();
+        // A line event's JSON is about 400 bytes: 50 of mon-a's go.
+        let would = p.trim_running(50 * 400, true).unwrap();
+        assert_eq!(r.latest_seq().unwrap(), last);
+        let gone = p.trim_running(50 * 400, false).unwrap();
+        assert_eq!(gone.monitors, 1, "only mon-a's events are the oldest");
+        assert!((45..=55).contains(&gone.events), "{gone:?}");
+        assert_eq!(would, gone, "the dry run says what goes");
+        let a = r.events_after(None, Some("mon-a"), 0, 1_000).unwrap();
+        assert_eq!(a.len() as u64, 101 - gone.events);
+        assert!(
+            matches!(a[0].body, EventBody::MonitorStarted),
+            "a running monitor keeps its start"
+        );
+        assert_eq!(
+            r.events_after(None, Some("mon-b"), 0, 1_000).unwrap().len(),
+            101
+        );
+        assert_eq!(
+            r.events_after(None, Some("mon-ended"), 0, 1_000)
+                .unwrap()
+                .len(),
+            102,
+            "ended monitors are the plan's, not the trim's"
+        );
+        // More than there is: every running event but the starts.
+        let gone = p.trim_running(u64::MAX, false).unwrap();
+        assert_eq!(gone.monitors, 2);
+        assert_eq!(
+            r.events_after(None, Some("mon-a"), 0, 1_000).unwrap().len(),
+            1
+        );
+        assert_eq!(
+            r.events_after(None, Some("mon-b"), 0, 1_000).unwrap().len(),
+            1
+        );
+        assert_eq!(r.latest_seq().unwrap(), last, "seqs stay taken");
+        assert_eq!(p.integrity_check().unwrap(), "ok");
     }
 
     #[test]
