@@ -11,7 +11,7 @@ use tokio::io::AsyncReadExt;
 use wakeful_core::wake::Outcome;
 use wakeful_engine::NetPolicy;
 
-use super::http::{self, Reach};
+use wakeful_engine::net::http::{self, Reach};
 pub use wakeful_protocol::WakeAdapter as Adapter;
 
 /// How long a delivery command may run.

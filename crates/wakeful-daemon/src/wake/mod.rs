@@ -10,7 +10,6 @@
 
 pub mod adapters;
 pub mod codex;
-pub mod http;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
