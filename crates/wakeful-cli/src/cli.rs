@@ -539,7 +539,7 @@ pub enum HookCommand {
     )]
     Monitor {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
     },
     /// An `asyncRewake` hook (SessionStart, Stop): waits for the session's
@@ -552,10 +552,10 @@ pub enum HookCommand {
     )]
     Rewake {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
         /// Give up (exit 0) after this long; keep it under the hook's timeout.
-        #[arg(long, value_name = "MS", default_value_t = crate::hook::REWAKE_TIMEOUT_MS)]
+        #[arg(long, value_name = "MS", default_value_t = wakeful_agents::claude_code::REWAKE_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// A Stop hook: hands over the session's unacknowledged events without
@@ -566,7 +566,7 @@ pub enum HookCommand {
     )]
     Stop {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
     },
     /// A SessionStart hook: keeps one session for the Claude Code process
@@ -590,7 +590,7 @@ pub enum HookCommand {
     )]
     GeminiAfterTool {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::gemini::CONSUMER)]
         consumer: String,
     },
     /// Gemini CLI's AfterAgent hook: at the end of a turn, hands over every
@@ -602,7 +602,7 @@ pub enum HookCommand {
     )]
     GeminiAfterAgent {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::gemini::CONSUMER)]
         consumer: String,
     },
 }

@@ -18,20 +18,16 @@ macro_rules! outln {
 }
 
 mod asciicast;
-mod claude_mode;
 mod cli;
 mod commands;
 mod doctor;
 mod export;
-mod gemini;
-mod hook;
 mod integrate;
 mod monitor_args;
 mod otlp;
 mod output;
 mod package;
 mod plugin_cmd;
-mod process_record;
 mod render;
 mod storage;
 
@@ -83,6 +79,17 @@ impl Failure {
 impl From<wakeful_client::ClientError> for Failure {
     fn from(e: wakeful_client::ClientError) -> Self {
         Failure::new(e.exit_code(), e.to_string())
+    }
+}
+
+impl From<wakeful_agents::Error> for Failure {
+    fn from(e: wakeful_agents::Error) -> Self {
+        match e {
+            wakeful_agents::Error::Usage(m) => Failure::new(exit::USAGE, m),
+            wakeful_agents::Error::Failed(m) => Failure::new(exit::FAILURE, m),
+            wakeful_agents::Error::Io(e) => Failure::from(e),
+            wakeful_agents::Error::Client(e) => Failure::from(e),
+        }
     }
 }
 
