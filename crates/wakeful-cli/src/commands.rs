@@ -17,6 +17,7 @@ use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, HookCommand, PluginCommand, SessionCommand,
     TerminalCommand, WaitArgs, WakeAdapterArgs, WakeCommand,
 };
+use crate::render::{print_json, print_list};
 use crate::{exit, render, Failure};
 
 /// Runs the parsed command line; returns the exit code.
@@ -297,31 +298,6 @@ fn check(spec: &MonitorSpec) -> Result<(), Failure> {
 
 fn client_env() -> BTreeMap<String, String> {
     std::env::vars().collect()
-}
-
-pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
-    let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    Ok(outln!("{s}")?)
-}
-
-/// Prints a list as JSON, or `empty` when it has nothing, or its table.
-/// True when a table was printed.
-fn print_list<T: serde::Serialize>(
-    list: &[T],
-    json: bool,
-    empty: &str,
-    table: impl FnOnce(&mut std::io::StdoutLock<'static>, &[T]) -> std::io::Result<()>,
-) -> Result<bool, Failure> {
-    if json {
-        print_json(&list)?;
-        return Ok(false);
-    }
-    if list.is_empty() {
-        outln!("{empty}")?;
-        return Ok(false);
-    }
-    table(&mut std::io::stdout().lock(), list)?;
-    Ok(true)
 }
 
 async fn start_request(
