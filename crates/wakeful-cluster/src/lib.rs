@@ -30,8 +30,10 @@ pub mod diagnose;
 pub mod directory;
 pub mod import;
 mod link;
+mod shared;
 pub mod ship;
 pub mod subject;
 
 pub use config::{ClusterConfig, TlsConfig};
-pub use link::{BoxFuture, Link, LinkError, Node};
+pub use link::Link;
+pub use shared::{BoxFuture, LinkError, Node};
