@@ -32,6 +32,7 @@ pub mod output;
 pub mod paths;
 pub mod reply;
 pub mod request;
+pub mod route;
 pub mod view;
 
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
