@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-agents
 //!
 //! Everything wakeful knows of the agents it wakes, one module per agent:

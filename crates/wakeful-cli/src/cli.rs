@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::monitor_args::{busy_exit_code, non_negative, MonitorArgs, SourceArgs};
 
+/// The command line (its help text is the `about` below: clap prefers an
+/// explicit `about` to this comment).
 #[derive(Debug, Parser)]
 #[command(
     name = "wakeful",
@@ -21,6 +23,8 @@ pub struct Cli {
     /// The session [default: $WAKEFUL_SESSION, $CLAUDE_CODE_SESSION_ID, $CODEX_THREAD_ID, "default"].
     #[arg(long, global = true, value_name = "SESSION")]
     pub session: Option<String>,
+    // No doc comment: clap would read one as help text.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Command,
 }

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-cluster
 //!
 //! wakeful beyond one machine, through NATS JetStream (docs/CLUSTER.md).

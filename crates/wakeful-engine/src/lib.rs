@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-engine
 //!
 //! Runs monitors: the IO edge around the pure state machines of

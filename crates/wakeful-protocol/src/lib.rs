@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-protocol
 //!
 //! The contract between wakeful's daemon and its clients (the CLI, the MCP

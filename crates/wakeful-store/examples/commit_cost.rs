@@ -1,5 +1,7 @@
 //! How long one single-event transaction takes (the latency a follower pays
 //! for durability): `cargo run --release -p wakeful-store --example commit_cost`.
+// A benchmark: a failed step ends the run with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 
