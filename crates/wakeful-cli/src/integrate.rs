@@ -13,40 +13,30 @@ use crate::Failure;
 
 /// `wakeful integrate claude-code`.
 pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
-    let done = plugin::install(paths)?;
-    let Installed {
-        plugin,
-        marketplace,
-        files,
-        on_path,
-        this,
-        on_path_is_this: same,
-        load: plugin_dir_cmd,
-        install: marketplace_cmds,
-    } = done;
+    let done: Installed = plugin::install(paths)?;
     if json {
         let v = json!({
-            "path": plugin,
-            "marketplace": marketplace,
-            "files": files,
-            "wakeful_on_path": on_path,
-            "wakeful_on_path_is_this": same,
-            "load": plugin_dir_cmd,
-            "install": marketplace_cmds,
+            "path": done.plugin,
+            "marketplace": done.marketplace,
+            "files": done.files,
+            "wakeful_on_path": done.on_path,
+            "wakeful_on_path_is_this": done.on_path_is_this,
+            "load": done.load,
+            "install": done.install,
         });
         outln!("{v}")?;
         return Ok(0);
     }
     outln!(
         "Wrote the wakeful Claude Code plugin to {}",
-        plugin.display()
+        done.plugin.display()
     )?;
     outln!()?;
     outln!("Load it for one session:")?;
-    outln!("  {plugin_dir_cmd}")?;
+    outln!("  {}", done.load)?;
     outln!()?;
     outln!("or install it for every session (a local marketplace next to it):")?;
-    for c in &marketplace_cmds {
+    for c in &done.install {
         outln!("  {c}")?;
     }
     outln!()?;
@@ -56,13 +46,13 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
     outln!("deliver what the monitor did not; `.mcp.json` adds the `wakeful mcp` tools and a")?;
     outln!("skill says when to use them. Each event reaches Claude once (consumer `claude`).")?;
     outln!()?;
-    match (&on_path, same) {
+    match (&done.on_path, done.on_path_is_this) {
         (None, _) => {
             outln!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.")?;
             outln!("  Install it: npm install -g wakeful (or a release archive, or cargo install")?;
             outln!(
                 "  --locked wakeful-cli), or put {} on PATH.",
-                display_dir(this.as_deref())
+                display_dir(done.this.as_deref())
             )?;
             outln!()?;
         }
@@ -70,7 +60,8 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
             outln!(
                 "Note: the plugin will run {} (from PATH), not this binary ({}).",
                 p.display(),
-                this.as_deref()
+                done.this
+                    .as_deref()
                     .map(|t| t.display().to_string())
                     .unwrap_or_else(|| "unknown".into())
             )?;
