@@ -1,10 +1,13 @@
 //! The command-line grammar (docs/CONTRACT.md §7), with help and examples for every
 //! command.
 
+use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 
 use crate::monitor_args::{busy_exit_code, non_negative, MonitorArgs, SourceArgs};
 
+/// The command line (its help text is the `about` below: clap prefers an
+/// explicit `about` to this comment).
 #[derive(Debug, Parser)]
 #[command(
     name = "wakeful",
@@ -20,6 +23,8 @@ pub struct Cli {
     /// The session [default: $WAKEFUL_SESSION, $CLAUDE_CODE_SESSION_ID, $CODEX_THREAD_ID, "default"].
     #[arg(long, global = true, value_name = "SESSION")]
     pub session: Option<String>,
+    // No doc comment: clap would read one as help text.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Command,
 }
@@ -261,7 +266,7 @@ pub enum Command {
         monitor: Option<String>,
         /// Only events at or after TIME: RFC 3339 (2026-11-30T12:00:00Z) or
         /// a duration ago (90s, 30m, 2h, 7d).
-        #[arg(long, value_name = "TIME", value_parser = crate::export::parse_since)]
+        #[arg(long, value_name = "TIME", value_parser = parse_since)]
         since: Option<chrono::DateTime<chrono::Utc>>,
         /// What to write.
         #[arg(long, value_enum, default_value = "jsonl")]
@@ -539,7 +544,7 @@ pub enum HookCommand {
     )]
     Monitor {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
     },
     /// An `asyncRewake` hook (SessionStart, Stop): waits for the session's
@@ -552,10 +557,10 @@ pub enum HookCommand {
     )]
     Rewake {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
         /// Give up (exit 0) after this long; keep it under the hook's timeout.
-        #[arg(long, value_name = "MS", default_value_t = crate::hook::REWAKE_TIMEOUT_MS)]
+        #[arg(long, value_name = "MS", default_value_t = wakeful_agents::claude_code::REWAKE_TIMEOUT_MS)]
         timeout_ms: u64,
     },
     /// A Stop hook: hands over the session's unacknowledged events without
@@ -566,7 +571,7 @@ pub enum HookCommand {
     )]
     Stop {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::hook::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::claude_code::CONSUMER)]
         consumer: String,
     },
     /// A SessionStart hook: keeps one session for the Claude Code process
@@ -590,7 +595,7 @@ pub enum HookCommand {
     )]
     GeminiAfterTool {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::gemini::CONSUMER)]
         consumer: String,
     },
     /// Gemini CLI's AfterAgent hook: at the end of a turn, hands over every
@@ -602,7 +607,7 @@ pub enum HookCommand {
     )]
     GeminiAfterAgent {
         /// Whose cursor to read and move.
-        #[arg(long, value_name = "NAME", default_value = crate::gemini::CONSUMER)]
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::gemini::CONSUMER)]
         consumer: String,
     },
 }
@@ -669,4 +674,46 @@ pub enum ClusterCommand {
         after_help = "Exit 1 when the link is down.\n\nExample:\n  wakeful cluster status --json"
     )]
     Status,
+}
+
+/// `--since`: RFC 3339, or a duration ago (`90s`, `30m`, `2h`, `7d`).
+pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let bad = || {
+        format!("`{s}` is neither an RFC 3339 time (2026-11-30T12:00:00Z) nor a duration ago (90s, 30m, 2h, 7d)")
+    };
+    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60).ok_or_else(bad)?,
+        "h" => n.checked_mul(3600).ok_or_else(bad)?,
+        "d" => n.checked_mul(86_400).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    let ago = chrono::Duration::try_seconds(seconds).ok_or_else(bad)?;
+    Utc::now().checked_sub_signed(ago).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_and_durations_ago() {
+        let t = parse_since("2026-11-30T12:00:00Z").unwrap();
+        assert_eq!(
+            wakeful_core::event::format_ts(&t),
+            "2026-11-30T12:00:00.000Z"
+        );
+        let two_hours = parse_since("2h").unwrap();
+        let ago = Utc::now() - two_hours;
+        assert!((ago.num_seconds() - 7200).abs() <= 2, "{ago}");
+        for bad in ["", "2", "h", "2w", "-2h", "yesterday", "99999999999999999d"] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -14,16 +14,17 @@ use wakeful_protocol::{
 };
 
 use crate::cli::{
-    Cli, Command, DaemonAction, DaemonArgs, PluginCommand, SessionCommand, TerminalCommand,
-    WaitArgs, WakeAdapterArgs, WakeCommand,
+    Cli, Command, DaemonAction, DaemonArgs, HookCommand, PluginCommand, SessionCommand,
+    TerminalCommand, WaitArgs, WakeAdapterArgs, WakeCommand,
 };
+use crate::render::{print_json, print_list};
 use crate::{exit, render, Failure};
 
 /// Runs the parsed command line; returns the exit code.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = Paths::from_env().map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     // In Gemini CLI's shell, where nothing names the session, it is the one
-    // the Gemini process's hooks recorded (crate::gemini).
+    // the Gemini process's hooks recorded (wakeful_agents::gemini).
     let named = cli.session.as_deref().is_some_and(|s| !s.is_empty())
         || wakeful_core::session::SESSION_ENV_VARS
             .iter()
@@ -31,7 +32,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let gemini_session = if named {
         None
     } else {
-        crate::gemini::shell_session(&paths)
+        wakeful_agents::gemini::shell_session(&paths)
     };
     let session = gemini_session.clone().unwrap_or_else(|| {
         wakeful_core::session::resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok())
@@ -64,7 +65,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 &paths,
                 session,
                 &dir,
-                crate::plugin_cmd::Which::Always,
+                wakeful_agents::claude_code::plugin::Which::Always,
                 json,
             )
             .await
@@ -74,7 +75,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 &paths,
                 session,
                 &dir,
-                crate::plugin_cmd::Which::Skill(skill),
+                wakeful_agents::claude_code::plugin::Which::Skill(skill),
                 json,
             )
             .await
@@ -101,7 +102,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Events { after, follow } => events(&paths, session, after, follow, json).await,
         Command::Wait(mut args) => {
             if args.consumer.is_none() && gemini_session.is_some() {
-                args.consumer = Some(crate::gemini::CONSUMER.to_string());
+                args.consumer = Some(wakeful_agents::gemini::CONSUMER.to_string());
             }
             wait(&paths, session, args, json).await
         }
@@ -150,7 +151,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             };
             web(paths, options, open, json).await
         }
-        Command::Hook(command) => crate::hook::run(&paths, cli.session.as_deref(), command).await,
+        Command::Hook(command) => hook(&paths, cli.session.as_deref(), command).await,
         Command::Integrate(crate::cli::IntegrateCommand::ClaudeCode) => {
             crate::integrate::claude_code(&paths, json)
         }
@@ -192,6 +193,36 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Completions { shell } => crate::package::completions(shell),
         Command::Man { dir } => crate::package::man(dir.as_deref(), json),
+    }
+}
+
+/// `wakeful hook …`: the hooks of [`wakeful_agents::claude_code`] and
+/// [`wakeful_agents::gemini`]. A hook's failures exit 1 (never 2, which
+/// Claude Code reads as "show this to the model" and Gemini CLI as "block").
+async fn hook(paths: &Paths, session: Option<&str>, command: HookCommand) -> Result<u8, Failure> {
+    use wakeful_agents::{claude_code, gemini};
+    let result = match command {
+        HookCommand::Monitor { consumer } => claude_code::monitor(paths, session, &consumer).await,
+        HookCommand::Rewake {
+            consumer,
+            timeout_ms,
+        } => claude_code::rewake(paths, session, &consumer, timeout_ms).await,
+        HookCommand::Stop { consumer } => claude_code::stop(paths, session, &consumer).await,
+        HookCommand::SessionStart => claude_code::session_start(paths, session).await,
+        HookCommand::GeminiSessionStart => gemini::session_start(paths, session).await,
+        HookCommand::GeminiAfterTool { consumer } => {
+            gemini::after_tool(paths, session, &consumer).await
+        }
+        HookCommand::GeminiAfterAgent { consumer } => {
+            gemini::after_agent(paths, session, &consumer).await
+        }
+    };
+    match result {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("wakeful hook: {}", Failure::from(e).message);
+            Ok(exit::FAILURE)
+        }
     }
 }
 
@@ -267,31 +298,6 @@ fn check(spec: &MonitorSpec) -> Result<(), Failure> {
 
 fn client_env() -> BTreeMap<String, String> {
     std::env::vars().collect()
-}
-
-pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
-    let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    Ok(outln!("{s}")?)
-}
-
-/// Prints a list as JSON, or `empty` when it has nothing, or its table.
-/// True when a table was printed.
-fn print_list<T: serde::Serialize>(
-    list: &[T],
-    json: bool,
-    empty: &str,
-    table: impl FnOnce(&mut std::io::StdoutLock<'static>, &[T]) -> std::io::Result<()>,
-) -> Result<bool, Failure> {
-    if json {
-        print_json(&list)?;
-        return Ok(false);
-    }
-    if list.is_empty() {
-        outln!("{empty}")?;
-        return Ok(false);
-    }
-    table(&mut std::io::stdout().lock(), list)?;
-    Ok(true)
 }
 
 async fn start_request(

@@ -121,7 +121,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
     };
     let claude = consumers
         .iter()
-        .find(|c| c.consumer == crate::hook::CONSUMER);
+        .find(|c| c.consumer == wakeful_agents::claude_code::CONSUMER);
     checks.extend(claude_code(paths, &session, claude));
     let live = report.as_ref().is_some_and(|r| r.wake.live);
     let verdict = match &report {
@@ -438,7 +438,7 @@ async fn route_target(route: &WakeStatus) -> Vec<Check> {
 /// Codex's side of a codex route: its app-server control socket (through
 /// which a wake starts a turn) and who holds the thread.
 async fn codex_target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
-    use wakeful_daemon::wake::codex;
+    use wakeful_agents::codex::probe as codex;
     let name = "codex app-server";
     let Some(home) = codex::codex_home(route_home) else {
         return vec![Check::new(
@@ -475,7 +475,7 @@ async fn codex_target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
 fn claude_code(paths: &Paths, session: &str, claude: Option<&ConsumerInfo>) -> Vec<Check> {
     let mut out = Vec::new();
     let name = "claude code plugin";
-    match crate::integrate::written_plugin_is_current(paths) {
+    match wakeful_agents::claude_code::plugin::written_plugin_is_current(paths) {
         None => out.push(Check::new(
             name,
             Level::Info,
@@ -488,7 +488,11 @@ fn claude_code(paths: &Paths, session: &str, claude: Option<&ConsumerInfo>) -> V
         )),
         Some(true) => out.push(Check::new(name, Level::Ok, "written and current")),
     }
-    let bridge = crate::hook::bridge_alive(paths, session, crate::hook::CONSUMER);
+    let bridge = wakeful_agents::claude_code::bridge_alive(
+        paths,
+        session,
+        wakeful_agents::claude_code::CONSUMER,
+    );
     // Waiters of consumer `claude` that do not stand by: rewake hooks.
     let hooks = claude.map_or(0, |c| c.waiters.saturating_sub(c.fallback_waiters));
     let active = match (bridge, hooks > 0) {

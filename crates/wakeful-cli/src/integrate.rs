@@ -1,138 +1,42 @@
-//! `wakeful integrate claude-code`: writes the Claude Code plugin shipped in
-//! the repository (`integrations/claude-code/`, embedded in the binary, so a
-//! `cargo install`ed wakeful has it too; this package reaches it through its
-//! `integrations` link to the repository's folder, which `cargo package`
-//! follows, so the published crate holds the files) to
-//! `<state dir>/integrations/claude-code/`, with a local marketplace next to
-//! it, and says how to load or install it. `wakeful integrate gemini`:
-//! wakeful's hooks in Gemini CLI's settings ([`crate::gemini::settings`]).
+//! `wakeful integrate claude-code` and `wakeful integrate gemini`: what the
+//! installers of `wakeful-agents` wrote, said to the user.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
+use wakeful_agents::claude_code::plugin::{self, Installed};
+use wakeful_agents::gemini::settings;
+use wakeful_agents::install::wakeful_on_path;
 use wakeful_client::Paths;
 
-use crate::{exit, Failure};
-
-/// The plugin's files, relative to `integrations/claude-code/`.
-pub const PLUGIN_FILES: &[(&str, &str)] = &[
-    (
-        ".claude-plugin/plugin.json",
-        include_str!("../integrations/claude-code/.claude-plugin/plugin.json"),
-    ),
-    (
-        "monitors/monitors.json",
-        include_str!("../integrations/claude-code/monitors/monitors.json"),
-    ),
-    (
-        "hooks/hooks.json",
-        include_str!("../integrations/claude-code/hooks/hooks.json"),
-    ),
-    (
-        ".mcp.json",
-        include_str!("../integrations/claude-code/.mcp.json"),
-    ),
-    (
-        "skills/wakeful/SKILL.md",
-        include_str!("../integrations/claude-code/skills/wakeful/SKILL.md"),
-    ),
-    (
-        "README.md",
-        include_str!("../integrations/claude-code/README.md"),
-    ),
-];
-
-/// The marketplace that lists the plugin, relative to `integrations/`.
-pub const MARKETPLACE_FILE: (&str, &str) = (
-    ".claude-plugin/marketplace.json",
-    include_str!("../integrations/.claude-plugin/marketplace.json"),
-);
-
-/// Writes every file under `root` (overwriting), creating directories.
-fn write_all(root: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, Failure> {
-    let mut written = Vec::new();
-    for (rel, text) in files {
-        let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Failure::new(
-                    exit::FAILURE,
-                    format!("cannot create {}: {e}", dir.display()),
-                )
-            })?;
-        }
-        std::fs::write(&path, text).map_err(|e| {
-            Failure::new(
-                exit::FAILURE,
-                format!("cannot write {}: {e}", path.display()),
-            )
-        })?;
-        written.push(path);
-    }
-    Ok(written)
-}
-
-/// The `wakeful` that `PATH` finds, if any.
-fn wakeful_on_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("wakeful"))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
+use crate::Failure;
 
 /// `wakeful integrate claude-code`.
 pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
-    paths
-        .prepare()
-        .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    let marketplace = paths.state_dir.join("integrations");
-    let plugin = marketplace.join("claude-code");
-    let mut files = write_all(&plugin, PLUGIN_FILES)?;
-    files.extend(write_all(&marketplace, &[MARKETPLACE_FILE])?);
-    let on_path = wakeful_on_path();
-    let this = std::env::current_exe()
-        .ok()
-        .and_then(|p| std::fs::canonicalize(p).ok());
-    let same = match (&on_path, &this) {
-        (Some(p), Some(t)) => std::fs::canonicalize(p)
-            .ok()
-            .is_some_and(|p| p == *t || npm_launcher_of(&p, t)),
-        _ => false,
-    };
-    let plugin_dir_cmd = format!("claude --plugin-dir {}", shell_quote(&plugin));
-    let marketplace_cmds = [
-        format!(
-            "claude plugin marketplace add {}",
-            shell_quote(&marketplace)
-        ),
-        "claude plugin install wakeful@wakeful".to_string(),
-    ];
+    let done: Installed = plugin::install(paths)?;
     if json {
         let v = json!({
-            "path": plugin,
-            "marketplace": marketplace,
-            "files": files,
-            "wakeful_on_path": on_path,
-            "wakeful_on_path_is_this": same,
-            "load": plugin_dir_cmd,
-            "install": marketplace_cmds,
+            "path": done.plugin,
+            "marketplace": done.marketplace,
+            "files": done.files,
+            "wakeful_on_path": done.on_path,
+            "wakeful_on_path_is_this": done.on_path_is_this,
+            "load": done.load,
+            "install": done.install,
         });
         outln!("{v}")?;
         return Ok(0);
     }
     outln!(
         "Wrote the wakeful Claude Code plugin to {}",
-        plugin.display()
+        done.plugin.display()
     )?;
     outln!()?;
     outln!("Load it for one session:")?;
-    outln!("  {plugin_dir_cmd}")?;
+    outln!("  {}", done.load)?;
     outln!()?;
     outln!("or install it for every session (a local marketplace next to it):")?;
-    for c in &marketplace_cmds {
+    for c in &done.install {
         outln!("  {c}")?;
     }
     outln!()?;
@@ -142,13 +46,13 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
     outln!("deliver what the monitor did not; `.mcp.json` adds the `wakeful mcp` tools and a")?;
     outln!("skill says when to use them. Each event reaches Claude once (consumer `claude`).")?;
     outln!()?;
-    match (&on_path, same) {
+    match (&done.on_path, done.on_path_is_this) {
         (None, _) => {
             outln!("Warning: `wakeful` is not on PATH, and the plugin runs `wakeful` from PATH.")?;
             outln!("  Install it: npm install -g wakeful (or a release archive, or cargo install")?;
             outln!(
                 "  --locked wakeful-cli), or put {} on PATH.",
-                display_dir(this.as_deref())
+                display_dir(done.this.as_deref())
             )?;
             outln!()?;
         }
@@ -156,7 +60,8 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
             outln!(
                 "Note: the plugin will run {} (from PATH), not this binary ({}).",
                 p.display(),
-                this.as_deref()
+                done.this
+                    .as_deref()
                     .map(|t| t.display().to_string())
                     .unwrap_or_else(|| "unknown".into())
             )?;
@@ -173,7 +78,6 @@ pub fn claude_code(paths: &Paths, json: bool) -> Result<u8, Failure> {
 
 /// `wakeful integrate gemini`: wakeful's hooks in Gemini CLI's settings.
 pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
-    use crate::gemini::settings;
     let path = settings::settings_path(project)?;
     let done = settings::install(&path)?;
     let on_path = wakeful_on_path();
@@ -244,124 +148,8 @@ pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Whether `integrate claude-code` wrote the plugin to the state directory
-/// (`None`: not written) and whether that copy is this version's.
-pub(crate) fn written_plugin_is_current(paths: &Paths) -> Option<bool> {
-    let plugin = paths.state_dir.join("integrations").join("claude-code");
-    if !plugin.is_dir() {
-        return None;
-    }
-    Some(PLUGIN_FILES.iter().all(|(rel, text)| {
-        std::fs::read_to_string(plugin.join(rel)).is_ok_and(|on_disk| on_disk == *text)
-    }))
-}
-
-/// Whether `on_path` (resolved) is the launcher of the npm package `wakeful`
-/// (`<root>/bin/wakeful`) and `this` the binary it runs: the platform
-/// package's, installed under `<root>/node_modules/` or next to `<root>`
-/// (`node_modules/@wakeful/…`, where npm hoists it).
-fn npm_launcher_of(on_path: &Path, this: &Path) -> bool {
-    let Some(root) = on_path.parent().and_then(Path::parent) else {
-        return false;
-    };
-    let platform_package = |p: &Path| {
-        p.ends_with("bin/wakeful")
-            && p.parent()
-                .and_then(Path::parent)
-                .and_then(Path::parent)
-                .is_some_and(|scope| scope.ends_with("@wakeful"))
-    };
-    on_path.ends_with("wakeful/bin/wakeful")
-        && platform_package(this)
-        && (this.starts_with(root.join("node_modules"))
-            || root
-                .parent()
-                .is_some_and(|up| this.starts_with(up.join("@wakeful"))))
-}
-
 fn display_dir(exe: Option<&Path>) -> String {
     exe.and_then(|e| e.parent())
         .map(|d| d.display().to_string())
         .unwrap_or_else(|| "the directory of this binary".into())
-}
-
-/// `p` as one shell word.
-fn shell_quote(p: &Path) -> String {
-    let s = p.display().to_string();
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quotes_paths_for_the_shell() {
-        assert_eq!(shell_quote(Path::new("/a/b-c_d.e")), "/a/b-c_d.e");
-        assert_eq!(shell_quote(Path::new("/a b/c")), "'/a b/c'");
-        assert_eq!(shell_quote(Path::new("/it's")), "'/it'\\''s'");
-    }
-
-    #[test]
-    fn knows_the_npm_launcher_of_this_binary() {
-        let yes = [
-            // npm install -g: the platform package inside the package.
-            (
-                "/p/lib/node_modules/wakeful/bin/wakeful",
-                "/p/lib/node_modules/wakeful/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
-            ),
-            // A project install: hoisted next to it.
-            (
-                "/w/node_modules/wakeful/bin/wakeful",
-                "/w/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
-            ),
-        ];
-        for (on_path, this) in yes {
-            assert!(
-                npm_launcher_of(Path::new(on_path), Path::new(this)),
-                "{on_path}"
-            );
-        }
-        let no = [
-            // Another installation's binary.
-            (
-                "/p/lib/node_modules/wakeful/bin/wakeful",
-                "/q/lib/node_modules/wakeful/node_modules/@wakeful/linux-x64-gnu/bin/wakeful",
-            ),
-            // Not a platform package.
-            (
-                "/p/lib/node_modules/wakeful/bin/wakeful",
-                "/p/lib/node_modules/wakeful/node_modules/other/bin/wakeful",
-            ),
-            ("/usr/local/bin/wakeful", "/home/u/.cargo/bin/wakeful"),
-        ];
-        for (on_path, this) in no {
-            assert!(
-                !npm_launcher_of(Path::new(on_path), Path::new(this)),
-                "{this}"
-            );
-        }
-    }
-
-    #[test]
-    fn embedded_files_are_the_plugin() {
-        let names: Vec<&str> = PLUGIN_FILES.iter().map(|(n, _)| *n).collect();
-        assert!(names.contains(&"monitors/monitors.json"));
-        assert!(names.contains(&"hooks/hooks.json"));
-        for (name, text) in PLUGIN_FILES.iter().chain([&MARKETPLACE_FILE]) {
-            if name.ends_with(".json") {
-                assert!(
-                    serde_json::from_str::<serde_json::Value>(text).is_ok(),
-                    "{name} is not JSON"
-                );
-            }
-        }
-    }
 }

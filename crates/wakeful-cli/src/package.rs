@@ -52,7 +52,7 @@ pub fn man(dir: Option<&Path>, json: bool) -> Result<u8, Failure> {
     }
     written.sort();
     if json {
-        crate::commands::print_json(&written)?;
+        crate::render::print_json(&written)?;
     } else {
         for p in &written {
             outln!("{}", p.display())?;
@@ -174,7 +174,7 @@ pub fn daemon_install(dir: Option<PathBuf>, json: bool) -> Result<u8, Failure> {
             )
         })?;
     if json {
-        crate::commands::print_json(&serde_json::json!({"unit": path, "man_pages": pages}))?;
+        crate::render::print_json(&serde_json::json!({"unit": path, "man_pages": pages}))?;
     } else {
         outln!("wrote {}", path.display())?;
         if pages.len() < MAN_PAGES.len() {

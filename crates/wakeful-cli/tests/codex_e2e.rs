@@ -9,6 +9,9 @@
 //! working included, fails the test. Without the variable it is skipped
 //! with a message, except under CI (`CI` set), where that is a failure.
 //! Needs python3 (standard library only).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

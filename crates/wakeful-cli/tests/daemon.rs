@@ -1,5 +1,8 @@
 //! End to end: the real `wakeful` binary and daemon in a temporary
 //! WAKEFUL_HOME.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -4,6 +4,9 @@
 //! written here; the asciicast checked with `asciinema cat` (pip
 //! `asciinema` 2.4). `.ci/run` installs those tools; elsewhere a test that
 //! lacks one says so and passes, unless `CI` is set.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

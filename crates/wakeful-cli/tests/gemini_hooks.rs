@@ -2,6 +2,9 @@
 //! gemini` with the real binary, fed the hook inputs Gemini CLI 0.61.0 sent
 //! (tests/fixtures/gemini/), against a temporary WAKEFUL_HOME. The same hooks
 //! in the real Gemini CLI: gemini_e2e.rs.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

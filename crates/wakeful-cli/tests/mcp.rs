@@ -4,6 +4,9 @@
 //!
 //! Golden fixtures live in `tests/fixtures/mcp/`; run with
 //! `WAKEFUL_UPDATE_GOLDEN=1` to rewrite them after an intended change.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

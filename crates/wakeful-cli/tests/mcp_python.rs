@@ -6,6 +6,9 @@
 //! notifications the daemon writes into the server's stdout, between the
 //! server's own responses. Python is `$WAKEFUL_MCP_PYTHON`, else `python3`;
 //! without the `mcp` package it is skipped, except under CI.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,4 +1,7 @@
 //! `wakeful validate` and `wakeful plugin start|skill` end to end.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

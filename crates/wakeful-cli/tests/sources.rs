@@ -1,6 +1,9 @@
 //! Every source through the daemon and the CLI: file, poll, WebSocket
 //! (refused as loopback until config.toml allows it), terminals; and the
 //! daemon's memory under a flood.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,9 @@
 //! Living on a small, full disk (docs/STORAGE.md): the real daemon in a
 //! `WAKEFUL_HOME` on a tmpfs of its own. Mounting needs root (CI runs as
 //! root); elsewhere these tests say they skipped.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

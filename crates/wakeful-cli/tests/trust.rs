@@ -2,6 +2,9 @@
 //! monitored command never acts on the reader's terminal, `watch` says how
 //! its monitor ended in its exit code, a closed stdout ends a command
 //! quietly, and bad input is refused with a message that names it.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

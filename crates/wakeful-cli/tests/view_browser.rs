@@ -2,6 +2,9 @@
 //! DevTools protocol, loads the page, sees a monitor's line appear within
 //! a second of being printed, clicks stop, and sees the monitor end. The
 //! test takes a screenshot (for the README: set WAKEFUL_SCREENSHOT_DIR).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 mod view_support;

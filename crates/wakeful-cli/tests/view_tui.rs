@@ -1,5 +1,8 @@
 //! `wakeful tui` end to end: the real binary in a real terminal (tmux),
 //! typed at with `send-keys` and read with `capture-pane`.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,8 @@
 //! `wakeful web` over HTTP: who may ask (token, cookie, Host, Origin), and
 //! the event stream (resume from Last-Event-ID, keep-alive, a dead client).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 mod view_support;

@@ -3,6 +3,9 @@
 //! and can answer busy; a fake OpenCode server that can be busy, exec and
 //! webhook adapters, and a daemon restart in the middle of a retry. The real
 //! Codex is exercised by `codex_e2e.rs`.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/codex_app.rs"]
 mod codex_app;

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-client
 //!
 //! A program's side of talking to the wakeful daemon: a [`Connection`] that

@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use wakeful_protocol::{Envelope, ErrorKind, Reply, Request, PROTOCOL_VERSION};
 
-use crate::link::{Backoff, LinkError, Node, Shared};
+use crate::shared::{Backoff, LinkError, Node, Shared};
 use crate::subject;
 
 /// How long a request waits for the other host (a `stop` waits for the

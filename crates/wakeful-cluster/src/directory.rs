@@ -20,7 +20,7 @@ use wakeful_core::MonitorInfo;
 use wakeful_engine::Hub;
 use wakeful_protocol::{HostMonitor, HostStatus};
 
-use crate::link::{Backoff, LinkError, Node, Shared};
+use crate::shared::{Backoff, LinkError, Node, Shared};
 use crate::subject::{self, HOSTS_BUCKET, MONITORS_BUCKET, STREAM};
 
 /// A host's heartbeat, as stored in [`HOSTS_BUCKET`].

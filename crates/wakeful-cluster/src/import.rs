@@ -28,7 +28,7 @@ use futures_util::{FutureExt, StreamExt};
 use wakeful_protocol::ImportedEvent;
 
 use crate::directory::Setup;
-use crate::link::{Backoff, Node, Shared};
+use crate::shared::{Backoff, Node, Shared};
 use crate::subject;
 
 /// Most messages imported in one commit.

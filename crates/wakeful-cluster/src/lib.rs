@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-cluster
 //!
 //! wakeful beyond one machine, through NATS JetStream (docs/CLUSTER.md).
@@ -30,8 +29,10 @@ pub mod diagnose;
 pub mod directory;
 pub mod import;
 mod link;
+mod shared;
 pub mod ship;
 pub mod subject;
 
 pub use config::{ClusterConfig, TlsConfig};
-pub use link::{BoxFuture, Link, LinkError, Node};
+pub use link::Link;
+pub use shared::{BoxFuture, LinkError, Node};

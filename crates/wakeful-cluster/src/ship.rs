@@ -22,7 +22,7 @@ use wakeful_core::journal::JournalEntry;
 use wakeful_engine::Hub;
 
 use crate::directory::Setup;
-use crate::link::{Backoff, Shared};
+use crate::shared::{Backoff, Shared};
 use crate::subject;
 
 /// Events published before their acknowledgements are awaited.

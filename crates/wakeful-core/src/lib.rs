@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-core
 //!
 //! The vocabulary of wakeful and the pure logic that turns a source's bytes into

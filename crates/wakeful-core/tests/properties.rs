@@ -6,6 +6,9 @@
 //! Bounded in CI by proptest's default of 256 cases a property (about a
 //! second); for a longer run: `PROPTEST_CASES=100000 cargo test -p
 //! wakeful-core --test properties` (docs/SECURITY.md).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::TimeZone;
 use proptest::prelude::*;

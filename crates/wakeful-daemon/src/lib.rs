@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-daemon
 //!
 //! The process that owns every monitor and the store, and serves the socket

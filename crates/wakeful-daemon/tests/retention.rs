@@ -1,6 +1,9 @@
 //! Retention over simulated time: a month of chatty monitors in a real
 //! store and real output files, pruned by the daemon's own prune with the
 //! clock passed in (docs/STORAGE.md).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;

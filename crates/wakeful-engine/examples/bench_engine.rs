@@ -22,6 +22,8 @@
 //!    timed until the `lines` event carrying it reaches a subscriber; and the
 //!    same line appended to a file followed by `tail -F FILE | grep
 //!    --line-buffered PATTERN`, timed until it is read from grep's stdout.
+// A benchmark: a failed step ends the run with its reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-engine
 //!
 //! Runs monitors: the IO edge around the pure state machines of
@@ -14,7 +13,8 @@
 //! - [`process`]: process groups, process trees, cgroups, the reaper, and
 //!   stopping everything a command started.
 //! - [`terminal`]: managed commands that monitors attach to.
-//! - [`net_policy`]: which addresses network sources may reach.
+//! - [`net`]: which addresses network sources may reach, and an HTTP
+//!   client that keeps to it.
 //! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
 //! - [`output`]: output files, bounded by their caps and the disk.
 //! - [`disk`]: the free space of the state directory's filesystem.
@@ -23,7 +23,7 @@ pub mod disk;
 mod feed;
 pub mod hub;
 mod monitor;
-pub mod net_policy;
+pub mod net;
 pub mod output;
 pub mod process;
 pub mod registry;
@@ -36,7 +36,7 @@ pub use hub::{
     AppendError, Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay,
     DEFAULT_FOLD_DELAY,
 };
-pub use net_policy::NetPolicy;
+pub use net::NetPolicy;
 pub use output::OutputBudget;
 pub use registry::{
     new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,

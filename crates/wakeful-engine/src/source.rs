@@ -11,7 +11,7 @@ use std::time::Duration;
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::{MonitorSpec, MonitorStopReason, Stream};
 
-use crate::net_policy::NetPolicy;
+use crate::net::NetPolicy;
 
 /// How a monitor's process is launched and stopped.
 #[derive(Debug, Clone)]

@@ -1,6 +1,9 @@
 //! The engine against real processes: process groups, stops, floods, line
 //! handling, timeouts. No fixed sleeps: every wait is on a condition with one
 //! deadline.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,9 @@
 //! File, poll, WebSocket and terminal sources against real files, processes
 //! and a WebSocket server on loopback. No fixed sleeps: every wait is on a
 //! condition with one deadline.
-
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 // tungstenite's handshake callback must return its (large) error response type.
 #![allow(clippy::result_large_err)]
 

@@ -14,8 +14,6 @@
 //!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
-#![warn(missing_docs)]
-
 pub mod args;
 pub mod channel;
 pub mod server;

@@ -26,7 +26,6 @@
 //!   read and checked so that every problem shows at once.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,9 @@
 //! its own). Each is snapshot-tested (human rendering and JSON) and checked against a
 //! table of the diagnostic codes it must produce, so a wrong snapshot cannot pass
 //! silently.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::fs;

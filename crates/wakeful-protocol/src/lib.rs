@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-protocol
 //!
 //! The contract between wakeful's daemon and its clients (the CLI, the MCP
@@ -32,6 +31,7 @@ pub mod output;
 pub mod paths;
 pub mod reply;
 pub mod request;
+pub mod route;
 pub mod view;
 
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};

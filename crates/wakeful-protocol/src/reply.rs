@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use wakeful_core::Event;
 
 #[allow(unused_imports)] // rustdoc links
-use crate::request::Request;
-use crate::request::WakeAdapter;
+use crate::route::WakeAdapter;
 
 /// One line from the daemon, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,7 +23,7 @@ pub enum Reply {
         /// The event.
         event: Event,
     },
-    /// The end of a `wait` batch; answer with [`Request::Ack`].
+    /// The end of a `wait` batch; answer with [`Request::Ack`](crate::Request::Ack).
     Batch {
         /// The seq of its last event.
         last_seq: u64,
@@ -97,7 +96,7 @@ impl ErrorKind {
     }
 }
 
-/// Result of [`Request::Status`] (`status --json`).
+/// Result of [`Request::Status`](crate::Request::Status) (`status --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     /// The daemon's process id.
@@ -226,7 +225,7 @@ pub struct PrunedMonitor {
     pub cause: wakeful_core::storage::PruneCause,
 }
 
-/// Result of [`Request::Start`] (`start --json`).
+/// Result of [`Request::Start`](crate::Request::Start) (`start --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StartResult {
     /// The monitor id.
@@ -244,7 +243,7 @@ pub struct StartResult {
     pub wake: crate::WakeInfo,
 }
 
-/// Result of [`Request::Run`] (`run --json`).
+/// Result of [`Request::Run`](crate::Request::Run) (`run --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunResult {
     /// The terminal id (`term-…`).
@@ -260,7 +259,7 @@ pub struct RunResult {
     pub wake: crate::WakeInfo,
 }
 
-/// Result of [`Request::SessionEnd`].
+/// Result of [`Request::SessionEnd`](crate::Request::SessionEnd).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionEndResult {
     /// The session.
@@ -269,14 +268,14 @@ pub struct SessionEndResult {
     pub stopped: Vec<String>,
 }
 
-/// Result of [`Request::Shutdown`].
+/// Result of [`Request::Shutdown`](crate::Request::Shutdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShutdownResult {
     /// The daemon's process id.
     pub pid: u32,
 }
 
-/// The `ok` that ends a finite event stream ([`Request::Events`] without
+/// The `ok` that ends a finite event stream ([`Request::Events`](crate::Request::Events) without
 /// `follow`, or a monitor's stream after its final event).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamEnd {
@@ -284,14 +283,14 @@ pub struct StreamEnd {
     pub last_seq: u64,
 }
 
-/// The `ok` that ends a [`Request::Wait`] without `follow`.
+/// The `ok` that ends a [`Request::Wait`](crate::Request::Wait) without `follow`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Acked {
     /// The consumer's cursor now.
     pub acked: u64,
 }
 
-/// Result of [`Request::Import`].
+/// Result of [`Request::Import`](crate::Request::Import).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportResult {
     /// Events stored (each with a new seq).
@@ -303,7 +302,7 @@ pub struct ImportResult {
     pub monitors: u64,
 }
 
-/// Result of [`Request::WakeClear`].
+/// Result of [`Request::WakeClear`](crate::Request::WakeClear).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeClearResult {
     /// The session.
@@ -370,7 +369,7 @@ pub enum WakeDelivery {
     },
 }
 
-/// Result of [`Request::WakeShow`] and [`Request::WakeSet`]: a session's
+/// Result of [`Request::WakeShow`](crate::Request::WakeShow) and [`Request::WakeSet`](crate::Request::WakeSet): a session's
 /// route and its delivery state (`wake show --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeStatus {
@@ -421,7 +420,7 @@ pub struct DeliveryAttempt {
 }
 
 /// One consumer of a session's events (an element of the result of
-/// [`Request::Consumers`]).
+/// [`Request::Consumers`](crate::Request::Consumers)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerInfo {
     /// The session.

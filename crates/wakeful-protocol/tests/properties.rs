@@ -6,6 +6,9 @@
 //! Bounded in CI by proptest's default of 256 cases a property; for a
 //! longer run: `PROPTEST_CASES=100000 cargo test -p wakeful-protocol --test
 //! properties` (docs/SECURITY.md).
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
 use wakeful_protocol::frame::{parse_request, FrameError, Framer};

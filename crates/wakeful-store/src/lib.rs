@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-store
 //!
 //! The durable log: events, monitors and consumer cursors in one SQLite

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! # wakeful-view
 //!
 //! The live view of wakeful for people: what runs, its latest lines, the

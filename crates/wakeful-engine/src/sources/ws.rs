@@ -23,7 +23,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::{MonitorStopReason, Stream};
 
-use crate::net_policy::NetPolicy;
+use crate::net::NetPolicy;
 use crate::source::{Input, InputSource};
 
 /// Largest frame or message accepted.

@@ -1,5 +1,5 @@
-//! A small HTTP/1.1 client for the wake adapters (OpenCode, webhooks), on
-//! hyper. The host is resolved once and the address that passed the network
+//! A small HTTP/1.1 client for the wake adapters (OpenCode, webhooks) and
+//! the OTLP export, on hyper. The host is resolved once and the address that passed the network
 //! policy is the one connected to (TLS for `https`, with the host name for
 //! SNI and certificate checks), so a DNS answer that changes between check
 //! and connect cannot reach a refused address.
@@ -8,12 +8,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::NetPolicy;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use wakeful_engine::NetPolicy;
 
 /// How long one request may take, connection included.
 const TIMEOUT: Duration = Duration::from_secs(20);

@@ -4,13 +4,9 @@
 //! table of config.toml, or automatically for sessions started inside Codex)
 //! has one *waker* task. It follows the session's events through the consumer
 //! `wake`, asks the pure [`WakeMachine`] what to deliver, hands each wake to
-//! the route's adapter, and moves the consumer's cursor only when the
+//! the route's adapter (in `wakeful-agents`), and moves the consumer's cursor only when the
 //! adapter says the agent accepted it. See [`wakeful_core::wake`] for the
 //! single-flight, coalescing, retry and give-up rules.
-
-pub mod adapters;
-pub mod codex;
-pub mod http;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,7 +21,7 @@ use wakeful_engine::{MonitorRegistry, NetPolicy};
 use wakeful_protocol::{RouteSource, WakeDelivery, WakeStatus};
 use wakeful_store::StoreReader;
 
-use adapters::{Adapter, Wake};
+use wakeful_agents::wake::{self as adapters, Adapter, Wake};
 
 /// The consumer whose cursor wakes move.
 pub const CONSUMER: &str = "wake";

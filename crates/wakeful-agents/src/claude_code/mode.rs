@@ -182,8 +182,11 @@ pub enum Via {
 /// The Claude Code process a hook runs under and its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Found {
+    /// Its pid.
     pub pid: u32,
+    /// How it was found.
     pub via: Via,
+    /// Whether it awaits async hooks.
     pub mode: Mode,
 }
 

@@ -285,7 +285,7 @@ pub async fn post(
     traces: &Value,
     logs: &Value,
 ) -> Result<(), Failure> {
-    use wakeful_daemon::wake::http::{request, Reach};
+    use wakeful_engine::net::http::{request, Reach};
     let config = wakeful_daemon::config::Config::load(&paths.config_file)
         .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     let policy = wakeful_engine::NetPolicy::new(&config.network.allow)

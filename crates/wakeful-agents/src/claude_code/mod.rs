@@ -1,5 +1,7 @@
-//! `wakeful hook …`: the commands behind the Claude Code plugin
-//! (`integrations/claude-code/`), which bring a session's events to Claude.
+//! Claude Code: the commands behind its plugin (`wakeful hook …`,
+//! `integrations/claude-code/`), which bring a session's events to Claude;
+//! how to tell whether a Claude Code process awaits its async hooks
+//! ([`mode`]); and the plugin's files and monitors ([`plugin`]).
 //!
 //! Three paths deliver events, and all of them read and move the cursor of
 //! one consumer, [`CONSUMER`] (`claude`), of the session. The daemon hands a
@@ -14,7 +16,7 @@
 //!   `bench/claude_wake_latency.py`).
 //!   Under a Claude Code print run (`claude -p`), which waits for asyncRewake
 //!   hooks instead of running them in the background, it exits 0 at once
-//!   ([`crate::claude_mode`]); the Stop hook then delivers.
+//!   ([`mode`]); the Stop hook then delivers.
 //! - `wakeful hook monitor`, the plugin monitor (`when: "always"`), the
 //!   fallback: a lossless follower that prints one line per event, as a
 //!   waiter that stands by (`fallback`): the daemon hands it a batch only
@@ -48,102 +50,36 @@
 //! Claude Code process, the hook input's `session_id`,
 //! `$CLAUDE_CODE_SESSION_ID`.
 
-use std::io::{IsTerminal, Read, Write};
+pub mod mode;
+pub mod plugin;
+
+use std::io::Write;
 use std::time::Duration;
 
 use serde_json::json;
 use wakeful_client::{connect, connect_existing, Connection, Paths};
 use wakeful_core::present::{self, sanitize_for_model};
+use wakeful_protocol::{Reply, Request};
 
-use wakeful_protocol::{ErrorKind, Reply, Request};
-
-use crate::claude_mode;
-use crate::cli::HookCommand;
-use crate::process_record;
-use crate::{exit, Failure};
+#[cfg(test)]
+use crate::hook::parse_input;
+use crate::hook::{
+    digest_text, env, read_input, resolve_session, stop_may_block, take_batch, take_now,
+    AgentProcess, HookInput, MAX_EVENT_BYTES,
+};
+use crate::{process_record, Error};
 
 /// The consumer all three paths share.
 pub const CONSUMER: &str = "claude";
-/// Largest event body in a notification line or a framed block; longer
-/// text is cut with a pointer to the output file.
-pub const MAX_EVENT_BYTES: usize = 16 * 1024;
-/// Largest framed text handed to a hook at once; the events that do not
-/// fit stay unacknowledged for the next delivery.
-pub const MAX_FRAMED_BYTES: usize = 48 * 1024;
 /// The rewake hook gives up (exit 0) after this long by default: a minute
 /// under the hook's `timeout` of 86400 s in `hooks/hooks.json`.
 pub const REWAKE_TIMEOUT_MS: u64 = 86_340_000;
-/// How long a hook waits for its JSON on stdin.
-const STDIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reconnection backoff of the bridge: from this…
 const MIN_RETRY: Duration = Duration::from_millis(50);
 /// …doubling up to this.
 const MAX_RETRY: Duration = Duration::from_secs(1);
 
 // ------------------------------------------------------------ pure parts
-
-/// What a hook reads from its stdin (Claude Code's hook input).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct HookInput {
-    /// `session_id`.
-    pub session_id: Option<String>,
-    /// `stop_hook_active`: the turn already continues because of a Stop hook.
-    pub stop_hook_active: bool,
-    /// `hook_event_name`.
-    pub hook_event_name: Option<String>,
-}
-
-/// Parses a hook's stdin. Empty input is no input; anything else must be a
-/// JSON object.
-pub fn parse_input(text: &str) -> Result<HookInput, String> {
-    if text.trim().is_empty() {
-        return Ok(HookInput::default());
-    }
-    let v: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| format!("the hook input on stdin is not JSON: {e}"))?;
-    let Some(o) = v.as_object() else {
-        return Err("the hook input on stdin is not a JSON object".into());
-    };
-    let string = |k: &str| {
-        o.get(k)
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-    };
-    Ok(HookInput {
-        session_id: string("session_id"),
-        stop_hook_active: o
-            .get("stop_hook_active")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false),
-        hook_event_name: string("hook_event_name"),
-    })
-}
-
-/// Whether the Stop hook may hand events over: never while the turn already
-/// continues because of a Stop hook (that would keep it going forever).
-pub fn stop_may_block(input: &HookInput) -> bool {
-    !input.stop_hook_active
-}
-
-/// The session a hook or the bridge speaks for (see the module docs), or
-/// `None` when nothing names one. `recorded` is the session recorded for
-/// the agent's process, `agent_var` the agent's own session variable
-/// (`CLAUDE_CODE_SESSION_ID`, `GEMINI_SESSION_ID`).
-pub fn resolve_session(
-    explicit: Option<&str>,
-    env: impl Fn(&str) -> Option<String>,
-    recorded: Option<&str>,
-    input: &HookInput,
-    agent_var: &str,
-) -> Option<String> {
-    let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(String::from);
-    non_empty(explicit)
-        .or_else(|| non_empty(env("WAKEFUL_SESSION").as_deref()))
-        .or_else(|| non_empty(recorded))
-        .or_else(|| non_empty(input.session_id.as_deref()))
-        .or_else(|| non_empty(env(agent_var).as_deref()))
-}
 
 /// Claude Code's session variable.
 const CLAUDE_VAR: &str = "CLAUDE_CODE_SESSION_ID";
@@ -172,83 +108,16 @@ pub fn env_file_line(session: &str) -> String {
 
 // ------------------------------------------------------------ IO
 
-/// Runs `wakeful hook …` (the Gemini CLI hooks are in [`crate::gemini`]).
-/// A hook's failures exit 1 (never 2, which Claude Code reads as "show this
-/// to the model" and Gemini CLI as "block").
-pub async fn run(
-    paths: &Paths,
-    explicit_session: Option<&str>,
-    command: HookCommand,
-) -> Result<u8, Failure> {
-    let result = match command {
-        HookCommand::Monitor { consumer } => monitor(paths, explicit_session, &consumer).await,
-        HookCommand::Rewake {
-            consumer,
-            timeout_ms,
-        } => rewake(paths, explicit_session, &consumer, timeout_ms).await,
-        HookCommand::Stop { consumer } => stop(paths, explicit_session, &consumer).await,
-        HookCommand::SessionStart => session_start(paths, explicit_session).await,
-        HookCommand::GeminiSessionStart => {
-            crate::gemini::session_start(paths, explicit_session).await
-        }
-        HookCommand::GeminiAfterTool { consumer } => {
-            crate::gemini::after_tool(paths, explicit_session, &consumer).await
-        }
-        HookCommand::GeminiAfterAgent { consumer } => {
-            crate::gemini::after_agent(paths, explicit_session, &consumer).await
-        }
-    };
-    match result {
-        Ok(code) => Ok(code),
-        Err(f) => {
-            eprintln!("wakeful hook: {}", f.message);
-            Ok(exit::FAILURE)
-        }
-    }
-}
-
-fn env(k: &str) -> Option<String> {
-    std::env::var(k).ok()
-}
-
-/// Reads the hook input from stdin (not from a terminal, and not longer
-/// than [`STDIN_TIMEOUT`]).
-pub(crate) async fn read_input() -> Result<HookInput, Failure> {
-    if std::io::stdin().is_terminal() {
-        return Ok(HookInput::default());
-    }
-    let read = tokio::task::spawn_blocking(|| {
-        let mut text = String::new();
-        std::io::stdin()
-            .take(1024 * 1024)
-            .read_to_string(&mut text)
-            .map(|_| text)
-    });
-    let text = match tokio::time::timeout(STDIN_TIMEOUT, read).await {
-        Ok(Ok(Ok(text))) => text,
-        Ok(Ok(Err(e))) => return Err(Failure::new(exit::FAILURE, format!("stdin: {e}"))),
-        Ok(Err(e)) => return Err(Failure::new(exit::FAILURE, e.to_string())),
-        Err(_) => String::new(),
-    };
-    parse_input(&text).map_err(|e| Failure::new(exit::FAILURE, e))
-}
-
 /// The session for a hook with `input`, recording the Claude Code process's
 /// session when this is its first hook.
-fn session_for(
-    paths: &Paths,
-    explicit: Option<&str>,
-    input: &HookInput,
-) -> Result<String, Failure> {
+fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
     let recorded = if explicit.is_none() && env("WAKEFUL_SESSION").is_none_or(|s| s.is_empty()) {
         current_session(env, input).and_then(|current| process_session(paths, &current))
     } else {
         None
     };
     resolve_session(explicit, env, recorded.as_deref(), input, CLAUDE_VAR).ok_or_else(|| {
-        Failure::new(
-            exit::USAGE,
-            "no session: run this from a Claude Code hook or monitor (session_id on stdin, or $CLAUDE_CODE_SESSION_ID), or pass --session",
+        Error::usage("no session: run this from a Claude Code hook or monitor (session_id on stdin, or $CLAUDE_CODE_SESSION_ID), or pass --session",
         )
     })
 }
@@ -318,7 +187,7 @@ fn hold_bridge_lock(
 
 /// Whether a bridge (`wakeful hook monitor`) of this session and consumer
 /// is running.
-pub(crate) fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool {
+pub fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool {
     let Ok(file) = std::fs::File::options()
         .write(true)
         .open(bridge_lock(paths, session, consumer))
@@ -334,7 +203,7 @@ pub(crate) fn bridge_alive(paths: &Paths, session: &str, consumer: &str) -> bool
 /// `wakeful hook session-start`: a synchronous SessionStart hook. Records
 /// the Claude Code process's session and exports it to the session's Bash
 /// commands as `WAKEFUL_SESSION` (through `$CLAUDE_ENV_FILE`).
-async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Failure> {
+pub async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Error> {
     let input = read_input().await?;
     let session = session_for(paths, explicit, &input)?;
     // Unless the user chose the session (Bash has it already).
@@ -344,9 +213,9 @@ async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Fail
             .create(true)
             .append(true)
             .open(&file)
-            .map_err(|e| Failure::new(exit::FAILURE, format!("{file}: {e}")))?;
+            .map_err(|e| Error::failed(format!("{file}: {e}")))?;
         f.write_all(env_file_line(&session).as_bytes())
-            .map_err(|e| Failure::new(exit::FAILURE, format!("{file}: {e}")))?;
+            .map_err(|e| Error::failed(format!("{file}: {e}")))?;
     }
     // The resume digest, as context for the model: which monitors run and
     // which ended since it last saw them. Without a daemon there is none.
@@ -364,95 +233,24 @@ async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Fail
     Ok(0)
 }
 
-/// The session's resume digest for a shell-using agent, if there is
-/// anything to say and a daemon runs.
-pub(crate) async fn digest_text(paths: &Paths, session: &str) -> Option<String> {
-    wakeful_client::digest(paths, session)
-        .await?
-        .text(wakeful_core::digest::Reader::Cli)
-}
-
-/// The Claude Code process a hook or the bridge serves, watched through a
-/// pidfd: `$CLAUDE_PID` (Claude Code sets it for hooks and the commands it
-/// runs) or the nearest ancestor that is Claude Code, else the process
-/// that started this one. Its reader is gone once that process is: a
-/// batch written after it left (into an output file, or a pipe some other
-/// process still holds) is never acknowledged.
-pub(crate) struct Claude {
-    fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
-}
-
-impl Claude {
-    /// Watches the process that started this one (another agent's hook).
-    pub(crate) fn parent() -> Claude {
-        Claude {
-            fd: Self::open(nix::unistd::getppid().as_raw()),
-        }
-    }
-
-    /// Watches the Claude Code process of this one (see the type).
-    pub(crate) fn watch() -> Claude {
-        let pid = claude_mode::claude_process(env("CLAUDE_PID").as_deref())
-            .and_then(|p| i32::try_from(p).ok())
-            .unwrap_or_else(|| nix::unistd::getppid().as_raw());
-        Claude {
-            fd: Self::open(pid),
-        }
-    }
-
-    fn open(pid: i32) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
-        if pid <= 1 {
-            return None;
-        }
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor (or -1); no memory is passed.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-        // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
-        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-        // SAFETY: `owned` is a valid open descriptor, owned by the AsyncFd and
-        // closed only when it is dropped.
-        unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
-        }
-        .ok()
-    }
-
-    /// Whether the process has exited (its pidfd is readable).
-    pub(crate) fn is_gone(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        let Some(fd) = &self.fd else {
-            return false;
-        };
-        let mut pfd = libc::pollfd {
-            fd: fd.get_ref().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, a zero timeout.
-        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
-    }
-
-    /// Completes when the process has exited; never, when it cannot be
-    /// watched.
-    pub(crate) async fn gone(&self) {
-        match &self.fd {
-            Some(fd) => {
-                let _ = fd.readable().await;
-            }
-            None => std::future::pending().await,
-        }
-    }
+/// Watches the Claude Code process of this one: `$CLAUDE_PID` (Claude Code
+/// sets it for hooks and the commands it runs) or the nearest ancestor that
+/// is Claude Code, else the process that started this one.
+fn watch_claude() -> AgentProcess {
+    let pid = mode::claude_process(env("CLAUDE_PID").as_deref())
+        .and_then(|p| i32::try_from(p).ok())
+        .unwrap_or_else(|| nix::unistd::getppid().as_raw());
+    AgentProcess::pid(pid)
 }
 
 /// `wakeful hook monitor`: the plugin monitor's command.
-async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u8, Failure> {
+pub async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u8, Error> {
     let session = session_for(paths, explicit, &HookInput::default())?;
     // Says that a bridge runs (for `wakeful doctor` and people).
     let _lock = hold_bridge_lock(paths, &session, consumer).map_err(|e| {
         eprintln!("wakeful hook monitor: cannot take the bridge lock: {e}");
     });
-    let claude = Claude::watch();
+    let claude = watch_claude();
     let parent = claude.gone();
     tokio::pin!(parent);
     let mut descriptions = wakeful_client::describe::Descriptions::default();
@@ -539,7 +337,7 @@ async fn follow(
     session: &str,
     consumer: &str,
     descriptions: &mut wakeful_client::describe::Descriptions,
-    claude: &Claude,
+    claude: &AgentProcess,
 ) -> Followed {
     let sent = conn
         .send(Request::Wait {
@@ -606,87 +404,13 @@ async fn follow(
     }
 }
 
-/// A `wait` for what `consumer` has now, without waiting (the hooks that
-/// run at a point of the turn); `all`: every unacknowledged event, not only
-/// up to the last one that wakes.
-pub(crate) fn take_now(session: String, consumer: &str, all: bool) -> Request {
-    Request::Wait {
-        session,
-        consumer: consumer.to_string(),
-        timeout_ms: Some(0),
-        follow: false,
-        exclusive: false,
-        all,
-        fallback: false,
-        monitor: None,
-    }
-}
-
-/// One batch of the consumer's events, taken through `wait`: `Ok(None)`
-/// when there was nothing (timeout, superseded, or the daemon went away).
-/// `deliver` hands the framed text on; only when it succeeds, and `agent`
-/// (the process that reads it) is still there, are the events it held
-/// acknowledged.
-pub(crate) async fn take_batch(
-    paths: &Paths,
-    mut conn: Connection,
-    request: Request,
-    agent: Claude,
-    deliver: impl FnOnce(&str) -> std::io::Result<()>,
-) -> Result<Option<usize>, Failure> {
-    conn.send(request).await?;
-    let mut events = Vec::new();
-    let claude = agent;
-    let parent = claude.gone();
-    tokio::pin!(parent);
-    loop {
-        let reply = tokio::select! {
-            r = conn.next() => r,
-            _ = &mut parent => return Ok(None),
-        };
-        match reply {
-            Ok(Some(Reply::Event { event })) => events.push(event),
-            Ok(Some(Reply::Batch { .. })) => {
-                let described = wakeful_client::describe::Descriptions::default()
-                    .describe(paths, std::mem::take(&mut events))
-                    .await;
-                let (text, n) = present::batch(&described, MAX_FRAMED_BYTES, MAX_EVENT_BYTES, None);
-                let Some((last, _)) = described.get(n.wrapping_sub(1)) else {
-                    return Ok(None);
-                };
-                if claude.is_gone() {
-                    return Ok(None);
-                }
-                deliver(&text)?;
-                if claude.is_gone() {
-                    // Written after Claude Code left: nobody read it.
-                    return Ok(None);
-                }
-                conn.send(Request::Ack { seq: last.seq }).await?;
-                // The daemon records the acknowledgement before it answers.
-                let _ = conn.next().await;
-                return Ok(Some(n));
-            }
-            Ok(Some(Reply::Ok { .. })) | Ok(None) => return Ok(None),
-            Ok(Some(Reply::Error { kind, message })) => {
-                return match kind {
-                    ErrorKind::Timeout | ErrorKind::Superseded => Ok(None),
-                    _ => Err(Failure::new(exit::FAILURE, message)),
-                }
-            }
-            // The daemon went away: the next hook or the bridge goes on.
-            Err(_) => return Ok(None),
-        }
-    }
-}
-
 /// `wakeful hook rewake`: an `asyncRewake` hook.
-async fn rewake(
+pub async fn rewake(
     paths: &Paths,
     explicit: Option<&str>,
     consumer: &str,
     timeout_ms: u64,
-) -> Result<u8, Failure> {
+) -> Result<u8, Error> {
     let input = read_input().await?;
     if awaited_by_claude_code() {
         // Waiting would hold back the print run's first request (SessionStart)
@@ -708,7 +432,7 @@ async fn rewake(
         monitor: None,
     };
     let conn = connect(paths).await?;
-    let taken = take_batch(paths, conn, request, Claude::watch(), |text| {
+    let taken = take_batch(paths, conn, request, watch_claude(), |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -722,13 +446,13 @@ async fn rewake(
 /// hooks (a print run): `$WAKEFUL_CLAUDE_MODE` when it says, else detected
 /// from the process; when there is no Claude Code process to be found, no.
 fn awaited_by_claude_code() -> bool {
-    claude_mode::forced(env(claude_mode::MODE_ENV).as_deref())
-        .or_else(|| claude_mode::detect(env("CLAUDE_PID").as_deref()).map(|f| f.mode))
-        .is_some_and(claude_mode::Mode::awaits_async_hooks)
+    mode::forced(env(mode::MODE_ENV).as_deref())
+        .or_else(|| mode::detect(env("CLAUDE_PID").as_deref()).map(|f| f.mode))
+        .is_some_and(mode::Mode::awaits_async_hooks)
 }
 
 /// `wakeful hook stop`: a Stop hook.
-async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u8, Failure> {
+pub async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u8, Error> {
     let input = read_input().await?;
     if !stop_may_block(&input) {
         return Ok(0);
@@ -740,7 +464,7 @@ async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Result<u
         paths,
         connect(paths).await?,
         request,
-        Claude::watch(),
+        watch_claude(),
         |text| {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{}", stop_output(text))?;

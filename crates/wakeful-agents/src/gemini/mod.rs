@@ -57,9 +57,9 @@ use std::io::Write;
 use serde_json::json;
 use wakeful_client::{connect_existing, Paths};
 
-use crate::claude_mode::{nearest_ancestor, AgentProgram};
+use crate::claude_code::mode::{nearest_ancestor, AgentProgram};
 use crate::hook::{self, HookInput};
-use crate::{exit, process_record, Failure};
+use crate::{process_record, Error};
 
 /// The consumer the Gemini hooks share.
 pub const CONSUMER: &str = "gemini";
@@ -121,11 +121,7 @@ pub fn shell_session(paths: &Paths) -> Option<String> {
 
 /// The session for a hook with `input`, recording the Gemini process's
 /// session when this is its first hook.
-fn session_for(
-    paths: &Paths,
-    explicit: Option<&str>,
-    input: &HookInput,
-) -> Result<String, Failure> {
+fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
     let chosen = explicit.is_some() || env("WAKEFUL_SESSION").is_some_and(|s| !s.is_empty());
     let recorded = if chosen {
         None
@@ -140,9 +136,7 @@ fn session_for(
             })
     };
     hook::resolve_session(explicit, env, recorded.as_deref(), input, "GEMINI_SESSION_ID").ok_or_else(|| {
-        Failure::new(
-            exit::USAGE,
-            "no session: run this from a Gemini CLI hook (session_id on stdin, or $GEMINI_SESSION_ID), or pass --session",
+        Error::usage("no session: run this from a Gemini CLI hook (session_id on stdin, or $GEMINI_SESSION_ID), or pass --session",
         )
     })
 }
@@ -154,7 +148,7 @@ fn print_json(text: &str) -> std::io::Result<()> {
 }
 
 /// `wakeful hook gemini-session-start`.
-pub(crate) async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Failure> {
+pub async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, Error> {
     let input = hook::read_input().await?;
     let session = session_for(paths, explicit, &input)?;
     // Without a daemon, or with nothing to say, there is no digest.
@@ -173,7 +167,7 @@ async fn drain(
     consumer: &str,
     all: bool,
     render: fn(&str) -> String,
-) -> Result<u8, Failure> {
+) -> Result<u8, Error> {
     let request = hook::take_now(session, consumer, all);
     // A hook that runs after every tool call does not start a daemon: with
     // none running, nothing is delivered now (what is stored waits for the
@@ -181,7 +175,7 @@ async fn drain(
     let Ok(conn) = connect_existing(paths).await else {
         return Ok(0);
     };
-    hook::take_batch(paths, conn, request, hook::Claude::parent(), |text| {
+    hook::take_batch(paths, conn, request, hook::AgentProcess::parent(), |text| {
         print_json(&render(text))
     })
     .await?;
@@ -189,11 +183,11 @@ async fn drain(
 }
 
 /// `wakeful hook gemini-after-tool`.
-pub(crate) async fn after_tool(
+pub async fn after_tool(
     paths: &Paths,
     explicit: Option<&str>,
     consumer: &str,
-) -> Result<u8, Failure> {
+) -> Result<u8, Error> {
     let input = hook::read_input().await?;
     let session = session_for(paths, explicit, &input)?;
     // Mid-turn: what wakes, with the quieter events before it.
@@ -201,11 +195,11 @@ pub(crate) async fn after_tool(
 }
 
 /// `wakeful hook gemini-after-agent`.
-pub(crate) async fn after_agent(
+pub async fn after_agent(
     paths: &Paths,
     explicit: Option<&str>,
     consumer: &str,
-) -> Result<u8, Failure> {
+) -> Result<u8, Error> {
     let input = hook::read_input().await?;
     if !hook::stop_may_block(&input) {
         return Ok(0);
@@ -218,7 +212,7 @@ pub(crate) async fn after_agent(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude_mode::is_agent;
+    use crate::claude_code::mode::is_agent;
 
     #[test]
     fn outputs_are_gemini_hook_json() {

@@ -18,7 +18,7 @@ use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use jsonc_parser::ParseOptions;
 use serde_json::{json, Value};
 
-use crate::{exit, Failure};
+use crate::Error;
 
 /// Gemini's default hook timeout is 60 s; ours never wait, so a stuck
 /// daemon costs at most this much of a turn.
@@ -310,7 +310,7 @@ fn warnings(root: &serde_json::Map<String, Value>) -> Vec<String> {
 
 /// The settings file: `<dir>/.gemini/settings.json` for a project, else the
 /// user's, under `$GEMINI_CLI_HOME` or `$HOME` (as Gemini finds it).
-pub fn settings_path(project: Option<&Path>) -> Result<PathBuf, Failure> {
+pub fn settings_path(project: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(dir) = project {
         return Ok(dir.join(".gemini").join("settings.json"));
     }
@@ -318,9 +318,7 @@ pub fn settings_path(project: Option<&Path>) -> Result<PathBuf, Failure> {
         .iter()
         .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()))
         .ok_or_else(|| {
-            Failure::new(
-                exit::USAGE,
-                "cannot find Gemini's settings: neither $GEMINI_CLI_HOME nor $HOME is set; pass --project DIR",
+            Error::usage("cannot find Gemini's settings: neither $GEMINI_CLI_HOME nor $HOME is set; pass --project DIR",
             )
         })?;
     Ok(PathBuf::from(home).join(".gemini").join("settings.json"))
@@ -329,17 +327,22 @@ pub fn settings_path(project: Option<&Path>) -> Result<PathBuf, Failure> {
 /// What `install` did.
 #[derive(Debug)]
 pub struct Installed {
+    /// The settings file.
     pub path: PathBuf,
+    /// Whether it did not exist before.
     pub created: bool,
+    /// The events whose wakeful hooks were added or replaced.
     pub changed: Vec<&'static str>,
+    /// The copy of the previous file, when it was changed.
     pub backup: Option<PathBuf>,
+    /// Settings in the file that keep the hooks from running.
     pub warnings: Vec<String>,
 }
 
 /// Merges wakeful's hooks into the settings file at `path` (following a
 /// symlink to the file it names).
-pub fn install(path: &Path) -> Result<Installed, Failure> {
-    let fail = |what: String| Failure::new(exit::FAILURE, what);
+pub fn install(path: &Path) -> Result<Installed, Error> {
+    let fail = |what: String| Error::failed(what);
     // A dotfile manager's symlink stays a symlink: the file it names is
     // edited.
     let target = match std::fs::canonicalize(path) {
@@ -353,9 +356,7 @@ pub fn install(path: &Path) -> Result<Installed, Failure> {
         Err(e) => return Err(fail(format!("cannot read {}: {e}", target.display()))),
     };
     let merged = merge(&text).map_err(|why| {
-        Failure::new(
-            exit::FAILURE,
-            format!(
+        Error::failed(format!(
                 "not changing {}: {why}. Fix the file, or add these entries to its \"hooks\" by hand:\n{}",
                 target.display(),
                 serde_json::to_string_pretty(&hooks_snippet()).unwrap_or_default()

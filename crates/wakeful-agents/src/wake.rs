@@ -4,36 +4,21 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
 use wakeful_core::wake::Outcome;
 use wakeful_engine::NetPolicy;
 
-use super::http::{self, Reach};
+use wakeful_engine::net::http::{self, Reach};
 pub use wakeful_protocol::WakeAdapter as Adapter;
 
-/// How long a delivery command may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// One wake to hand over.
-pub struct Wake<'a> {
-    /// The wakeful session.
-    pub session: &'a str,
-    /// `wake-<from>-<to>`.
-    pub wake_id: &'a str,
-    /// The message, framed as monitor output.
-    pub text: &'a str,
-    /// The events, as wire JSON.
-    pub events: &'a [serde_json::Value],
-}
+pub use crate::delivery::Wake;
+use crate::delivery::{http_refusal, run};
 
 /// What adapters remember between the attempts of one session's wakes.
 #[derive(Debug, Default)]
 pub struct Memory {
     /// The Codex adapter's.
-    pub codex: super::codex::Memory,
+    pub codex: crate::codex::wake::Memory,
 }
 
 /// Hands `wake` to the agent through `adapter`.
@@ -50,7 +35,7 @@ pub async fn deliver(
             codex_home,
         } => {
             let thread = thread.as_deref().unwrap_or(wake.session);
-            super::codex::deliver(
+            crate::codex::wake::deliver(
                 thread,
                 binary.as_deref(),
                 codex_home.as_deref(),
@@ -85,41 +70,14 @@ pub async fn deliver(
             opencode_session,
             directory,
         } => {
-            let base = url.trim_end_matches('/');
-            let id = opencode_session.as_deref().unwrap_or(wake.session);
-            // Whether it is busy is only informative: OpenCode queues the
-            // prompt behind a running turn.
-            let busy = match http::request(
-                "GET",
-                &format!("{base}/session/status"),
-                None,
+            crate::opencode::deliver(
+                url,
+                opencode_session.as_deref(),
+                directory.as_deref(),
+                wake,
                 policy,
-                Reach::LoopbackAndPolicy,
             )
             .await
-            {
-                Ok(r) if r.status == 200 => serde_json::from_str::<serde_json::Value>(&r.body)
-                    .ok()
-                    .is_some_and(|v| v[id]["type"] == "busy"),
-                _ => false,
-            };
-            let mut post = format!("{base}/session/{id}/prompt_async");
-            if let Some(dir) = directory {
-                post.push_str("?directory=");
-                post.push_str(&percent(dir));
-            }
-            let body = serde_json::json!({"parts": [{"type": "text", "text": wake.text}]});
-            match http::request("POST", &post, Some(&body), policy, Reach::LoopbackAndPolicy).await
-            {
-                Ok(r) if (200..300).contains(&r.status) => {
-                    if busy {
-                        tracing::info!("wake {} queued behind a busy OpenCode turn", wake.wake_id);
-                    }
-                    Outcome::Accepted
-                }
-                Ok(r) => http_refusal("OpenCode", r),
-                Err(e) => Outcome::Refused(e.to_string()),
-            }
         }
         Adapter::Webhook { url } => {
             let body = serde_json::json!({
@@ -152,78 +110,6 @@ pub async fn deliver(
             }
         }
     }
-}
-
-/// 408, 429 and 5xx are worth a retry; other statuses are a failure.
-fn http_refusal(what: &str, r: http::Response) -> Outcome {
-    let body: String = r.body.chars().take(300).collect();
-    let msg = format!("{what} answered HTTP {}: {body}", r.status);
-    if r.status == 408 || r.status == 429 || r.status >= 500 {
-        Outcome::Refused(msg)
-    } else {
-        Outcome::Failed(msg)
-    }
-}
-
-fn percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-/// Runs a program (no shell) with stdin closed; returns its exit code and
-/// the tail of its stderr.
-pub(super) async fn run(
-    program: &std::path::Path,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-) -> Result<(i32, String), String> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Registered, so that the daemon's reaper leaves its exit status to us.
-    let (mut child, _managed) = wakeful_engine::process::spawn(&mut cmd)
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-    let mut stderr = child.stderr.take();
-    let work = async {
-        let mut err = Vec::new();
-        if let Some(s) = stderr.as_mut() {
-            let _ = s.take(64 * 1024).read_to_end(&mut err).await;
-        }
-        let status = child.wait().await;
-        (status, err)
-    };
-    let (status, err) = tokio::time::timeout(COMMAND_TIMEOUT, work)
-        .await
-        .map_err(|_| {
-            format!(
-                "{} did not finish within {}s",
-                program.display(),
-                COMMAND_TIMEOUT.as_secs()
-            )
-        })?;
-    let status = status.map_err(|e| format!("waiting for {}: {e}", program.display()))?;
-    let err = String::from_utf8_lossy(&err);
-    let tail: String = err
-        .trim()
-        .chars()
-        .rev()
-        .take(300)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    Ok((status.code().unwrap_or(128), tail))
 }
 
 #[cfg(test)]

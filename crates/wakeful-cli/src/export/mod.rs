@@ -1,5 +1,11 @@
 //! `wakeful export`, `wakeful import` and `wakeful replay`: a monitor's life
-//! kept as a file (docs/EXPORT.md), loaded elsewhere, or re-run.
+//! kept as a file (docs/EXPORT.md), loaded elsewhere, or re-run. The
+//! formats: [`jsonl`] (wakeful's own, which import reads), [`otlp`]
+//! (OpenTelemetry) and [`asciicast`] (a terminal recording).
+
+pub mod asciicast;
+pub mod jsonl;
+pub mod otlp;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -7,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use wakeful_client::{connect, Connection, Paths};
-use wakeful_core::export::{origin, Export, ExportHeader, MonitorRecord, EXPORT_FORMAT_VERSION};
+use wakeful_core::export::{origin, Export, ExportHeader, EXPORT_FORMAT_VERSION};
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, ReplaySpeed, Source};
 use wakeful_protocol::{ImportResult, ImportedEvent, Reply, Request, StartResult};
 
@@ -18,28 +24,6 @@ use crate::{exit, Failure};
 const IMPORT_BATCH: usize = 500;
 /// About the most bytes of events per `import` request.
 const IMPORT_BATCH_BYTES: usize = 8 * 1024 * 1024;
-
-/// `--since`: RFC 3339, or a duration ago (`90s`, `30m`, `2h`, `7d`).
-pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    let bad = || {
-        format!("`{s}` is neither an RFC 3339 time (2026-11-30T12:00:00Z) nor a duration ago (90s, 30m, 2h, 7d)")
-    };
-    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60).ok_or_else(bad)?,
-        "h" => n.checked_mul(3600).ok_or_else(bad)?,
-        "d" => n.checked_mul(86_400).ok_or_else(bad)?,
-        _ => return Err(bad()),
-    };
-    let ago = chrono::Duration::try_seconds(seconds).ok_or_else(bad)?;
-    Utc::now().checked_sub_signed(ago).ok_or_else(bad)
-}
 
 /// This machine's host name (part of every exported event's origin).
 pub fn host_name() -> String {
@@ -147,31 +131,6 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
     })
 }
 
-fn json_err(e: serde_json::Error) -> Failure {
-    Failure::new(exit::FAILURE, format!("cannot encode the export: {e}"))
-}
-
-/// The jsonl export (docs/EXPORT.md).
-pub fn write_jsonl(out: &mut impl Write, x: &Export) -> Result<(), Failure> {
-    writeln!(
-        out,
-        "{}",
-        serde_json::to_string(&x.header).map_err(json_err)?
-    )?;
-    for e in &x.events {
-        writeln!(out, "{}", serde_json::to_string(e).map_err(json_err)?)?;
-    }
-    for m in &x.monitors {
-        let record = MonitorRecord { monitor: m.clone() };
-        writeln!(out, "{}", serde_json::to_string(&record).map_err(json_err)?)?;
-    }
-    for p in &x.prunes {
-        let record = wakeful_core::export::PruneRecordLine { prune: p.clone() };
-        writeln!(out, "{}", serde_json::to_string(&record).map_err(json_err)?)?;
-    }
-    Ok(())
-}
-
 /// `wakeful export`.
 pub async fn export(
     paths: &Paths,
@@ -189,18 +148,18 @@ pub async fn export(
     let x = collect(paths, sel).await?;
     let mut bytes = Vec::new();
     match format {
-        ExportFormat::Jsonl => write_jsonl(&mut bytes, &x)?,
+        ExportFormat::Jsonl => jsonl::write(&mut bytes, &x)?,
         ExportFormat::Otlp => {
-            let (traces, logs) = crate::otlp::requests(&x);
+            let (traces, logs) = otlp::requests(&x);
             if let Some(url) = &otlp_endpoint {
-                crate::otlp::post(paths, url, &traces, &logs).await?;
+                otlp::post(paths, url, &traces, &logs).await?;
             }
             if otlp_endpoint.is_none() || output.is_some() {
                 writeln!(bytes, "{traces}")?;
                 writeln!(bytes, "{logs}")?;
             }
         }
-        ExportFormat::Asciicast => crate::asciicast::write(&mut bytes, &x)?,
+        ExportFormat::Asciicast => asciicast::write(&mut bytes, &x)?,
     }
     match output {
         Some(path) if path.as_os_str() != "-" => std::fs::write(&path, &bytes).map_err(|e| {
@@ -219,32 +178,9 @@ pub async fn export(
     Ok(0)
 }
 
-/// Reads and checks the whole export before anything is sent (a file
-/// that breaks the format's rules changes nothing).
-fn read_file(file: &Path) -> Result<Export, Failure> {
-    let read = if file.as_os_str() == "-" {
-        Export::read(std::io::stdin().lock())
-    } else {
-        let f = std::fs::File::open(file).map_err(|e| {
-            Failure::new(
-                exit::FAILURE,
-                format!("cannot read {}: {e}", file.display()),
-            )
-        })?;
-        Export::read(std::io::BufReader::new(f))
-    };
-    read.map_err(|e| match e {
-        wakeful_core::export::ExportError::Io(e) => Failure::new(
-            exit::FAILURE,
-            format!("cannot read {}: {e}", file.display()),
-        ),
-        e => Failure::new(exit::USAGE, format!("{}: {e}", file.display())),
-    })
-}
-
 /// `wakeful import`.
 pub async fn import(paths: &Paths, file: &Path, json: bool) -> Result<u8, Failure> {
-    let export = read_file(file)?;
+    let export = jsonl::read_file(file)?;
     let host = export.header.host.clone();
     let mut conn = connect(paths).await?;
     let mut total = ImportResult {
@@ -282,7 +218,7 @@ pub async fn import(paths: &Paths, file: &Path, json: bool) -> Result<u8, Failur
         total.monitors += r.monitors;
     }
     if json {
-        crate::commands::print_json(&total)?;
+        crate::render::print_json(&total)?;
     } else {
         outln!(
             "imported {} event(s) and {} monitor(s) from {} (host {host}); {} event(s) already here",
@@ -341,7 +277,7 @@ pub async fn replay(
     args: ReplayArgs,
     json: bool,
 ) -> Result<u8, Failure> {
-    let export = read_file(&args.file)?;
+    let export = jsonl::read_file(&args.file)?;
     let id = replay_target(&export, args.monitor.as_deref())?.to_string();
     let events: Vec<&Event> = export.events_of(&id).collect();
     let (Some(first), Some(last)) = (events.first(), events.last()) else {
@@ -387,7 +323,7 @@ pub async fn replay(
         })
         .await?;
     if json {
-        crate::commands::print_json(&serde_json::json!({
+        crate::render::print_json(&serde_json::json!({
             "id": r.id,
             "session": r.session,
             "replay_of": id,
@@ -397,24 +333,4 @@ pub async fn replay(
         outln!("{}", r.id)?;
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_takes_times_and_durations_ago() {
-        let t = parse_since("2026-11-30T12:00:00Z").unwrap();
-        assert_eq!(
-            wakeful_core::event::format_ts(&t),
-            "2026-11-30T12:00:00.000Z"
-        );
-        let two_hours = parse_since("2h").unwrap();
-        let ago = Utc::now() - two_hours;
-        assert!((ago.num_seconds() - 7200).abs() <= 2, "{ago}");
-        for bad in ["", "2", "h", "2w", "-2h", "yesterday", "99999999999999999d"] {
-            assert!(parse_since(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -1,0 +1,7 @@
+//! Codex: the wake adapter that starts a turn in a Codex thread through its
+//! app-server ([`wake`], the daemon's side), and what can be told of Codex
+//! from outside ([`probe`], for `wakeful doctor`).
+
+pub mod probe;
+#[cfg(feature = "daemon")]
+pub mod wake;

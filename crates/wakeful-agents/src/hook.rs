@@ -1,0 +1,262 @@
+//! What the hooks of every agent share: the hook input on stdin, the order
+//! in which a hook finds its session, and taking one batch of a consumer's
+//! events through `wait` so that it is acknowledged only once the agent's
+//! process has it.
+
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
+
+use wakeful_client::{Connection, Paths};
+use wakeful_core::present;
+use wakeful_protocol::{ErrorKind, Reply, Request};
+
+use crate::Error;
+
+/// Largest event body in a notification line or a framed block; longer
+/// text is cut with a pointer to the output file.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024;
+/// Largest framed text handed to a hook at once; the events that do not
+/// fit stay unacknowledged for the next delivery.
+pub const MAX_FRAMED_BYTES: usize = 48 * 1024;
+/// How long a hook waits for its JSON on stdin.
+const STDIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a hook reads from its stdin (Claude Code's hook input).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HookInput {
+    /// `session_id`.
+    pub session_id: Option<String>,
+    /// `stop_hook_active`: the turn already continues because of a Stop hook.
+    pub stop_hook_active: bool,
+    /// `hook_event_name`.
+    pub hook_event_name: Option<String>,
+}
+
+/// Parses a hook's stdin. Empty input is no input; anything else must be a
+/// JSON object.
+pub fn parse_input(text: &str) -> Result<HookInput, String> {
+    if text.trim().is_empty() {
+        return Ok(HookInput::default());
+    }
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("the hook input on stdin is not JSON: {e}"))?;
+    let Some(o) = v.as_object() else {
+        return Err("the hook input on stdin is not a JSON object".into());
+    };
+    let string = |k: &str| {
+        o.get(k)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
+    Ok(HookInput {
+        session_id: string("session_id"),
+        stop_hook_active: o
+            .get("stop_hook_active")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+        hook_event_name: string("hook_event_name"),
+    })
+}
+
+/// Whether the Stop hook may hand events over: never while the turn already
+/// continues because of a Stop hook (that would keep it going forever).
+pub fn stop_may_block(input: &HookInput) -> bool {
+    !input.stop_hook_active
+}
+
+/// The session a hook or the bridge speaks for (see the module docs), or
+/// `None` when nothing names one. `recorded` is the session recorded for
+/// the agent's process, `agent_var` the agent's own session variable
+/// (`CLAUDE_CODE_SESSION_ID`, `GEMINI_SESSION_ID`).
+pub fn resolve_session(
+    explicit: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+    recorded: Option<&str>,
+    input: &HookInput,
+    agent_var: &str,
+) -> Option<String> {
+    let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(String::from);
+    non_empty(explicit)
+        .or_else(|| non_empty(env("WAKEFUL_SESSION").as_deref()))
+        .or_else(|| non_empty(recorded))
+        .or_else(|| non_empty(input.session_id.as_deref()))
+        .or_else(|| non_empty(env(agent_var).as_deref()))
+}
+
+pub(crate) fn env(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+/// Reads the hook input from stdin (not from a terminal, and not longer
+/// than [`STDIN_TIMEOUT`]).
+pub async fn read_input() -> Result<HookInput, Error> {
+    if std::io::stdin().is_terminal() {
+        return Ok(HookInput::default());
+    }
+    let read = tokio::task::spawn_blocking(|| {
+        let mut text = String::new();
+        std::io::stdin()
+            .take(1024 * 1024)
+            .read_to_string(&mut text)
+            .map(|_| text)
+    });
+    let text = match tokio::time::timeout(STDIN_TIMEOUT, read).await {
+        Ok(Ok(Ok(text))) => text,
+        Ok(Ok(Err(e))) => return Err(Error::failed(format!("stdin: {e}"))),
+        Ok(Err(e)) => return Err(Error::failed(e.to_string())),
+        Err(_) => String::new(),
+    };
+    parse_input(&text).map_err(Error::failed)
+}
+
+/// The session's resume digest for a shell-using agent, if there is
+/// anything to say and a daemon runs.
+pub async fn digest_text(paths: &Paths, session: &str) -> Option<String> {
+    wakeful_client::digest(paths, session)
+        .await?
+        .text(wakeful_core::digest::Reader::Cli)
+}
+
+/// The agent process a hook or the bridge serves, watched through a
+/// pidfd. Its reader is gone once that process is: a batch written after it
+/// left (into an output file, or a pipe some other process still holds) is
+/// never acknowledged.
+pub struct AgentProcess {
+    fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+}
+
+impl AgentProcess {
+    /// Watches the process that started this one (another agent's hook).
+    pub fn parent() -> AgentProcess {
+        AgentProcess {
+            fd: Self::open(nix::unistd::getppid().as_raw()),
+        }
+    }
+
+    /// Watches process `pid` (nothing, when it is 1 or less or cannot be
+    /// watched).
+    pub fn pid(pid: i32) -> AgentProcess {
+        AgentProcess {
+            fd: Self::open(pid),
+        }
+    }
+
+    fn open(pid: i32) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+        if pid <= 1 {
+            return None;
+        }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1); no memory is passed.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
+        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        // SAFETY: `owned` is a valid open descriptor, owned by the AsyncFd and
+        // closed only when it is dropped.
+        unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
+        }
+        .ok()
+    }
+
+    /// Whether the process has exited (its pidfd is readable).
+    pub fn is_gone(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.fd else {
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: fd.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, a zero timeout.
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+    }
+
+    /// Completes when the process has exited; never, when it cannot be
+    /// watched.
+    pub async fn gone(&self) {
+        match &self.fd {
+            Some(fd) => {
+                let _ = fd.readable().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// A `wait` for what `consumer` has now, without waiting (the hooks that
+/// run at a point of the turn); `all`: every unacknowledged event, not only
+/// up to the last one that wakes.
+pub fn take_now(session: String, consumer: &str, all: bool) -> Request {
+    Request::Wait {
+        session,
+        consumer: consumer.to_string(),
+        timeout_ms: Some(0),
+        follow: false,
+        exclusive: false,
+        all,
+        fallback: false,
+        monitor: None,
+    }
+}
+
+/// One batch of the consumer's events, taken through `wait`: `Ok(None)`
+/// when there was nothing (timeout, superseded, or the daemon went away).
+/// `deliver` hands the framed text on; only when it succeeds, and `agent`
+/// (the process that reads it) is still there, are the events it held
+/// acknowledged.
+pub async fn take_batch(
+    paths: &Paths,
+    mut conn: Connection,
+    request: Request,
+    agent: AgentProcess,
+    deliver: impl FnOnce(&str) -> std::io::Result<()>,
+) -> Result<Option<usize>, Error> {
+    conn.send(request).await?;
+    let mut events = Vec::new();
+    let claude = agent;
+    let parent = claude.gone();
+    tokio::pin!(parent);
+    loop {
+        let reply = tokio::select! {
+            r = conn.next() => r,
+            _ = &mut parent => return Ok(None),
+        };
+        match reply {
+            Ok(Some(Reply::Event { event })) => events.push(event),
+            Ok(Some(Reply::Batch { .. })) => {
+                let described = wakeful_client::describe::Descriptions::default()
+                    .describe(paths, std::mem::take(&mut events))
+                    .await;
+                let (text, n) = present::batch(&described, MAX_FRAMED_BYTES, MAX_EVENT_BYTES, None);
+                let Some((last, _)) = described.get(n.wrapping_sub(1)) else {
+                    return Ok(None);
+                };
+                if claude.is_gone() {
+                    return Ok(None);
+                }
+                deliver(&text)?;
+                if claude.is_gone() {
+                    // Written after Claude Code left: nobody read it.
+                    return Ok(None);
+                }
+                conn.send(Request::Ack { seq: last.seq }).await?;
+                // The daemon records the acknowledgement before it answers.
+                let _ = conn.next().await;
+                return Ok(Some(n));
+            }
+            Ok(Some(Reply::Ok { .. })) | Ok(None) => return Ok(None),
+            Ok(Some(Reply::Error { kind, message })) => {
+                return match kind {
+                    ErrorKind::Timeout | ErrorKind::Superseded => Ok(None),
+                    _ => Err(Error::failed(message)),
+                }
+            }
+            // The daemon went away: the next hook or the bridge goes on.
+            Err(_) => return Ok(None),
+        }
+    }
+}

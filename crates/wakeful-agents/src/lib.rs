@@ -1,0 +1,46 @@
+//! # wakeful-agents
+//!
+//! Everything wakeful knows of the agents it wakes, one module per agent:
+//!
+//! - [`claude_code`]: the hooks and plugin monitor behind the Claude Code
+//!   plugin, the probe that tells a print run from an interactive session,
+//!   and the plugin's files (embedded) and monitors;
+//! - [`gemini`]: the Gemini CLI hooks and their installer into Gemini's
+//!   `settings.json`;
+//! - [`codex`]: the wake adapter that starts a turn in a Codex thread, and a
+//!   probe of Codex's app-server and thread locks;
+//! - [`opencode`]: the wake adapter that posts a prompt to OpenCode.
+//!
+//! What the agents share: [`hook`] (hook input, the session's order, taking
+//! a batch of events), [`process_record`] (one session per agent process),
+//! [`install`] and, for the daemon, [`wake`] (the adapters behind a wake
+//! route, exec and webhook among them).
+//!
+//! Two features, as the two sides that use them: `hooks` (the client side:
+//! hooks, probes and installers, run by the `wakeful` command) and `daemon`
+//! (the wake adapters, run by the daemon). Both are on by default.
+
+#[cfg(feature = "hooks")]
+pub mod claude_code;
+pub mod codex;
+#[cfg(feature = "daemon")]
+mod delivery;
+#[cfg(feature = "hooks")]
+mod error;
+#[cfg(feature = "hooks")]
+pub mod gemini;
+#[cfg(feature = "hooks")]
+pub mod hook;
+#[cfg(feature = "hooks")]
+pub mod install;
+#[cfg(feature = "daemon")]
+pub mod opencode;
+#[cfg(feature = "hooks")]
+pub mod process_record;
+#[cfg(feature = "daemon")]
+pub mod wake;
+
+#[cfg(feature = "daemon")]
+pub use delivery::Wake;
+#[cfg(feature = "hooks")]
+pub use error::Error;
