@@ -5,7 +5,9 @@
 //! events all come back; first, its stdio transport reads the channel
 //! notifications the daemon writes into the server's stdout, between the
 //! server's own responses. `long_wait.py` waits 5 minutes in one
-//! monitor_wait with a progress token. Python is
+//! monitor_wait with a progress token, and `auto.py` is the SDK's dual-era
+//! client, which probes with `server/discover` (MCP 2026-07-28) and falls
+//! back to `initialize`. Python is
 //! `$WAKEFUL_MCP_PYTHON`, else `python3`; without the `mcp` package they are
 //! skipped, except under CI.
 
@@ -62,5 +64,19 @@ fn a_five_minute_monitor_wait_gets_progress_and_then_its_result() {
     };
     assert!(stdout.trim_end().ends_with('}'), "{stdout}");
     assert!(stdout.contains(r#"{"ok": true"#), "{stdout}");
+    assert_eq!(stdout.matches("ok   ").count(), 3, "{stdout}");
+}
+
+#[test]
+fn the_mcp_python_sdks_dual_era_client_falls_back_to_initialize() {
+    let Some(stdout) = run_script("auto.py", &[]) else {
+        return;
+    };
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with(r#"{"ok": true, "protocol": "2025-11-25"}"#),
+        "{stdout}"
+    );
     assert_eq!(stdout.matches("ok   ").count(), 3, "{stdout}");
 }

@@ -90,6 +90,8 @@ struct Inner {
     receipts: Receipts,
     /// Sessions whose resume digest this connection already gave.
     digested: Mutex<std::collections::HashSet<String>>,
+    /// A `server/discover` was answered.
+    discovered: std::sync::atomic::AtomicBool,
 }
 
 /// The state of channel push.
@@ -126,6 +128,7 @@ impl WakefulServer {
                 push: Mutex::new(Push::default()),
                 receipts: Receipts::default(),
                 digested: Mutex::new(Default::default()),
+                discovered: Default::default(),
             }),
         }
     }
@@ -148,6 +151,21 @@ impl WakefulServer {
     /// ([`crate::written::Written`]).
     pub fn receipts(&self) -> Receipts {
         self.inner.receipts.clone()
+    }
+
+    /// Whether a `server/discover` probe was answered: a client that only
+    /// probed and left ended the connection normally.
+    pub fn discovered(&self) -> bool {
+        self.inner
+            .discovered
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes that a `server/discover` probe was answered.
+    pub(crate) fn note_discovered(&self) {
+        self.inner
+            .discovered
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Stops channel push; call it when the client has gone.
@@ -510,7 +528,8 @@ impl ServerHandler for WakefulServer {
     }
 
     /// Channel push needs a session: only the revisions with an
-    /// `initialize` handshake are offered.
+    /// `initialize` handshake are offered (a `server/discover` probe is
+    /// answered by [`crate::era::Legacy`]).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(
             &ProtocolVersion::LATEST_WITH_INITIALIZE,
@@ -548,8 +567,13 @@ impl ServerHandler for WakefulServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // A client that skipped `notifications/initialized` still gets push.
-        self.start_push(&context.peer);
+        // A client that skipped `notifications/initialized` still gets push;
+        // a client that sent its requests without `initialize` (each with its
+        // version in `_meta`) has no session, so no peer info, and gets none:
+        // nothing may reach it outside its requests.
+        if context.peer.peer_info().is_some() {
+            self.start_push(&context.peer);
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
         let call = Call {
