@@ -14,7 +14,8 @@ use serde::Deserialize;
 use wakeful_core::{MonitorSpec, Source, StderrMode, Until};
 
 /// Default `monitor_wait` timeout: 50 s, under the 60 s tool-call timeout
-/// some MCP clients (Codex) apply by default.
+/// some MCP clients (Codex) apply by default, and under the 120 s after
+/// which Claude Code moves a running tool call to the background.
 pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 50_000;
 /// Largest `monitor_wait` timeout: 10 minutes.
 pub const MAX_WAIT_TIMEOUT_MS: u64 = 600_000;

@@ -12,10 +12,15 @@
 //!   as a `notifications/claude/channel` notification ([`channel`]), by the
 //!   daemon itself when stdout could be handed to it ([`stdout`]).
 //!
+//! It speaks the MCP revisions that open with `initialize`; a 2026-07-28
+//! client's `server/discover` probe is answered so that it falls back to
+//! `initialize` ([`era`]).
+//!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
 pub mod args;
 pub mod channel;
+pub mod era;
 pub mod server;
 pub mod session;
 pub mod stdout;
@@ -76,11 +81,15 @@ pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), Mcp
         ),
         server.receipts(),
     );
-    let running = server
-        .clone()
-        .serve(transport)
-        .await
-        .map_err(|e| McpError::Handshake(e.to_string()))?;
+    let running = match era::Legacy(server.clone()).serve(transport).await {
+        Ok(running) => running,
+        // A 2026-07-28 client that probed with `server/discover` and left
+        // (it may cache the answer) ended the connection normally.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) if server.discovered() => {
+            return Ok(())
+        }
+        Err(e) => return Err(McpError::Handshake(e.to_string())),
+    };
     let quit = running.waiting().await;
     server.shutdown();
     quit.map(|_| ())

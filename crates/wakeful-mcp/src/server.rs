@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     ExperimentalCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId,
-    ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -38,6 +38,12 @@ use crate::{channel, CONSUMER};
 /// the response was on its way, so it was never written).
 const RECEIPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How often a `monitor_wait` whose request carries `_meta.progressToken`
+/// sends `notifications/progress` while it waits: well under the idle
+/// timeouts of MCP clients that reset theirs on progress (the shortest
+/// common one is 60 s), so that such a client does not end a long wait.
+pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What a tool call carries besides its arguments.
 struct Call {
     /// The JSON-RPC id of the request.
@@ -49,6 +55,9 @@ struct Call {
     session: String,
     /// The Codex thread named by the call's `_meta`, if any.
     codex_thread: Option<String>,
+    /// The call's `_meta.progressToken` and the client to report progress
+    /// to, when the client asked for progress.
+    progress: Option<(ProgressToken, Peer<RoleServer>)>,
 }
 
 /// What the model is told about this server when it connects.
@@ -81,6 +90,8 @@ struct Inner {
     receipts: Receipts,
     /// Sessions whose resume digest this connection already gave.
     digested: Mutex<std::collections::HashSet<String>>,
+    /// A `server/discover` was answered.
+    discovered: std::sync::atomic::AtomicBool,
 }
 
 /// The state of channel push.
@@ -117,6 +128,7 @@ impl WakefulServer {
                 push: Mutex::new(Push::default()),
                 receipts: Receipts::default(),
                 digested: Mutex::new(Default::default()),
+                discovered: Default::default(),
             }),
         }
     }
@@ -139,6 +151,21 @@ impl WakefulServer {
     /// ([`crate::written::Written`]).
     pub fn receipts(&self) -> Receipts {
         self.inner.receipts.clone()
+    }
+
+    /// Whether a `server/discover` probe was answered: a client that only
+    /// probed and left ended the connection normally.
+    pub fn discovered(&self) -> bool {
+        self.inner
+            .discovered
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes that a `server/discover` probe was answered.
+    pub(crate) fn note_discovered(&self) {
+        self.inner
+            .discovered
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Stops channel push; call it when the client has gone.
@@ -373,6 +400,9 @@ impl WakefulServer {
         let mut page = Page::new(usize::MAX);
         let mut more = false;
         let gone = self.inner.receipts.client_gone();
+        let started = tokio::time::Instant::now();
+        let mut ticks = tokio::time::interval_at(started + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let reply = tokio::select! {
                 r = conn.next() => r.map_err(daemon_error)?,
@@ -380,6 +410,17 @@ impl WakefulServer {
                 // connection acknowledges nothing.
                 _ = call.ct.cancelled() => return Err(cancelled()),
                 _ = gone.cancelled() => return Err(cancelled()),
+                // Still waiting: tell a client that asked for progress, so
+                // that its idle timer does not end the call. It
+                // acknowledges nothing.
+                _ = ticks.tick(), if call.progress.is_some() => {
+                    if let Some((token, peer)) = &call.progress {
+                        let note = progress_note(token.clone(), started.elapsed(), timeout_ms);
+                        // A client that cannot be told has gone: `gone` ends the wait.
+                        let _ = peer.notify_progress(note).await;
+                    }
+                    continue;
+                }
             };
             match reply {
                 Some(Reply::Event { event }) => {
@@ -487,7 +528,8 @@ impl ServerHandler for WakefulServer {
     }
 
     /// Channel push needs a session: only the revisions with an
-    /// `initialize` handshake are offered.
+    /// `initialize` handshake are offered (a `server/discover` probe is
+    /// answered by [`crate::era::Legacy`]).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(
             &ProtocolVersion::LATEST_WITH_INITIALIZE,
@@ -525,8 +567,13 @@ impl ServerHandler for WakefulServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // A client that skipped `notifications/initialized` still gets push.
-        self.start_push(&context.peer);
+        // A client that skipped `notifications/initialized` still gets push;
+        // a client that sent its requests without `initialize` (each with its
+        // version in `_meta`) has no session, so no peer info, and gets none:
+        // nothing may reach it outside its requests.
+        if context.peer.peer_info().is_some() {
+            self.start_push(&context.peer);
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
         let call = Call {
@@ -534,6 +581,10 @@ impl ServerHandler for WakefulServer {
             ct: context.ct.clone(),
             session,
             codex_thread,
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (token, context.peer.clone())),
         };
         let digest = self.first_digest(&call.session).await;
         let Some(result) = self.call(&request.name, args, &call).await else {
@@ -584,6 +635,23 @@ fn daemon_error(e: ClientError) -> String {
         } => format!("{message} (monitor_list lists them)"),
         other => other.to_string(),
     }
+}
+
+/// The progress notification of a `monitor_wait` that has waited `waited`
+/// of its `timeout_ms`: progress in whole seconds, which grows with every
+/// notification, as MCP requires.
+fn progress_note(
+    token: ProgressToken,
+    waited: std::time::Duration,
+    timeout_ms: u64,
+) -> ProgressNotificationParam {
+    let secs = waited.as_secs();
+    ProgressNotificationParam::new(token, secs as f64)
+        .with_total((timeout_ms / 1000) as f64)
+        .with_message(format!(
+            "monitor_wait: no event yet after {secs} s; still waiting (gives up after {} s)",
+            timeout_ms / 1000
+        ))
 }
 
 fn cancelled() -> String {

@@ -1,0 +1,271 @@
+//! MCP 2026-07-28 over raw stdio. `wakeful mcp` is a legacy server (its
+//! channel push needs the session `initialize` opens; see
+//! `wakeful_mcp::era`): a client that opens with `server/discover` gets a
+//! JSON-RPC error that is not a modern one (`-32601`, naming the revisions
+//! to use with `initialize`), so a dual-era client falls back; after the
+//! probe, `initialize` opens the session with channel push; a malformed
+//! probe, or a stateless request naming 2026-07-28, gets a JSON-RPC error,
+//! never a hang; a client that only probes and leaves ends `wakeful mcp`
+//! cleanly.
+// A test's helpers may unwrap too: a failure is the test's (clippy.toml
+// allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::Home;
+use serde_json::{json, Value};
+
+/// One deadline for each condition a test waits for.
+const DEADLINE: Duration = Duration::from_secs(20);
+const MODERN: &str = "2026-07-28";
+
+/// A `wakeful mcp` spoken to line by line.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    /// Every frame read so far, in order.
+    seen: Vec<Value>,
+}
+
+impl Raw {
+    fn start(home: &Home, session: &str) -> Raw {
+        let mut child = Command::new(common::BIN)
+            .arg("mcp")
+            .env("WAKEFUL_HOME", home.path())
+            .env("WAKEFUL_SESSION", session)
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env_remove("CODEX_THREAD_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wakeful mcp");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not a JSON-RPC frame ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Raw {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, frame: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{frame}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The response to request `id`; frames before it are kept in `seen`.
+    fn response(&mut self, id: u64) -> Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no response to request {id}: {:?}", self.seen));
+            self.seen.push(frame.clone());
+            if frame["id"] == json!(id) {
+                return frame;
+            }
+        }
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(id)
+    }
+
+    /// Closes stdin; the exit status and stderr of `wakeful mcp`.
+    fn close(mut self) -> (std::process::ExitStatus, String) {
+        drop(self.stdin.take());
+        let mut status = None;
+        assert!(
+            common::eventually(DEADLINE, || {
+                status = self.child.try_wait().unwrap();
+                status.is_some()
+            }),
+            "wakeful mcp did not exit"
+        );
+        let status = status.unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status, stderr)
+    }
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn modern_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+#[test]
+fn a_client_that_opens_with_server_discover_is_told_to_fall_back_to_initialize() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "modern");
+
+    // Without the `_meta` 2026-07-28 requires: an error, and the server goes on.
+    let r = mcp.request(1, "server/discover", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("io.modelcontextprotocol/protocolVersion"),
+        "{r}"
+    );
+
+    // The probe: not a modern error, so a dual-era client falls back.
+    for (id, version) in [(2, MODERN), (3, "2099-01-01")] {
+        let r = mcp.request(
+            id,
+            "server/discover",
+            json!({"_meta": modern_meta(version)}),
+        );
+        assert_eq!(r["error"]["code"], -32601, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains("Send initialize"), "{r}");
+        assert!(message.contains("2025-11-25"), "{r}");
+        assert_eq!(
+            r["error"]["data"]["initializeVersions"],
+            json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]),
+            "{r}"
+        );
+    }
+
+    // A stateless request on 2026-07-28: UnsupportedProtocolVersion, with
+    // the revisions wakeful speaks.
+    let r = mcp.request(4, "tools/list", json!({"_meta": modern_meta(MODERN)}));
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert_eq!(r["error"]["data"]["requested"], MODERN, "{r}");
+    assert_eq!(
+        r["error"]["data"]["supported"],
+        json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]),
+        "{r}"
+    );
+    let r = mcp.request(
+        5,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 0},
+               "_meta": modern_meta(MODERN)}),
+    );
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+
+    // Still open for the legacy handshake.
+    let r = mcp.request(
+        6,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }),
+    );
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let r = mcp.request(
+        7,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 0}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["timed_out"], true, "{r}");
+    // Nothing but responses so far.
+    assert!(
+        mcp.seen.iter().all(|f| f.get("id").is_some()),
+        "{:?}",
+        mcp.seen
+    );
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
+#[test]
+fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "probe");
+    let r = mcp.request(1, "server/discover", json!({"_meta": modern_meta(MODERN)}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+
+    // What Claude Code sends: initialize, declaring the channel.
+    let r = mcp.request(
+        2,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"experimental": {"claude/channel": {}}},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }),
+    );
+    assert_eq!(r["result"]["protocolVersion"], "2025-06-18", "{r}");
+    assert!(
+        r["result"]["capabilities"]["experimental"]["claude/channel"].is_object(),
+        "{r}"
+    );
+    mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let r = mcp.request(
+        3,
+        "tools/call",
+        json!({"name": "monitor_start",
+               "arguments": {"command": "echo raw-legacy", "description": "raw"}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    // Channel push: the monitor's events come as notifications (some
+    // perhaps before the response).
+    let kind = |f: &Value| {
+        (f["method"] == "notifications/claude/channel")
+            .then(|| f["params"]["meta"]["kind"].as_str().unwrap().to_string())
+    };
+    let mut kinds: Vec<String> = mcp.seen.iter().filter_map(kind).collect();
+    let deadline = Instant::now() + DEADLINE;
+    while !kinds.contains(&"stopped".to_string()) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let frame = mcp
+            .lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("channel notifications so far: {kinds:?}"));
+        kinds.extend(kind(&frame));
+    }
+    assert_eq!(kinds, ["started", "lines", "stopped"]);
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
+#[test]
+fn a_client_that_only_probes_and_leaves_ends_wakeful_mcp_cleanly() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "probe-only");
+    let r = mcp.request(1, "server/discover", json!({"_meta": modern_meta(MODERN)}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+    assert_eq!(stderr, "");
+
+    // Without a probe, closing at once is still the misuse it was.
+    let mcp = Raw::start(&home, "nothing");
+    let (status, stderr) = mcp.close();
+    assert!(!status.success());
+    assert!(stderr.contains("handshake"), "{stderr}");
+}
