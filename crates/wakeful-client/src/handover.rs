@@ -41,12 +41,13 @@ pub fn stdout_for_daemon() -> Option<OwnedFd> {
 /// close-on-exec; `None` when it cannot be (no `/proc`, no reader left).
 fn reopen_nonblocking(fd: i32) -> Option<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(format!("/proc/self/fd/{fd}"))
-        .ok()
-        .map(OwnedFd::from)
+    wakeful_platform::fd::reopen(
+        fd,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK),
+    )
+    .ok()
 }
 
 #[cfg(test)]

@@ -305,20 +305,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     if let Err(e) = wakeful_engine::process::reaper::start_reaper() {
         tracing::warn!("cannot reap adopted orphans (no SIGCHLD handler): {e}");
     }
-    let cgroups = config
-        .monitors
-        .cgroups
-        .then(wakeful_engine::process::cgroup::CgroupRoot::detect)
-        .flatten();
-    match &cgroups {
-        Some(root) => tracing::info!(
-            "commands get a cgroup each, under {}",
-            root.base().display()
-        ),
-        None => tracing::info!(
-            "no cgroup for commands: they are tracked by process tree, group and marker"
-        ),
-    }
+    let containers = wakeful_platform::tree::detect_containers(config.monitors.cgroups);
 
     let net = wakeful_engine::NetPolicy::new(&config.network.allow).map_err(|e| {
         config::ConfigError::Invalid {
@@ -337,7 +324,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             writer.recovered()
         );
     }
-    let to_rearm = recover(&mut writer, &reader, cgroups.as_ref())?;
+    let to_rearm = recover(&mut writer, &reader, containers.as_ref())?;
     let latest = reader.latest_seq()?;
 
     let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
@@ -352,7 +339,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
                 grace: Duration::from_millis(config.monitors.grace_ms),
                 die_with_parent: true,
                 net,
-                cgroups,
+                containers,
                 ..Launch::default()
             },
             output: Some(output_budget),
@@ -492,13 +479,13 @@ fn raise_open_file_limit() {
 fn recover(
     writer: &mut wakeful_store::StoreWriter,
     reader: &wakeful_store::StoreReader,
-    cgroups: Option<&wakeful_engine::process::cgroup::CgroupRoot>,
+    containers: Option<&wakeful_platform::tree::ContainerRoot>,
 ) -> Result<Vec<wakeful_store::StoredMonitor>, DaemonError> {
     let mut rearm = Vec::new();
     let mut batch = Vec::new();
     for m in reader.running_monitors()? {
         let killed = recovery::kill_leftovers(&m.info.id, m.pid, m.start_ticks)
-            + cgroups.map_or(0, |c| c.clean_up(&m.info.id));
+            + containers.map_or(0, |c| c.clean_up(&m.info.id));
         if killed > 0 {
             tracing::warn!(
                 "killed {killed} leftover processes of monitor {}",
@@ -532,7 +519,7 @@ fn recover(
             continue;
         }
         recovery::kill_leftovers(&t.id, t.pid, None);
-        if let Some(c) = cgroups {
+        if let Some(c) = containers {
             c.clean_up(&t.id);
         }
         t.state = wakeful_core::MonitorState::Ended;

@@ -30,8 +30,8 @@ pub struct Launch {
     pub die_with_parent: bool,
     /// Which non-public addresses network sources may reach.
     pub net: NetPolicy,
-    /// Where commands get a cgroup of their own, if anywhere.
-    pub cgroups: Option<crate::process::cgroup::CgroupRoot>,
+    /// Where commands get a container of their own, if anywhere.
+    pub containers: Option<wakeful_platform::tree::ContainerRoot>,
 }
 
 impl Default for Launch {
@@ -43,7 +43,7 @@ impl Default for Launch {
             drain: Duration::from_millis(100),
             die_with_parent: false,
             net: NetPolicy::default(),
-            cgroups: None,
+            containers: None,
         }
     }
 }

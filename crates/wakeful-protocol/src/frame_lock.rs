@@ -47,11 +47,11 @@ impl FrameLock {
     pub fn create() -> io::Result<(FrameLock, OwnedFd)> {
         use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
         let fd = memfd_create(c"wakeful-frame-lock", MemFdCreateFlag::MFD_CLOEXEC)?;
-        let other = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        Ok((FrameLock { fd }, OwnedFd::from(other)))
+        let other = wakeful_platform::fd::reopen(
+            fd.as_raw_fd(),
+            std::fs::OpenOptions::new().read(true).write(true),
+        )?;
+        Ok((FrameLock { fd }, other))
     }
 
     /// The side of a lock that another writer created and handed over.

@@ -2,7 +2,7 @@
 //! command monitors and terminals.
 //!
 //! [`ProcessDriver::spawn`] starts `sh -c COMMAND` in a process group of its
-//! own (and a cgroup of its own, where one can be made), with stdin closed
+//! own (and a container of its own, where one can be made), with stdin closed
 //! and stdout/stderr piped; [`ProcessDriver::next`] hands out what happens,
 //! in order: chunks of either stream as they are read, the end of each
 //! stream, and the end of the process; [`ProcessDriver::stop`] starts the
@@ -25,9 +25,9 @@ use tokio::process::{Child, ChildStderr, ChildStdout};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
-use super::cgroup::{self, CgroupRoot};
 use super::{GroupGuard, Managed, Target};
 use crate::source::Alarm;
+use wakeful_platform::tree::{self as platform, ContainerRoot};
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -53,14 +53,14 @@ pub(crate) struct SpawnRequest<'a> {
     /// The working directory (`None`: this process's).
     pub cwd: Option<PathBuf>,
     /// The monitor or terminal id: the [`super::target::MARKER`] value,
-    /// and the name of its cgroup.
+    /// and the name of its container.
     pub id: &'a str,
     /// The session (`WAKEFUL_SESSION` in the command's environment).
     pub session: &'a str,
     /// Make `sh` die (SIGKILL) when its parent dies.
     pub die_with_parent: bool,
-    /// Where to make the command's cgroup, if anywhere.
-    pub cgroups: Option<&'a CgroupRoot>,
+    /// Where to make the command's container, if anywhere.
+    pub containers: Option<&'a ContainerRoot>,
     /// Widen the stdout pipe for floods.
     pub wide_stdout: bool,
     /// SIGTERM → SIGKILL.
@@ -165,27 +165,26 @@ impl ProcessDriver {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        let cgroup = req.cgroups.and_then(|root| match root.create(req.id) {
+        let container = req.containers.and_then(|root| match root.create(req.id) {
             Ok(cg) => Some(cg),
             Err(e) => {
-                tracing::debug!("no cgroup for {}: {e}", req.id);
+                tracing::debug!("no container for {}: {e}", req.id);
                 None
             }
         });
-        let procs_fd = cgroup.as_ref().and_then(|c| c.procs_fd());
+        let procs_fd = container.as_ref().and_then(|c| c.procs_fd());
         let die_with_parent = req.die_with_parent;
         // SAFETY: the closure runs in the child between fork and exec and
-        // only makes async-signal-safe system calls (write, prctl); it
-        // allocates nothing and takes no lock.
+        // only makes async-signal-safe system calls (the platform's
+        // `enter_container` and `die_with_parent`); it allocates nothing
+        // and takes no lock.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(fd) = procs_fd {
-                    cgroup::enter(fd);
+                    platform::enter_container(fd);
                 }
-                if die_with_parent
-                    && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
+                if die_with_parent {
+                    platform::die_with_parent()?;
                 }
                 Ok(())
             });
@@ -208,7 +207,7 @@ impl ProcessDriver {
                 leader: pid,
                 leader_start,
                 marker: req.id.to_string(),
-                cgroup,
+                container,
             }),
             guard: GroupGuard::new(pid),
             out: Pipe::new(out),

@@ -7,8 +7,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use wakeful_core::stop::{self, Next, StopPlan};
 
-use super::cgroup::Cgroup;
 use super::{children_of, has_env, proc_info, reaper, signal_group, subtree, ProcInfo};
+use wakeful_platform::tree::Container;
 
 /// The environment marker every process of a command inherits.
 pub const MARKER: &str = "WAKEFUL_MONITOR_ID";
@@ -17,7 +17,7 @@ pub const MARKER: &str = "WAKEFUL_MONITOR_ID";
 /// `sh`), the process tree under that `sh`, orphans that kept its
 /// [`MARKER`] or its group (adopted by this process when it is a
 /// subreaper; searched in the whole process table otherwise), and its
-/// cgroup when it has one.
+/// container when it has one.
 #[derive(Debug)]
 pub struct Target {
     /// Process id of the command's `sh`, which is also its group id.
@@ -27,8 +27,8 @@ pub struct Target {
     pub leader_start: u64,
     /// The value of [`MARKER`] in the command's environment.
     pub marker: String,
-    /// The command's cgroup, if it has one.
-    pub cgroup: Option<Cgroup>,
+    /// The command's container, if it has one.
+    pub container: Option<Container>,
 }
 
 impl Target {
@@ -69,7 +69,7 @@ impl Target {
                 }
             }
         }
-        if let Some(cg) = &self.cgroup {
+        if let Some(cg) = &self.container {
             found.extend(cg.pids().into_iter().filter(|p| *p != me));
         }
         found.into_iter().collect()
@@ -94,7 +94,7 @@ impl Target {
                     let _ = kill(Pid::from_raw(pid), sig);
                 }
                 if sig == Signal::SIGKILL {
-                    if let Some(cg) = &self.cgroup {
+                    if let Some(cg) = &self.container {
                         cg.kill();
                     }
                 }

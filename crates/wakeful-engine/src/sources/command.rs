@@ -24,7 +24,7 @@ pub(crate) fn spawn_request<'a>(
         id,
         session,
         die_with_parent: launch.die_with_parent,
-        cgroups: launch.cgroups.as_ref(),
+        containers: launch.containers.as_ref(),
         wide_stdout: true,
         grace: launch.grace,
         drain: launch.drain,
