@@ -22,22 +22,9 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.message import SessionMessage
 
+from common import fail, ok, structured  # noqa: E402
+
 DEADLINE_S = 20
-
-
-def fail(msg):
-    print(f"FAIL {msg}", flush=True)
-    sys.exit(1)
-
-
-def ok(msg):
-    print(f"ok   {msg}", flush=True)
-
-
-def structured(result):
-    if result.is_error:
-        fail(f"tool error: {result.content}")
-    return result.structured_content
 
 
 class Wakeful:

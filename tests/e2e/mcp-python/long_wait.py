@@ -17,22 +17,9 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from common import fail, ok, structured  # noqa: E402
+
 INTERVAL_S = 10  # wakeful-mcp's PROGRESS_INTERVAL
-
-
-def fail(msg):
-    print(f"FAIL {msg}", flush=True)
-    sys.exit(1)
-
-
-def ok(msg):
-    print(f"ok   {msg}", flush=True)
-
-
-def structured(result):
-    if result.is_error:
-        fail(f"tool error: {result.content}")
-    return result.structured_content
 
 
 async def main(binary, home, seconds):
