@@ -239,6 +239,20 @@ pub enum Command {
         #[arg(long, hide = true, default_value_t = 20_000)]
         ring: usize,
     },
+    /// The agent an ACP editor (Zed, JetBrains) launches: runs AGENT_COMMAND,
+    /// forwards every message, and prompts the idle session with its events.
+    #[command(
+        name = "acp-proxy",
+        after_help = "Started by an editor, not by hand. See docs/agents/acp.md.\nThe agent gets WAKEFUL_SESSION (this proxy's session: --session, else acp-<random>), so monitors its shell starts land in it; --wake-on becomes the default --wake-on of those monitors (WAKEFUL_WAKE_ON).\nWhen the editor closes stdin the agent's stdin is closed, and after 3 s its process group is ended (SIGTERM, SIGKILL 2 s later); exit 0.\n\nExamples:\n  wakeful acp-proxy -- npx -y @zed-industries/codex-acp\n  wakeful acp-proxy --wake-on fail -- claude-agent-acp"
+    )]
+    AcpProxy {
+        /// Default `--wake-on` of the monitors the agent starts.
+        #[arg(long, value_name = "any|exit|fail|match:RE")]
+        wake_on: Option<wakeful_core::WakeOn>,
+        /// The agent's command and its arguments (run directly, not through a shell).
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        agent: Vec<String>,
+    },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
         after_help = "Started by an MCP client, not by hand. See docs/agents/mcp.md.\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session"

@@ -116,6 +116,22 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Doctor => crate::doctor::doctor(&paths, session, json).await,
         Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
+        Command::AcpProxy { wake_on, agent } => {
+            let session = cli
+                .session
+                .clone()
+                .or_else(|| std::env::var("WAKEFUL_SESSION").ok())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(wakeful_acp::new_session_name);
+            let opts = wakeful_acp::Options {
+                agent,
+                session,
+                wake_on: wake_on.map(|w| w.to_string()),
+            };
+            wakeful_acp::run(paths, opts)
+                .await
+                .map_err(|e| Failure::new(e.exit_code(), e.to_string()))
+        }
         Command::Mcp => wakeful_mcp::serve_stdio(
             paths,
             wakeful_mcp::SessionChoice::new(cli.session.as_deref(), |k| std::env::var(k).ok()),
@@ -297,7 +313,14 @@ fn check(spec: &MonitorSpec) -> Result<(), Failure> {
 }
 
 fn client_env() -> BTreeMap<String, String> {
-    std::env::vars().collect()
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    // Under `wakeful acp-proxy` the proxy delivers the session's events; a
+    // Codex agent's CODEX_THREAD_ID would give the session a `codex` wake
+    // route too, and every event would be delivered twice.
+    if env.contains_key(wakeful_acp::PROXY_ENV) {
+        env.remove("CODEX_THREAD_ID");
+    }
+    env
 }
 
 async fn start_request(

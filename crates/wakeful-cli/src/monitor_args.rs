@@ -53,7 +53,13 @@ pub struct MonitorArgs {
     /// event), `fail` (failures: non-zero exit, signal, timeout, `failed`,
     /// `silent`) or `match:REGEX` (matching lines, and failures). Every
     /// event is still recorded; the others go with the next that wakes.
-    #[arg(long, value_name = "any|exit|fail|match:RE")]
+    /// [env: WAKEFUL_WAKE_ON, which `wakeful acp-proxy --wake-on` sets]
+    #[arg(
+        long,
+        value_name = "any|exit|fail|match:RE",
+        env = "WAKEFUL_WAKE_ON",
+        hide_env = true
+    )]
     pub wake_on: Option<WakeOn>,
     /// After this long without output, one `silent` event (the monitor keeps
     /// running), and `resumed` when output comes again (≥ 1000).
