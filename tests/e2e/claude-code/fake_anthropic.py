@@ -14,14 +14,15 @@ Usage: fake_anthropic.py [--port N] [--log FILE] [--script JSON|@FILE] [--done T
               ts         wall-clock seconds (time.time()) when the request arrived
               main_loop  true when the request offers tools (a turn of the agent; title
                          generation and other side requests offer none)
-              user       the text of the newest user message (text and tool_result blocks)
+              new        the text of every message after the assistant's last one (role
+                         user, or system: how Claude Code sends background notifications)
               step       what the fake answered
               body       the request as sent
   --script  the answers, a JSON list of steps (also from $FAKE_SCRIPT):
               {"text": "..."}                      end the turn with this text
               {"tool": NAME, "input": {...}}       call a tool
-            A step with "when": REGEX waits for a main-loop request whose newest user
-            message matches; requests before it get the --done text. A step without "when"
+            A step with "when": REGEX waits for a main-loop request whose new input
+            (`new` above) matches; requests before it get the --done text. A step without "when"
             is taken by the next main-loop request. Side requests never take a step.
   --done    the answer once the script is used up, or while a step waits (default "ok")
 Standard library only.
@@ -51,9 +52,18 @@ def texts(content):
     return out
 
 
-def newest_user_text(body):
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    return "\n".join(texts(users[-1].get("content"))) if users else ""
+def new_input(body):
+    """The text of every message after the assistant's last one: what is new in this
+    request (the prompt or tool results, and the notifications that came with them;
+    Claude Code 2.1.332 sends background-task notifications as messages of role "system"
+    inside `messages`)."""
+    new = []
+    for m in body.get("messages", []):
+        if m.get("role") == "assistant":
+            new = []
+        else:
+            new += texts(m.get("content"))
+    return "\n".join(new)
 
 
 class Model:
@@ -66,15 +76,15 @@ class Model:
 
     def answer(self, path, body):
         main_loop = bool(body.get("tools"))
-        user = newest_user_text(body)
+        new = new_input(body)
         with self.lock:
             step = {"text": self.done}
             if main_loop and self.script:
                 when = self.script[0].get("when")
-                if when is None or re.search(when, user):
+                if when is None or re.search(when, new):
                     step = self.script.pop(0)
             entry = {"i": self.count, "ts": time.time(), "path": path, "main_loop": main_loop,
-                     "user": user, "step": step, "body": body}
+                     "new": new, "step": step, "body": body}
             self.count += 1
             with open(self.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
