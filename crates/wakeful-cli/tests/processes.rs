@@ -44,8 +44,11 @@ fn monitor(home: &Home, session: &str, id: &str) -> Value {
 
 /// Both ways of finding a command's processes: with a cgroup per command
 /// (where the machine lets the daemon make one) and without (process tree,
-/// group and environment marker only).
-fn homes() -> Vec<Home> {
+/// group and environment marker only). The flag says whether the daemon of
+/// that home must put each command in a cgroup of its own: where this test
+/// process can make one (the daemon runs in the same cgroup, as the same
+/// user) and the home does not turn them off.
+fn homes() -> Vec<(Home, bool)> {
     let with = Home::new();
     let without = Home::new();
     std::fs::write(
@@ -53,17 +56,31 @@ fn homes() -> Vec<Home> {
         "[monitors]\ncgroups = false\n",
     )
     .unwrap();
-    vec![with, without]
+    let can = wakeful_platform::tree::detect_containers(true).is_some();
+    if !can {
+        eprintln!("no cgroup can be made here: only the process-tree half runs");
+    }
+    vec![(with, can), (without, false)]
+}
+
+/// The cgroup v2 path of a process (`/proc/PID/cgroup`, line `0::`).
+fn cgroup_of(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
 fn a_setsid_descendant_does_not_survive_stop() {
-    for home in homes() {
-        setsid_descendant(&home);
+    for (home, cgroup) in homes() {
+        setsid_descendant(&home, cgroup);
     }
 }
 
-fn setsid_descendant(home: &Home) {
+fn setsid_descendant(home: &Home, cgroup: bool) {
     let v = home.json(&["start", "--", "setsid sleep 600 & sleep 601"]);
     let id = id_of(&v);
     assert!(
@@ -76,6 +93,17 @@ fn setsid_descendant(home: &Home) {
     let escaped = live_with_cmdline(&id, &["sleep", "600"])[0].clone();
     let sh = proc_info(escaped.ppid).unwrap();
     assert_ne!(escaped.pgrp, sh.pgrp, "setsid left the monitor's group");
+    // Where a cgroup can be made, the command and what escaped its group
+    // are in the command's own; where not (or turned off), in none of ours.
+    let own = format!("/wakeful/{id}");
+    for pid in [escaped.pid, sh.pid] {
+        let path = cgroup_of(pid);
+        assert_eq!(
+            path.ends_with(&own),
+            cgroup,
+            "pid {pid} is in cgroup {path:?}; a cgroup of its own ({own}) expected: {cgroup}"
+        );
+    }
     let stopped = home.json(&["stop", &id]);
     assert_eq!(stopped["stop_reason"]["kind"], "stopped");
     assert!(stopped.get("survivors").is_none(), "{stopped}");
@@ -90,7 +118,7 @@ fn setsid_descendant(home: &Home) {
 
 #[test]
 fn orphans_that_end_with_their_command_leave_nothing_behind() {
-    for home in homes() {
+    for (home, _) in homes() {
         orphans_end_with_their_command(&home);
     }
 }

@@ -22,6 +22,7 @@
 pub mod disk;
 mod feed;
 pub mod hub;
+mod id;
 mod monitor;
 pub mod net;
 pub mod output;
@@ -36,11 +37,12 @@ pub use hub::{
     AppendError, Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay,
     DEFAULT_FOLD_DELAY,
 };
+pub use id::{new_id, new_monitor_id};
 pub use net::NetPolicy;
 pub use output::OutputBudget;
 pub use registry::{
-    new_id, new_monitor_id, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError,
-    StartOptions, Started, StopError, Subscription,
+    MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions, Started,
+    StopError, Subscription,
 };
 pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};

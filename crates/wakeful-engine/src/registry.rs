@@ -26,6 +26,7 @@
 //! Dropping the last handle of a registry ends every monitor it runs with
 //! `session_ended`; their final events still reach subscribers.
 
+use crate::id::new_monitor_id;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -657,21 +658,4 @@ impl MonitorRegistry {
     pub async fn sync(&self) {
         self.inner.hub.sync().await;
     }
-}
-
-/// A new monitor id: `mon-` and 10 random base-32 characters.
-pub fn new_monitor_id() -> String {
-    new_id("mon")
-}
-
-/// A new id with `prefix`: `prefix-` and 10 random base-32 characters.
-pub fn new_id(prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"0123456789abcdefghjkmnpqrstvwxyz";
-    let mut s = String::with_capacity(prefix.len() + 11);
-    s.push_str(prefix);
-    s.push('-');
-    for _ in 0..10 {
-        s.push(ALPHABET[fastrand::usize(..ALPHABET.len())] as char);
-    }
-    s
 }

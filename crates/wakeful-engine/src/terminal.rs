@@ -120,7 +120,7 @@ impl Terminals {
     ) -> Result<TerminalInfo, TerminalError> {
         let spec = MonitorSpec::command(command, "terminal");
         spec.validate()?;
-        let id = crate::registry::new_id("term");
+        let id = crate::id::new_id("term");
         let output_path = self.output_dir.join(format!("{id}.log"));
         let file = OutputFile::open(&output_path, &self.output).map_err(|source| {
             TerminalError::Output {

@@ -427,7 +427,7 @@ impl StoreReader {
     /// The seq of the last event (0 for an empty log).
     pub fn latest_seq(&self) -> Result<u64, StoreError> {
         let tables = self.with(latest_seq)?;
-        Ok(tables.max(self.writer.last_taken()))
+        Ok(tables.max(retention::Tables::last_taken(&*self.writer)))
     }
 
     /// Events with seq > `after`, in order, at most `limit`; only `session`'s

@@ -17,15 +17,28 @@
 //! counts on from even when a prune removed the newest events.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use wakeful_core::storage::{Candidate, PruneRecord};
 use wakeful_core::MonitorInfo;
 
-use crate::writer::Shared;
 use crate::{open_conn, StoreError};
+
+/// What a prune needs of the writer's side: the writer implements it, so
+/// this module knows nothing of how events are taken and folded.
+pub(crate) trait Tables: Send + Sync {
+    /// The write connection (a prune writes in short transactions of its
+    /// own, between folds).
+    fn tables(&self) -> MutexGuard<'_, Connection>;
+    /// The database file.
+    fn path(&self) -> &Path;
+    /// The redo log's size.
+    fn redo_len(&self) -> u64;
+    /// The seq of the newest event taken.
+    fn last_taken(&self) -> u64;
+}
 
 /// Rows removed per transaction.
 const CHUNK: i64 = 2_000;
@@ -42,7 +55,7 @@ pub struct Forgotten {
 /// Removes what a prune plan names; see the module docs.
 pub struct Pruner {
     conn: Mutex<Connection>,
-    shared: Arc<Shared>,
+    shared: Arc<dyn Tables>,
 }
 
 impl std::fmt::Debug for Pruner {
@@ -54,7 +67,7 @@ impl std::fmt::Debug for Pruner {
 }
 
 impl Pruner {
-    pub(crate) fn new(shared: Arc<Shared>) -> Result<Pruner, StoreError> {
+    pub(crate) fn new(shared: Arc<dyn Tables>) -> Result<Pruner, StoreError> {
         let conn = open_conn(shared.path())?;
         Ok(Pruner {
             conn: Mutex::new(conn),

@@ -253,25 +253,22 @@ impl Shared {
             })
             .collect()
     }
+}
 
-    /// The highest seq taken so far (in the tables or waiting).
-    pub(crate) fn last_taken(&self) -> u64 {
+impl crate::retention::Tables for Shared {
+    fn last_taken(&self) -> u64 {
         lock(&self.taken).next_seq.saturating_sub(1)
     }
 
-    /// The write connection, for a prune (which writes in short
-    /// transactions of its own, between folds).
-    pub(crate) fn tables(&self) -> MutexGuard<'_, Connection> {
+    fn tables(&self) -> MutexGuard<'_, Connection> {
         lock(&self.tables)
     }
 
-    /// The database file.
-    pub(crate) fn path(&self) -> &Path {
+    fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The redo log's size.
-    pub(crate) fn redo_len(&self) -> u64 {
+    fn redo_len(&self) -> u64 {
         lock(&self.taken).redo.len()
     }
 }

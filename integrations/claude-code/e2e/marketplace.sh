@@ -5,7 +5,7 @@
 # of registry.npmjs.org) and brings its own binary; nothing named wakeful is
 # on PATH.
 #
-# Usage: [CLAUDE_BIN=…] [CLAUDE_E2E=…] [OUT=/tmp/wkmp] marketplace.sh DIST
+# Usage: [CLAUDE_BIN=…] [OUT=/tmp/wkmp] marketplace.sh DIST
 #   DIST: the output folder of `node packaging/dist.mjs` (default target/dist)
 #
 # Checks, in order:
@@ -15,7 +15,7 @@
 #      wakeful@wakeful` install the plugin from npm, with its platform package in
 #      the plugin's node_modules (Claude Code runs `npm ci --ignore-scripts`
 #      from the package's npm-shrinkwrap.json), plugin and binary one version;
-#   3. an interactive session (claude-e2e's run-interactive.sh, the fake model
+#   3. an interactive session (tests/e2e/claude-code/tui.py, the fake model
 #      API): the model runs `wakeful start` in Bash (the plugin's bin/ is on the
 #      Bash tool's PATH) and ends its turn; the monitor's line, printed 3 s later,
 #      wakes the idle session; the daemon is the plugin's binary;
@@ -26,12 +26,12 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd "$HERE/../../.." && pwd -P)
-E2E=${CLAUDE_E2E:-/work/shared/claude-e2e}
-CLAUDE_BIN=${CLAUDE_BIN:-/work/tools/claude/node_modules/.bin/claude}
+TUI=$REPO/tests/e2e/claude-code/tui.py
+FAKE=$REPO/tests/e2e/claude-code/fake_anthropic.py
+CLAUDE_BIN=${CLAUDE_BIN:-${WAKEFUL_CLAUDE_BIN:-$REPO/target/claude-e2e/npm/node_modules/.bin/claude}}
 OUT=${OUT:-/tmp/wkmp}
 DIST=$(cd "${1:-$REPO/target/dist}" 2>/dev/null && pwd -P) || { echo "marketplace.sh: no DIST folder; run node packaging/dist.mjs" >&2; exit 2; }
 [ -x "$CLAUDE_BIN" ] || { echo "marketplace.sh: set CLAUDE_BIN to Claude Code 2.1.332" >&2; exit 2; }
-[ -x "$E2E/run-interactive.sh" ] || { echo "marketplace.sh: no run-interactive.sh in $E2E; set CLAUDE_E2E" >&2; exit 2; }
 VERSION=$(node -p 'require(process.argv[1]).version' "$REPO/integrations/claude-code/.claude-plugin/plugin.json")
 fails=0
 pass() { echo "PASS $*"; }
@@ -49,7 +49,7 @@ trap 'kill $REG_PID 2>/dev/null; WAKEFUL_HOME=$OUT/wk "$PLUGIN_ROOT/bin/wakeful"
 for _ in $(seq 100); do [ -s "$OUT/registry.port" ] && break; sleep 0.1; done
 REGISTRY=http://127.0.0.1:$(awk '{print $2}' "$OUT/registry.port")
 
-# Claude Code's configuration folder, seeded as run-interactive.sh seeds HOME
+# Claude Code's configuration folder, seeded as tui.py seeds HOME
 # (onboarding done, the project trusted, the dummy key approved): the plugin is
 # installed there first, and the session then uses it (CLAUDE_CONFIG_DIR).
 python3 - "$OUT/cfg/.claude.json" "$OUT/project" <<'PY'
@@ -88,12 +88,11 @@ else fail "the installed plugin's binary: '$said', platform packages '$native'";
 
 # 3. an idle session woken by a monitor line
 SCRIPT='[{"when":"start the e2e monitor","tool":"Bash","input":{"command":"command -v wakeful; wakeful start -d e2e -- '"'"'sleep 3; echo e2e-wake-$((400+56))'"'"'","description":"start a wakeful monitor"}},{"text":"Started; I will be woken when it prints."}]'
-PATH=$CLEAN_PATH CLAUDE_BIN=$CLAUDE_BIN PLUGIN_DIR=$OUT/empty-plugin OUT_DIR=$OUT/run PROJECT_DIR=$OUT/project WAIT_S=30 \
-  EXTRA_ENV="CLAUDE_CONFIG_DIR=$OUT/cfg WAKEFUL_HOME=$OUT/wk npm_config_registry=$REGISTRY" \
-  EXTRA_ARGS='--permission-mode acceptEdits --allowedTools Bash' PROMPT='start the e2e monitor' \
-  FAKE_SCRIPT=$SCRIPT UNTIL='e2e-wake-456' "$E2E/run-interactive.sh" 2>&1 | tail -1
-"$E2E/events-seen.py" "$OUT/run" >"$OUT/events.txt"
-python3 - "$OUT/run/requests.jsonl" "$PLUGIN_ROOT" <<'PY' && pass "idle session woken: $(grep -m1 'e2e-wake-456' "$OUT/events.txt" | cut -c1-160)…" || fail "no wake (see $OUT/events.txt, $OUT/run/debug.log)"
+PATH=$CLEAN_PATH python3 "$TUI" --claude "$CLAUDE_BIN" --plugin-dir "$OUT/empty-plugin" --out "$OUT/run" \
+  --project "$OUT/project" --wait 30 --env "CLAUDE_CONFIG_DIR=$OUT/cfg" --env "WAKEFUL_HOME=$OUT/wk" \
+  --env "npm_config_registry=$REGISTRY" --prompt 'start the e2e monitor' --script "$SCRIPT" \
+  --until 'e2e-wake-456' -- --permission-mode acceptEdits --allowedTools Bash 2>&1 | tail -1
+python3 - "$OUT/run/requests.jsonl" "$PLUGIN_ROOT" <<'PY' && pass "idle session woken: $(cat "$OUT/woke.txt")" || fail "no wake (see $OUT/run/requests.jsonl, $OUT/run/debug.log)"
 import json, sys
 reqs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def texts(c):
@@ -113,9 +112,12 @@ used = [r for r in main if any(sys.argv[2] + "/bin/wakeful" in t
 assert used, "the Bash tool did not find the plugin's wakeful"
 after = main[main.index(used[0]) + 1:]
 # A later request whose newest user message carries the line: a new turn.
-woke = [r for r in after if "e2e-wake-456" in "\n".join(texts(r["body"]["messages"][-1].get("content")))]
+woke = [r for r in after if "e2e-wake-456" in r["new"]]
 assert woke, "the line did not start a turn"
-print(f"woken by request {woke[0]['i']} at +{woke[0]['t']:.2f}s", file=sys.stderr)
+start = reqs[0]["ts"]
+with open(sys.argv[1].replace("run/requests.jsonl", "woke.txt"), "w") as f:
+    f.write(f"request {woke[0]['i']} at +{woke[0]['ts'] - start:.2f}s, new input: "
+            + woke[0]["new"].replace("\n", "\\n")[-160:])
 PY
 pid=$(WAKEFUL_HOME=$OUT/wk "$PLUGIN_ROOT/bin/wakeful" --json status 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
 exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
@@ -130,7 +132,7 @@ if python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["mcpServers"]["wa
   pass "claude mcp add wakeful -- npx -y wakeful mcp wrote $(tr -d '\n ' <"$OUT/project/.mcp.json")"
 else fail "claude mcp add: $(cat "$OUT/mcp-add.txt")"; fi
 FAKE_SCRIPT='[{"tool":"mcp__wakeful__monitor_start","input":{"command":"echo mcp-npx-line","description":"mcp-npx"}},{"text":"done"}]' \
-  FAKE_LOG=$OUT/p-requests.jsonl python3 "$E2E/fake_anthropic.py" --port 0 >"$OUT/fake.port" 2>"$OUT/fake.log" &
+  python3 "$FAKE" --port 0 --log "$OUT/p-requests.jsonl" >"$OUT/fake.port" 2>"$OUT/fake.log" &
 FAKE_PID=$!
 for _ in $(seq 100); do [ -s "$OUT/fake.port" ] && break; sleep 0.1; done
 ( cd "$OUT/project" && env -i PATH=$CLEAN_PATH HOME="$OUT/home" LANG=C.UTF-8 CLAUDE_CONFIG_DIR="$OUT/cfg" DISABLE_AUTOUPDATER=1 \

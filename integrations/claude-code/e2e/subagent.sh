@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A monitor started inside a Claude Code subagent is awaited by that subagent
 # (skills/wakeful/SKILL.md, "In a subagent"), and the main conversation still
-# gets each of its events once. Real Claude Code TUI against claude-e2e's fake
-# model API; nothing leaves the machine.
+# gets each of its events once. Real Claude Code TUI (tests/e2e/claude-code/tui.py)
+# against the project's fake model API; nothing leaves the machine.
 #
-# Usage: [CLAUDE_BIN=…] [CLAUDE_E2E=…] [OUT=/tmp/wksa] subagent.sh [path/to/wakeful]
+# Usage: [CLAUDE_BIN=…] [OUT=/tmp/wksa] subagent.sh [path/to/wakeful]
 #
 # The fake model: the main conversation calls the Agent tool; the subagent
 # runs, in one Bash call,
@@ -17,12 +17,12 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 PLUGIN=$(cd "$HERE/.." && pwd -P)
-E2E=${CLAUDE_E2E:-/work/shared/claude-e2e}
-export CLAUDE_BIN=${CLAUDE_BIN:-/work/tools/claude/node_modules/.bin/claude}
+TUI=$(cd "$HERE/../../.." && pwd -P)/tests/e2e/claude-code/tui.py
+CLAUDE_BIN=${CLAUDE_BIN:-${WAKEFUL_CLAUDE_BIN:-$PLUGIN/../../target/claude-e2e/npm/node_modules/.bin/claude}}
 OUT=${OUT:-/tmp/wksa}
 WAKEFUL=$(cd "$(dirname "${1:-$PLUGIN/../../target/debug/wakeful}")" && pwd -P)/$(basename "${1:-wakeful}")
 [ -x "$WAKEFUL" ] || { echo "subagent.sh: $WAKEFUL is not executable; cargo build -p wakeful-cli first" >&2; exit 2; }
-[ -x "$E2E/run-interactive.sh" ] || { echo "subagent.sh: no run-interactive.sh in $E2E; set CLAUDE_E2E" >&2; exit 2; }
+[ -x "$CLAUDE_BIN" ] || { echo "subagent.sh: set CLAUDE_BIN to Claude Code 2.1.332" >&2; exit 2; }
 mkdir -p "$OUT/bin" && cp "$WAKEFUL" "$OUT/bin/wakeful"
 rm -rf "$OUT/wk"
 SCRIPT=$(python3 - <<'PY'
@@ -38,10 +38,8 @@ print(json.dumps([
 ]))
 PY
 )
-PATH=$OUT/bin:$PATH PLUGIN_DIR=$PLUGIN OUT_DIR=$OUT/run WAIT_S=40 \
-  EXTRA_ENV="WAKEFUL_HOME=$OUT/wk" EXTRA_ARGS='--permission-mode acceptEdits --allowedTools Bash' \
-  PROMPT='start the subagent' UNTIL='Agent "build watcher" finished' FAKE_SCRIPT=$SCRIPT \
-  "$E2E/run-interactive.sh"
+PATH=$OUT/bin:$PATH python3 "$TUI" --claude "$CLAUDE_BIN" --plugin-dir "$PLUGIN" --out "$OUT/run" --wait 40 \
+  --env "WAKEFUL_HOME=$OUT/wk" --prompt 'start the subagent' --until 'build watcher' --script "$SCRIPT"
 WAKEFUL_HOME=$OUT/wk "$OUT/bin/wakeful" daemon stop >/dev/null 2>&1
 python3 - "$OUT/run/requests.jsonl" <<'PY'
 import json, sys
