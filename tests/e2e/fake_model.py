@@ -21,9 +21,11 @@ STATE = {"n": 0, "log": None, "rules": []}
 
 
 def log(entry):
-    """Appends one request to the log: `i` (its number) and `t` (seconds since start) first."""
+    """Appends one request to the log: `i` (its number), `t` (seconds since start) and `ts`
+    (seconds since the epoch, for latencies measured by another process) first."""
     with LOCK:
-        entry = dict(i=STATE["n"], t=round(time.time() - START, 3), **entry)
+        now = time.time()
+        entry = dict(i=STATE["n"], t=round(now - START, 3), ts=round(now, 4), **entry)
         STATE["n"] += 1
         with open(STATE["log"], "a") as f:
             f.write(json.dumps(entry) + "\n")
