@@ -176,9 +176,12 @@ async fn end_agent(child: &mut Child, pgid: i32) {
     let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
 }
 
+/// Whether a live process (not a zombie: an orphan's zombie waits for its
+/// reaper, not for us) is still in the group.
 fn group_alive(pgid: i32) -> bool {
-    // SAFETY: kill(2) with signal 0 only checks; a negative pid names the group.
-    unsafe { libc::kill(-pgid, 0) == 0 }
+    wakeful_platform::tree::all_processes()
+        .iter()
+        .any(|p| p.pgrp == pgid && p.is_live())
 }
 
 fn signal_group(pgid: i32, signal: i32) {
