@@ -95,6 +95,7 @@ pub(crate) async fn run(paths: Paths, opts: Options) -> Result<u8, Error> {
                 machine.wake(offer.wake)
             }
         };
+        let mut editor_gone = false;
         for action in actions {
             match action {
                 Action::ToAgent(line) => {
@@ -107,7 +108,7 @@ pub(crate) async fn run(paths: Paths, opts: Options) -> Result<u8, Error> {
                 Action::ToEditor(line) => {
                     if write_line(&mut editor_out, &line).await.is_err() {
                         // Nobody reads us any more.
-                        break;
+                        editor_gone = true;
                     }
                 }
                 Action::Accepted { .. } => {
@@ -122,6 +123,9 @@ pub(crate) async fn run(paths: Paths, opts: Options) -> Result<u8, Error> {
                     }
                 }
             }
+        }
+        if editor_gone {
+            break 0;
         }
     };
     machine.agent_gone();
