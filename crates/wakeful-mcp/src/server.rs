@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::{Event, MonitorInfo};
-use wakeful_protocol::{Reply, Request, StartResult, Status};
+use wakeful_protocol::{Reply, Request, StartResult};
 
 use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
@@ -191,7 +191,7 @@ impl WakefulServer {
     async fn note_start_seq(&self) {
         let status = async {
             let mut conn = connect(&self.inner.paths).await?;
-            conn.call_as::<Status>(Request::Status {}).await
+            conn.call(wakeful_protocol::GetStatus {}).await
         }
         .await;
         match status {
@@ -257,7 +257,7 @@ impl WakefulServer {
         let spec = args.to_spec()?;
         let mut conn = self.connect().await?;
         let r: StartResult = conn
-            .call_as(Request::Start {
+            .call(wakeful_protocol::StartMonitor {
                 session: call.session.clone(),
                 spec: Box::new(spec),
                 env: self.env_for(call),
@@ -295,14 +295,14 @@ impl WakefulServer {
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
         let r: wakeful_protocol::RunResult = conn
-            .call_as(Request::Run(wakeful_protocol::RunRequest {
+            .call(wakeful_protocol::RunRequest {
                 session: call.session.clone(),
                 command,
                 env,
                 cwd,
                 until,
                 description: args.description.clone(),
-            }))
+            })
             .await
             .map_err(daemon_error)?;
         Ok(json!({
@@ -319,7 +319,7 @@ impl WakefulServer {
         let session = (!args.all_sessions.unwrap_or(false)).then(|| call.session.clone());
         let mut conn = self.connect().await?;
         let list: Vec<MonitorInfo> = conn
-            .call_as(Request::List { session })
+            .call(wakeful_protocol::ListMonitors { session })
             .await
             .map_err(daemon_error)?;
         Ok(json!({ "monitors": list }))
@@ -330,7 +330,7 @@ impl WakefulServer {
         let id = args.id()?;
         let mut conn = self.connect().await?;
         let info: MonitorInfo = conn
-            .call_as(Request::Stop { id })
+            .call(wakeful_protocol::StopMonitor { id })
             .await
             .map_err(daemon_error)?;
         serde_json::to_value(info).map_err(|e| e.to_string())
@@ -340,14 +340,14 @@ impl WakefulServer {
         let args: MonitorEventsArgs = parse(MONITOR_EVENTS, args)?;
         let (after, limit) = args.checked()?;
         let mut conn = self.connect().await?;
-        conn.send(Request::Events {
+        conn.send(Request::Events(wakeful_protocol::ReadEvents {
             session: call.session.clone(),
             after,
             follow: false,
             monitor: None,
             wakes_agent: false,
             write_to: None,
-        })
+        }))
         .await
         .map_err(daemon_error)?;
         let mut page = Page::new(limit);
@@ -385,7 +385,7 @@ impl WakefulServer {
         let args: MonitorWaitArgs = parse(MONITOR_WAIT, args)?;
         let timeout_ms = args.timeout_ms()?;
         let mut conn = self.connect().await?;
-        conn.send(Request::Wait {
+        conn.send(Request::Wait(wakeful_protocol::WaitEvents {
             session: call.session.clone(),
             consumer: CONSUMER.to_string(),
             timeout_ms: Some(timeout_ms),
@@ -394,7 +394,7 @@ impl WakefulServer {
             all: args.all.unwrap_or(false),
             fallback: false,
             monitor: None,
-        })
+        }))
         .await
         .map_err(daemon_error)?;
         let mut page = Page::new(usize::MAX);
@@ -444,7 +444,12 @@ impl WakefulServer {
                             Ok(Ok(()))
                         );
                         receipts.forget(&id);
-                        if written && conn.send(Request::Ack { seq }).await.is_ok() {
+                        if written
+                            && conn
+                                .send(Request::Ack(wakeful_protocol::Ack { seq }))
+                                .await
+                                .is_ok()
+                        {
                             // The daemon records it before it answers.
                             let _ = conn.next().await;
                         }
