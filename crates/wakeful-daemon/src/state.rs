@@ -385,3 +385,73 @@ impl Health {
         }
     }
 }
+
+/// A daemon's state on a temporary directory, with no socket: for the
+/// handlers' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use wakeful_engine::registry::RegistryConfig;
+    use wakeful_engine::{DiskGuard, Hub, MonitorRegistry, NetPolicy};
+    use wakeful_protocol::Paths;
+
+    use super::{Limits, State};
+
+    /// A state and the directory it lives in (removed when dropped).
+    pub(crate) struct TestState {
+        pub(crate) state: Arc<State>,
+        pub(crate) dir: tempfile::TempDir,
+    }
+
+    /// A fresh daemon state: an empty store, no monitors, no routes, no
+    /// cluster link.
+    pub(crate) fn state() -> TestState {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            state_dir: dir.path().to_path_buf(),
+            runtime_dir: dir.path().to_path_buf(),
+            config_file: dir.path().join("config.toml"),
+        };
+        std::fs::create_dir_all(paths.output_dir()).unwrap();
+        let (writer, reader) = wakeful_store::open(&paths.database()).unwrap();
+        let pruner = writer.pruner().unwrap();
+        let latest = reader.latest_seq().unwrap();
+        let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(crate::StoreReplay(reader.clone()));
+        let hub = Hub::new(writer, latest, Some(replay));
+        let registry = MonitorRegistry::with_hub(
+            RegistryConfig {
+                output_dir: paths.output_dir(),
+                ..RegistryConfig::default()
+            },
+            hub,
+        );
+        let options = crate::config::StoreOptions::default();
+        let disk = DiskGuard::new(paths.state_dir.clone(), options.keep_free);
+        let storage = crate::storage::Storage::new(
+            paths.output_dir(),
+            &options,
+            disk,
+            pruner,
+            registry.clone(),
+            reader.clone(),
+        );
+        let wakes = crate::wake::Wakes::new(
+            registry.clone(),
+            reader.clone(),
+            NetPolicy::new(&[]).unwrap(),
+            false,
+        );
+        let state = Arc::new(State::new(
+            registry,
+            reader,
+            paths,
+            wakes,
+            Limits {
+                max_connections_per_process: 8,
+            },
+            storage,
+        ));
+        TestState { state, dir }
+    }
+}

@@ -335,3 +335,6 @@ async fn dispatch(conn: &mut Conn, state: &State, req: Request) -> std::io::Resu
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
