@@ -26,6 +26,7 @@ use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
     TerminalRunArgs,
 };
+use crate::results;
 use crate::session::SessionChoice;
 use crate::tools::{
     self, MONITOR_EVENTS, MONITOR_LIST, MONITOR_START, MONITOR_STOP, MONITOR_WAIT, TERMINAL_RUN,
@@ -266,13 +267,7 @@ impl WakefulServer {
             })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({
-            "id": r.id,
-            "session": r.session,
-            "already_running": r.already_running,
-            "output_path": r.output_path,
-            "wake": wake_value(&r.wake),
-        }))
+        results::to_value(&results::Started::from(r))
     }
 
     async fn terminal_run(&self, args: Value, call: &Call) -> Result<Value, String> {
@@ -305,13 +300,7 @@ impl WakefulServer {
             })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({
-            "id": r.id,
-            "session": r.session,
-            "output_path": r.output_path,
-            "monitor_id": r.monitor_id,
-            "wake": wake_value(&r.wake),
-        }))
+        results::to_value(&results::Ran::from(r))
     }
 
     async fn monitor_list(&self, args: Value, call: &Call) -> Result<Value, String> {
@@ -322,7 +311,7 @@ impl WakefulServer {
             .call(wakeful_protocol::ListMonitors { session })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({ "monitors": list }))
+        results::to_value(&results::Monitors { monitors: list })
     }
 
     async fn monitor_stop(&self, args: Value) -> Result<Value, String> {
@@ -333,7 +322,7 @@ impl WakefulServer {
             .call(wakeful_protocol::StopMonitor { id })
             .await
             .map_err(daemon_error)?;
-        serde_json::to_value(info).map_err(|e| e.to_string())
+        results::to_value(&info)
     }
 
     async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, String> {
@@ -370,11 +359,11 @@ impl WakefulServer {
                 None => return Err(closed()),
             }
         }
-        Ok(json!({
-            "events": page.events,
-            "last_seq": page.last_seq.unwrap_or(after),
-            "more": more,
-        }))
+        results::to_value(&results::EventsPage {
+            last_seq: page.last_seq.unwrap_or(after),
+            events: page.events,
+            more,
+        })
     }
 
     /// Blocks until the consumer `mcp` of the session has events, returns
@@ -456,37 +445,24 @@ impl WakefulServer {
                         // Otherwise the connection is dropped unacknowledged:
                         // the daemon hands the batch to the next waiter.
                     });
-                    return Ok(json!({
-                        "events": page.events,
-                        "acked": page.last_seq,
-                        "timed_out": false,
-                        "more": more,
-                    }));
+                    return results::to_value(&results::Waited::batch(
+                        page.events,
+                        page.last_seq,
+                        more,
+                    ));
                 }
                 Some(Reply::Ok { .. }) => break,
                 Some(Reply::Error {
                     kind: ErrorKind::Timeout,
                     ..
-                }) => {
-                    return Ok(json!({
-                        "events": [],
-                        "timed_out": true,
-                        "more": false,
-                        "hint": format!("no new events within {timeout_ms} ms; call monitor_wait again to keep waiting"),
-                    }))
-                }
+                }) => return results::to_value(&results::Waited::timed_out(timeout_ms)),
                 Some(Reply::Error { kind, message }) => {
                     return Err(daemon_error(ClientError::Refused { kind, message }))
                 }
                 None => return Err(closed()),
             }
         }
-        Ok(json!({
-            "events": page.events,
-            "acked": page.last_seq,
-            "timed_out": false,
-            "more": more,
-        }))
+        results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
     }
 
     async fn connect(&self) -> Result<Connection, String> {
@@ -510,12 +486,6 @@ impl WakefulServer {
             .await
             .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp))
     }
-}
-
-/// A start result's `wake`, with the instruction spelled out when no wake
-/// will come.
-fn wake_value(wake: &wakeful_protocol::WakeInfo) -> Value {
-    json!({ "route": wake.route, "live": wake.live, "reason": wake.reason })
 }
 
 impl ServerHandler for WakefulServer {
