@@ -9,7 +9,7 @@ use wakeful_protocol::{
     PROTOCOL_VERSION,
 };
 
-use super::Handled;
+use super::conn::Handled;
 use crate::state::State;
 
 /// `status`: the daemon's facts.

@@ -11,7 +11,7 @@ use wakeful_protocol::{
     StopMonitor,
 };
 
-use super::Handled;
+use super::conn::Handled;
 use crate::state::{Failure, State};
 
 fn link(state: &State) -> Result<&Link, Failure> {

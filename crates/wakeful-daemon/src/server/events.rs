@@ -9,8 +9,8 @@ use tokio::io::AsyncWriteExt;
 use wakeful_engine::{Committed, Filter, Follow, FollowError};
 use wakeful_protocol::{ErrorKind, ReadAllEvents, ReadEvents, StreamEnd};
 
+use super::conn::Conn;
 use super::monitors::find;
-use super::Conn;
 use crate::handed::Handed;
 use crate::quiet::QuietWrite;
 use crate::state::{Following, Pushing, State};

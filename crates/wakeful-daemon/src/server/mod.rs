@@ -21,15 +21,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::quiet::{QuietRead, QuietWrite};
-use crate::state::{Failure, State};
+use crate::state::State;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use wakeful_protocol::frame::{parse_request, FrameError, Framer, MAX_REQUEST_BYTES};
 use wakeful_protocol::{ErrorKind, Reply, Request};
 
 pub mod admin;
 pub mod cluster;
+mod conn;
 pub mod events;
 pub mod monitors;
 pub mod terminals;
@@ -37,10 +36,7 @@ pub mod wait;
 pub mod wakes;
 
 pub use crate::state::Limits;
-
-/// What a handler of request `C` returns: the result `C` names, or why
-/// there is none. The compiler pairs each handler with its request.
-pub(crate) type Handled<C> = Result<<C as wakeful_protocol::Call>::Reply, Failure>;
+use conn::{ClientLines, Conn};
 
 /// Whether an accept error means "no descriptor left" (wait for one to
 /// come free) rather than a problem of one connection.
@@ -121,102 +117,6 @@ async fn refuse(stream: UnixStream, message: String) {
     let mut lines = BufReader::new(r).lines();
     let _ = tokio::time::timeout(Duration::from_millis(200), lines.next_line()).await;
     let _ = w.write_all(&line).await;
-}
-
-/// A client's lines, cut by [`Framer`]: no line longer than
-/// [`MAX_REQUEST_BYTES`] is ever held. Cancel-safe, like
-/// `tokio::io::Lines::next_line`.
-struct ClientLines {
-    read: QuietRead,
-    framer: Framer,
-    ended: bool,
-}
-
-impl ClientLines {
-    fn new(read: QuietRead) -> Self {
-        ClientLines {
-            read,
-            framer: Framer::new(MAX_REQUEST_BYTES),
-            ended: false,
-        }
-    }
-
-    /// The next line, or why it cannot be taken; `None` at the end.
-    async fn next_frame(&mut self) -> std::io::Result<Option<Result<String, FrameError>>> {
-        use tokio::io::AsyncReadExt;
-        loop {
-            if let Some(frame) = self.framer.next_line() {
-                return Ok(Some(frame));
-            }
-            if self.ended {
-                return Ok(None);
-            }
-            let mut chunk = [0u8; 16 * 1024];
-            let n = self.read.read(&mut chunk).await?;
-            if n == 0 {
-                self.ended = true;
-                return Ok(self.framer.finish());
-            }
-            self.framer.push(&chunk[..n]);
-        }
-    }
-
-    /// The next line; a line that cannot be taken is an error.
-    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
-        match self.next_frame().await? {
-            None => Ok(None),
-            Some(Ok(line)) => Ok(Some(line)),
-            Some(Err(e)) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
-        }
-    }
-}
-
-pub(crate) struct Conn {
-    lines: ClientLines,
-    out: QuietWrite,
-    /// The descriptor the client sent with its request, if any.
-    passed: crate::quiet::Passed,
-}
-
-impl Conn {
-    async fn reply(&mut self, r: &Reply) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(r).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        self.out.write_all(&line).await
-    }
-
-    async fn ok<T: serde::Serialize>(&mut self, result: &T) -> std::io::Result<()> {
-        let reply = Reply::ok(result).map_err(std::io::Error::other)?;
-        self.reply(&reply).await
-    }
-
-    async fn error(&mut self, kind: ErrorKind, message: impl Into<String>) -> std::io::Result<()> {
-        self.reply(&Reply::Error {
-            kind,
-            message: message.into(),
-        })
-        .await
-    }
-
-    /// Answers with a handler's result: `ok` with it, or the error.
-    async fn answer<T: serde::Serialize>(
-        &mut self,
-        result: Result<T, Failure>,
-    ) -> std::io::Result<()> {
-        match result {
-            Ok(r) => self.ok(&r).await,
-            Err((kind, message)) => self.error(kind, message).await,
-        }
-    }
-
-    /// The next request; `None` at end of stream.
-    async fn request(&mut self) -> std::io::Result<Option<Result<Request, (ErrorKind, String)>>> {
-        Ok(match self.lines.next_frame().await? {
-            None => None,
-            Some(Ok(line)) => Some(parse_request(&line)),
-            Some(Err(e)) => Some(Err((ErrorKind::Invalid, e.to_string()))),
-        })
-    }
 }
 
 async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()> {

@@ -7,7 +7,7 @@ use wakeful_protocol::{
     StopMonitor,
 };
 
-use super::Handled;
+use super::conn::Handled;
 use crate::state::{Failure, State};
 
 /// `start` of a monitor on this host.

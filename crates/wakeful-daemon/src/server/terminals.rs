@@ -8,8 +8,8 @@ use wakeful_protocol::{
     ErrorKind, GetTerminal, KillTerminal, ListTerminals, RunRequest, RunResult, WaitTerminal,
 };
 
+use super::conn::Handled;
 use super::monitors::start_error;
-use super::Handled;
 use crate::state::{Failure, State};
 
 /// Live terminals, then those the store remembers from earlier daemons

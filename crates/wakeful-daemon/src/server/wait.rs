@@ -9,9 +9,9 @@ use wakeful_core::journal::JournalEntry;
 use wakeful_engine::{Committed, Filter, FollowError};
 use wakeful_protocol::{Ack, Acked, ErrorKind, ListConsumers, Reply, Request, WaitEvents};
 
+use super::conn::{Conn, Handled};
 use super::events::follow_error;
 use super::monitors::{find, not_found};
-use super::{Conn, Handled};
 use crate::state::{FirstWaiter, Following, State};
 
 /// Events read from the store per query.

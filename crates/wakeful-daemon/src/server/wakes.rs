@@ -5,7 +5,7 @@ use wakeful_protocol::{
     CheckWake, ClearWake, ErrorKind, GetDigest, RouteSource, SetWake, ShowWake, WakeClearResult,
 };
 
-use super::Handled;
+use super::conn::Handled;
 use crate::state::State;
 
 /// `wake_set`: routes the session's events to its agent.
