@@ -13,7 +13,8 @@
 //!   subscriber), by `sh -c 'cat INPUT > OUT'` and by
 //!   `sh -c 'cat INPUT | cat > OUT'`. Each sample is one full copy, after
 //!   `sync(2)`; every contender's copy is first checked byte-identical to the
-//!   input, untimed.
+//!   input, untimed (the registry's output cap is raised to 1 GiB for that:
+//!   the default 64 MiB would drop a middle segment of the copy).
 //! - `latency`: one line from its `write(2)` until its reader has it, each
 //!   sample timed alone, lines 2 ms apart (the pause, untimed, lets every
 //!   thread go idle, so a sample pays the wake-ups a sporadic line pays).
@@ -38,8 +39,11 @@ use std::time::Duration;
 use divan::counter::{BytesCount, ItemsCount};
 use divan::Bencher;
 use wakeful_core::rate::BURST;
+use wakeful_core::storage::{ByteSize, OutputCaps};
 use wakeful_core::{EventBody, EventKind, MonitorSpec, MonitorStopReason};
-use wakeful_engine::{MonitorRegistry, RecvError, RegistryConfig, Subscription};
+use wakeful_engine::{
+    DiskGuard, MonitorRegistry, OutputBudget, RecvError, RegistryConfig, Subscription,
+};
 
 fn main() {
     eprintln!("load average at start: {}", load_average());
@@ -75,9 +79,18 @@ fn fixture() -> &'static Fixture {
             .tempdir()
             .expect("create a temp dir");
         let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+        let output_dir = dir.path().join("out");
+        // An output file's cap (default 64 MiB, an eighth of it a segment)
+        // raised to 1 GiB: the ingest copy stays whole, in one file.
+        let caps = OutputCaps {
+            per_file: ByteSize::gib(1).0,
+            total: ByteSize::gib(4).0,
+        };
+        let output = OutputBudget::new(caps, DiskGuard::new(&output_dir, Default::default()));
         let registry = rt.block_on(async {
             MonitorRegistry::new(RegistryConfig {
-                output_dir: dir.path().join("out"),
+                output_dir,
+                output: Some(output),
                 ..RegistryConfig::default()
             })
         });
