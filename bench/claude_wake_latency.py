@@ -7,9 +7,9 @@ Usage:
         [target/debug/wakeful] [--samples 10] [--gap 3] [--out /tmp/cwl] \\
         [--variants wakeful,cc-monitor]
 
-Runs the real Claude Code TUI (claude-e2e's run-interactive.sh: tmux, an
+Runs the real Claude Code TUI (tests/e2e/claude-code/tui.py: tmux, an
 isolated HOME, the fake Anthropic API that records every request with its
-time) once per variant, one after the other in the same run. In each, a
+wall-clock time) once per variant, one after the other in the same run. In each, a
 command prints one line every --gap seconds, --samples times, while the
 session is idle, and writes the wall-clock time of each line (bash
 $EPOCHREALTIME, just before the echo) to a stamp file. The clock of a sample
@@ -26,12 +26,6 @@ Variants:
                    <project>/.claude/skills/wakeful/ (Claude Code drops its
                    monitor there; only the hooks run).
 
-The fake records a request's time as seconds since it started; the script
-learns that start on the wall clock by sending the fake three requests of
-its own (no tools, so they take no step of the script and events-seen.py
-skips them) and keeping the one with the shortest round trip (the error is
-at most half of it, printed as `clock ±`).
-
 Exactly once: every line's text (`wkl-07-end`) is counted in the user
 content of each main-loop request; what a request adds over the most the
 requests before it held is new. Each line must be new in exactly one
@@ -39,10 +33,10 @@ request, and through which path (rewake hook, monitor notification, Stop
 hook) is reported. Exit 1 when a line was never delivered or delivered
 twice.
 
-Environment: CLAUDE_BIN (default /work/tools/claude/node_modules/.bin/claude),
-CLAUDE_E2E (default /work/shared/claude-e2e). Python 3.11 standard library,
-tmux. Everything is written under --out (default /tmp/cwl; keep it short: the
-harness puts a tmux socket there).
+Environment: CLAUDE_BIN (default $WAKEFUL_CLAUDE_BIN, else
+target/claude-e2e/npm/node_modules/.bin/claude, where .ci/run installs Claude
+Code 2.1.332). Python 3.11 standard library, tmux. Everything is written under
+--out (default /tmp/cwl).
 """
 
 from __future__ import annotations
@@ -55,14 +49,14 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import pct as percentile  # noqa: E402
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO / "tests" / "e2e" / "claude-code"))
+from benchlib import pct as percentile  # noqa: E402
+from tui import Failed, Tui  # noqa: E402
 PLUGIN = REPO / "integrations" / "claude-code"
 MARK = ".claude-wake-latency"
 
@@ -83,15 +77,6 @@ sleep 3600
 def die(msg: str) -> None:
     print(f"claude_wake_latency: {msg}", file=sys.stderr)
     sys.exit(2)
-
-
-def stop(harness: subprocess.Popen) -> None:
-    """Ends run-interactive.sh by SIGTERM, so that its own cleanup runs."""
-    harness.terminate()
-    try:
-        harness.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        harness.kill()
 
 
 def texts(content) -> list[str]:
@@ -123,22 +108,6 @@ def path_of(text: str, marker: str) -> str:
     return "other"
 
 
-def calibrate(port: int) -> tuple[float, float, str]:
-    """Sends three requests; (send time, answer time, text) of the fastest."""
-    best = None
-    for n in range(3):
-        body = json.dumps({"model": "calibrate", "max_tokens": 1,
-                           "messages": [{"role": "user", "content": f"calibrate {n}"}]}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body,
-                                     headers={"content-type": "application/json"})
-        w0 = time.time()
-        urllib.request.urlopen(req, timeout=5).read()
-        w1 = time.time()
-        if best is None or w1 - w0 < best[1] - best[0]:
-            best = (w0, w1, f"calibrate {n}")
-    return best
-
-
 def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
     root = args.out
     out = root / name
@@ -150,20 +119,13 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
     prefix = {"wakeful": "wkl", "cc-monitor": "ccl", "wakeful-bridge": "wbl",
               "wakeful-project": "wpl"}[name]
     lines_cmd = f"bash {root / 'lines.sh'} {prefix} {stamps} {args.samples} {args.gap}"
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", OUT_DIR=str(out),
-               CLAUDE_BIN=args.claude, WAIT_S=str(int(8 + args.samples * args.gap + 20)),
-               UNTIL=f"{prefix}-{args.samples:02d}-end",
-               EXTRA_ENV=f"WAKEFUL_HOME={wkhome}",
-               EXTRA_ARGS=f"--session-id {sid}")
     empty = root / "empty-plugin"
-    if name == "wakeful":
-        env["PLUGIN_DIR"] = str(PLUGIN)
-    elif name == "wakeful-bridge":
-        copy = root / "plugin-bridge"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(PLUGIN, copy)
-        shutil.rmtree(copy / "hooks")
-        env["PLUGIN_DIR"] = str(copy)
+    plugin, project = PLUGIN, None
+    if name == "wakeful-bridge":
+        plugin = root / "plugin-bridge"
+        shutil.rmtree(plugin, ignore_errors=True)
+        shutil.copytree(PLUGIN, plugin)
+        shutil.rmtree(plugin / "hooks")
     elif name == "wakeful-project":
         project = root / "project"
         shutil.rmtree(project, ignore_errors=True)
@@ -174,68 +136,56 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
         # else runs), as Claude Code stores it.
         (project / ".claude" / "settings.local.json").write_text(
             json.dumps({"enabledMcpjsonServers": ["plugin:wakeful:wakeful"]}))
-        env["PROJECT_DIR"] = str(project)
-        env["PLUGIN_DIR"] = str(empty)
+        plugin = empty
     elif name == "cc-monitor":
-        plug = root / "cc-plugin"
-        shutil.rmtree(plug, ignore_errors=True)
-        (plug / ".claude-plugin").mkdir(parents=True)
-        (plug / "monitors").mkdir()
-        (plug / ".claude-plugin" / "plugin.json").write_text(json.dumps(
+        plugin = root / "cc-plugin"
+        shutil.rmtree(plugin, ignore_errors=True)
+        (plugin / ".claude-plugin").mkdir(parents=True)
+        (plugin / "monitors").mkdir()
+        (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps(
             {"name": "cc-lines", "version": "0.0.1", "description": "bench lines"}))
         # The TUI is up within ~5 s; the first line comes after 8 + gap s.
-        (plug / "monitors" / "monitors.json").write_text(json.dumps([{
+        (plugin / "monitors" / "monitors.json").write_text(json.dumps([{
             "name": "lines", "description": "bench lines", "when": "always",
             "command": lines_cmd + " 8"}]))
-        env["PLUGIN_DIR"] = str(plug)
-    else:
+    elif name != "wakeful":
         die(f"unknown variant {name}")
-    harness = subprocess.Popen([str(args.e2e / "run-interactive.sh")], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    port_file = out / "tmp" / "fake.port"
-    deadline = time.time() + 30
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if time.time() > deadline or harness.poll() is not None:
-            stop(harness)
-            die(f"{name}: the fake API did not start ({out}/fake.log)")
-        time.sleep(0.05)
-    w0, w1, cal = calibrate(int(port_file.read_text().split()[0]))
-    if name.startswith("wakeful"):
-        # Start the lines once the session's paths wait: the rewake hook and
-        # the bridge (one of them where the variant has only one).
-        want = 2 if name == "wakeful" else 1
-        wk = [str(wakeful), "--session", sid]
-        wkenv = dict(os.environ, WAKEFUL_HOME=str(wkhome))
-        deadline = time.time() + 60
-        while True:
-            r = subprocess.run(wk + ["consumers", "--json"], env=wkenv,
-                               capture_output=True, text=True)
-            rows = json.loads(r.stdout or "[]") if r.returncode == 0 else []
-            if any(c["consumer"] == "claude" and c["waiters"] >= want for c in rows):
-                break
-            if time.time() > deadline or harness.poll() is not None:
-                stop(harness)
-                die(f"{name}: no waiter of consumer claude after 60 s ({out}/debug.log)")
-            time.sleep(0.2)
-        subprocess.run(wk + ["start", "-d", "bench lines", "--timeout-ms", "3600000", "--",
-                             lines_cmd + " 1"], env=wkenv, check=True, capture_output=True)
-    _, err = harness.communicate()
+    shutil.rmtree(out, ignore_errors=True)
+    tui = Tui(args.claude, out, plugin, path_dirs=[bindir] + os.environ["PATH"].split(":"),
+              env={"WAKEFUL_HOME": str(wkhome)}, args=["--session-id", sid], project=project)
+    last = f"{prefix}-{args.samples:02d}-end"
+    note = "ok"
+    try:
+        with tui:
+            tui.wait_ready()
+            if name.startswith("wakeful"):
+                # Start the lines once the session's paths wait: the rewake hook
+                # and the bridge (one of them where the variant has only one).
+                want = 2 if name == "wakeful" else 1
+                wk = [str(wakeful), "--session", sid]
+                wkenv = dict(os.environ, WAKEFUL_HOME=str(wkhome))
+
+                def waiting(_reqs):
+                    r = subprocess.run(wk + ["consumers", "--json"], env=wkenv,
+                                       capture_output=True, text=True)
+                    rows = json.loads(r.stdout or "[]") if r.returncode == 0 else []
+                    return any(c["consumer"] == "claude" and c["waiters"] >= want for c in rows)
+                tui.wait_until(waiting, 60, f"{name}: a waiter of consumer claude")
+                subprocess.run(wk + ["start", "-d", "bench lines", "--timeout-ms", "3600000", "--",
+                                     lines_cmd + " 1"], env=wkenv, check=True, capture_output=True)
+            tui.wait_until(lambda reqs: any(last in r["new"] for r in reqs),
+                           8 + args.samples * args.gap + 20, f"{name}: {last} reached the model")
+            time.sleep(1)  # a moment for a second delivery of the last line to show
+    except Failed as e:
+        note = str(e)
     if name.startswith("wakeful"):
         subprocess.run([str(wakeful), "daemon", "stop"], env=dict(os.environ, WAKEFUL_HOME=str(wkhome)),
                        capture_output=True)
-    return analyse(name, out, stamps, (w0, w1, cal), args.samples, prefix,
-                   err.strip().splitlines()[-1:])
+    return analyse(name, out, stamps, args.samples, prefix, [note])
 
 
-def analyse(name, out, stamps, calibration, n, prefix, harness_tail) -> dict:
-    # The fake's t=0 on the wall clock: it logged the calibration request
-    # at its t, between the request's send (w0) and its answer (w1).
-    w0, w1, cal = calibration
+def analyse(name, out, stamps, n, prefix, harness_tail) -> dict:
     reqs = [json.loads(l) for l in (out / "requests.jsonl").read_text().splitlines() if l.strip()]
-    logged = [r["t"] for r in reqs if (r["body"].get("messages") or [{}])[0].get("content") == cal]
-    if len(logged) != 1:
-        die(f"{name}: the calibration request is not in {out}/requests.jsonl")
-    start = (w0 + w1) / 2 - logged[0]
     stamp = {}
     if stamps.exists():
         for l in stamps.read_text().splitlines():
@@ -251,7 +201,7 @@ def analyse(name, out, stamps, calibration, n, prefix, harness_tail) -> dict:
         for m in markers:
             c = user.count(m)
             if c > seen[m]:
-                deliveries[m] += [(r["i"], r["t"], path_of(user, m))] * (c - seen[m])
+                deliveries[m] += [(r["i"], r["ts"], path_of(user, m))] * (c - seen[m])
                 seen[m] = c
     lat, paths, problems = [], {}, []
     for m in markers:
@@ -263,10 +213,10 @@ def analyse(name, out, stamps, calibration, n, prefix, harness_tail) -> dict:
             problems.append(f"{m}: delivered {len(d)} times {d}")
         if d:
             i, t, p = d[0]
-            lat.append((start + t - stamp[m]) * 1000)
+            lat.append((t - stamp[m]) * 1000)
             paths[p] = paths.get(p, 0) + 1
     res = {"variant": name, "samples": len(lat), "latency_ms": [round(x, 1) for x in lat],
-           "paths": paths, "problems": problems, "clock_pm_ms": round((w1 - w0) / 2 * 1000, 1),
+           "paths": paths, "problems": problems,
            "requests": len(reqs), "harness": harness_tail, "out": str(out)}
     if lat:
         res.update(median=round(statistics.median(lat), 1), p90=round(percentile(lat, 90), 1),
@@ -283,12 +233,10 @@ def main() -> None:
     ap.add_argument("--variants", default="wakeful,cc-monitor")
     args = ap.parse_args()
     args.out = Path(args.out)
-    args.claude = os.environ.get("CLAUDE_BIN", "/work/tools/claude/node_modules/.bin/claude")
-    args.e2e = Path(os.environ.get("CLAUDE_E2E", "/work/shared/claude-e2e"))
+    args.claude = os.environ.get("CLAUDE_BIN") or os.environ.get("WAKEFUL_CLAUDE_BIN") or str(
+        REPO / "target" / "claude-e2e" / "npm" / "node_modules" / ".bin" / "claude")
     if not os.access(args.claude, os.X_OK):
-        die(f"CLAUDE_BIN {args.claude} is not executable (see {args.e2e}/install-claude.sh)")
-    if not (args.e2e / "run-interactive.sh").exists():
-        die(f"no run-interactive.sh in {args.e2e}; set CLAUDE_E2E")
+        die(f"CLAUDE_BIN {args.claude} is not executable (see tests/e2e/claude-code/README.md)")
     if not shutil.which("tmux"):
         die("tmux not found (apt-get install tmux)")
     wakeful = Path(args.wakeful).resolve()

@@ -227,7 +227,7 @@ async fn take_one(
     let Ok(mut conn) = wakeful_client::connect(paths).await else {
         return Ok(false);
     };
-    let request = Request::Wait {
+    let request = Request::Wait(wakeful_protocol::WaitEvents {
         session: session.to_string(),
         consumer: crate::CONSUMER.to_string(),
         timeout_ms: None,
@@ -236,7 +236,7 @@ async fn take_one(
         all: false,
         fallback: false,
         monitor: None,
-    };
+    });
     if conn.send(request).await.is_err() {
         return Ok(false);
     }
@@ -303,7 +303,11 @@ async fn take_one(
     }
     match rx.await {
         Ok(true) => {
-            if conn.send(Request::Ack { seq: last_seq }).await.is_err() {
+            if conn
+                .send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
+                .await
+                .is_err()
+            {
                 return Ok(false);
             }
             // The daemon records the acknowledgement before it answers.

@@ -191,7 +191,7 @@ impl AgentProcess {
 /// run at a point of the turn); `all`: every unacknowledged event, not only
 /// up to the last one that wakes.
 pub fn take_now(session: String, consumer: &str, all: bool) -> Request {
-    Request::Wait {
+    Request::Wait(wakeful_protocol::WaitEvents {
         session,
         consumer: consumer.to_string(),
         timeout_ms: Some(0),
@@ -200,7 +200,7 @@ pub fn take_now(session: String, consumer: &str, all: bool) -> Request {
         all,
         fallback: false,
         monitor: None,
-    }
+    })
 }
 
 /// One batch of the consumer's events, taken through `wait`: `Ok(None)`
@@ -243,7 +243,8 @@ pub async fn take_batch(
                     // Written after Claude Code left: nobody read it.
                     return Ok(None);
                 }
-                conn.send(Request::Ack { seq: last.seq }).await?;
+                conn.send(Request::Ack(wakeful_protocol::Ack { seq: last.seq }))
+                    .await?;
                 // The daemon records the acknowledgement before it answers.
                 let _ = conn.next().await;
                 return Ok(Some(n));

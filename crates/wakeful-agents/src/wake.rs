@@ -105,8 +105,8 @@ pub async fn deliver(
                     })
                 }
                 Ok(r) => http_refusal("webhook", r),
-                Err(e) if e.0.starts_with("refused to connect") => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Refused(e.to_string()),
+                Err(e) if e.is_retryable() => Outcome::Refused(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
             }
         }
     }

@@ -333,7 +333,7 @@ async fn start_request(
     let cwd = std::env::current_dir()?;
     let mut conn = connect(paths).await?;
     let result: StartResult = conn
-        .call_as(Request::Start {
+        .call(wakeful_protocol::StartMonitor {
             session,
             spec: Box::new(spec),
             env: client_env(),
@@ -393,13 +393,15 @@ async fn watch(
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (mut conn, started) = start_request(paths, session.clone(), spec, None).await?;
-    let request = |write_to| Request::Events {
-        session: session.clone(),
-        after: started.after_seq,
-        follow: true,
-        monitor: Some(started.id.clone()),
-        wakes_agent: false,
-        write_to,
+    let request = |write_to| {
+        Request::Events(wakeful_protocol::ReadEvents {
+            session: session.clone(),
+            after: started.after_seq,
+            follow: true,
+            monitor: Some(started.id.clone()),
+            wakes_agent: false,
+            write_to,
+        })
     };
     // A pipe or a socket: the daemon writes the monitor's output to it
     // itself, and sends its final event here too.
@@ -531,14 +533,16 @@ async fn let_go(paths: &Paths, id: &str, detach: bool, say: bool) {
         return;
     }
     if let Ok(mut conn) = connect_existing(paths).await {
-        let _ = conn.call(Request::Stop { id: id.to_string() }).await;
+        let _ = conn
+            .call(wakeful_protocol::StopMonitor { id: id.to_string() })
+            .await;
     }
 }
 
 async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
     let list: Vec<MonitorInfo> = conn
-        .call_as(Request::List {
+        .call(wakeful_protocol::ListMonitors {
             session: session.clone(),
         })
         .await?;
@@ -552,7 +556,7 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
     }
     if let Some(session) = session {
         let w: Option<WakeStatus> = conn
-            .call_as(Request::WakeShow {
+            .call(wakeful_protocol::ShowWake {
                 session: session.clone(),
             })
             .await?;
@@ -574,8 +578,9 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
 
 async fn list_all_hosts(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let list: Vec<wakeful_protocol::HostMonitor> =
-        conn.call_as(Request::ClusterMonitors { session }).await?;
+    let list: Vec<wakeful_protocol::HostMonitor> = conn
+        .call(wakeful_protocol::ListClusterMonitors { session })
+        .await?;
     if json {
         print_json(&list)?;
     } else if list.is_empty() {
@@ -588,7 +593,8 @@ async fn list_all_hosts(paths: &Paths, session: Option<String>, json: bool) -> R
 
 async fn cluster_status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let s: wakeful_protocol::ClusterStatus = conn.call_as(Request::ClusterStatus {}).await?;
+    let s: wakeful_protocol::ClusterStatus =
+        conn.call(wakeful_protocol::GetClusterStatus {}).await?;
     if json {
         print_json(&s)?;
     } else {
@@ -624,8 +630,9 @@ async fn cluster_status(paths: &Paths, json: bool) -> Result<u8, Failure> {
 
 async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let list: Vec<wakeful_protocol::ConsumerInfo> =
-        conn.call_as(Request::Consumers { session }).await?;
+    let list: Vec<wakeful_protocol::ConsumerInfo> = conn
+        .call(wakeful_protocol::ListConsumers { session })
+        .await?;
     print_list(
         &list,
         json,
@@ -637,7 +644,7 @@ async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result
 
 async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let info: MonitorInfo = conn.call_as(Request::Stop { id }).await?;
+    let info: MonitorInfo = conn.call(wakeful_protocol::StopMonitor { id }).await?;
     if json {
         print_json(&info)?;
     } else {
@@ -653,13 +660,15 @@ async fn events(
     follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    let request = |write_to| Request::Events {
-        session: session.clone(),
-        after,
-        follow,
-        monitor: None,
-        wakes_agent: false,
-        write_to,
+    let request = |write_to| {
+        Request::Events(wakeful_protocol::ReadEvents {
+            session: session.clone(),
+            after,
+            follow,
+            monitor: None,
+            wakes_agent: false,
+            write_to,
+        })
     };
     if let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
         let form = if json {
@@ -751,7 +760,7 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
     } = args;
     let consumer = consumer.unwrap_or_else(|| monitor.clone().unwrap_or_else(|| "default".into()));
     let mut conn = connect(paths).await?;
-    conn.send(Request::Wait {
+    conn.send(Request::Wait(wakeful_protocol::WaitEvents {
         session,
         consumer,
         timeout_ms,
@@ -760,7 +769,7 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
         all,
         fallback: false,
         monitor,
-    })
+    }))
     .await?;
     let stdout = std::io::stdout();
     let mut batch = Vec::new();
@@ -776,7 +785,8 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
                     out.flush()?;
                 }
                 batch.clear();
-                conn.send(Request::Ack { seq: last_seq }).await?;
+                conn.send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
+                    .await?;
             }
             Some(Incoming::Reply(Reply::Event { .. })) => {}
             Some(Incoming::Reply(Reply::Ok { .. })) => return Ok(0),
@@ -801,7 +811,7 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
 
 async fn digest(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let d: wakeful_protocol::Digest = conn.call_as(Request::Digest { session }).await?;
+    let d: wakeful_protocol::Digest = conn.call(wakeful_protocol::GetDigest { session }).await?;
     if json {
         print_json(&d)?;
     } else if let Some(text) = d.text(wakeful_core::digest::Reader::Cli) {
@@ -813,7 +823,7 @@ async fn digest(paths: &Paths, session: String, json: bool) -> Result<u8, Failur
 async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
     let v: SessionEndResult = conn
-        .call_as(Request::SessionEnd {
+        .call(wakeful_protocol::EndSession {
             session: session.clone(),
         })
         .await?;
@@ -833,7 +843,7 @@ async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, F
 
 async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let s: Status = conn.call_as(Request::Status {}).await?;
+    let s: Status = conn.call(wakeful_protocol::GetStatus {}).await?;
     if json {
         print_json(&s)?;
     } else {
@@ -898,7 +908,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
                 )?;
                 return Ok(0);
             };
-            let v: ShutdownResult = conn.call_as(Request::Shutdown {}).await?;
+            let v: ShutdownResult = conn.call(wakeful_protocol::Shutdown {}).await?;
             // The daemon holds its lock until it has stopped every monitor and
             // exited: taking the lock is the notification that it is gone.
             let lock = paths.lock_file();
@@ -974,14 +984,14 @@ async fn run_terminal(
     let cwd = std::env::current_dir()?;
     let mut conn = connect(paths).await?;
     let r: RunResult = conn
-        .call_as(Request::Run(wakeful_protocol::RunRequest {
+        .call(wakeful_protocol::RunRequest {
             session,
             command,
             env: client_env(),
             cwd,
             until,
             description,
-        }))
+        })
         .await?;
     if json {
         print_json(&r)?;
@@ -999,14 +1009,16 @@ async fn run_terminal(
 
 async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let list: Vec<TerminalInfo> = conn.call_as(Request::TerminalList { session }).await?;
+    let list: Vec<TerminalInfo> = conn
+        .call(wakeful_protocol::ListTerminals { session })
+        .await?;
     print_list(&list, json, "no terminals", render::terminal_table)?;
     Ok(0)
 }
 
 async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let t: TerminalInfo = conn.call_as(Request::TerminalKill { id }).await?;
+    let t: TerminalInfo = conn.call(wakeful_protocol::KillTerminal { id }).await?;
     if json {
         print_json(&t)?;
     } else {
@@ -1077,7 +1089,7 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
         WakeCommand::Clear => {
             let mut conn = connect(paths).await?;
             let v: WakeClearResult = conn
-                .call_as(Request::WakeClear {
+                .call(wakeful_protocol::ClearWake {
                     session: session.clone(),
                 })
                 .await?;
@@ -1097,7 +1109,7 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
             })?;
             let mut conn = connect(paths).await?;
             let v: WakeStatus = conn
-                .call_as(Request::WakeSet {
+                .call(wakeful_protocol::SetWake {
                     session: session.clone(),
                     route,
                 })
@@ -1107,7 +1119,7 @@ async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> R
         WakeCommand::Show => {
             let mut conn = connect(paths).await?;
             let v: Option<WakeStatus> = conn
-                .call_as(Request::WakeShow {
+                .call(wakeful_protocol::ShowWake {
                     session: session.clone(),
                 })
                 .await?;

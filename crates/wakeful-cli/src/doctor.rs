@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use wakeful_client::{connect_existing, Paths};
-use wakeful_protocol::{ConsumerInfo, Request, Status, WakeAdapter, WakeReport, WakeStatus};
+use wakeful_protocol::{ConsumerInfo, Status, WakeAdapter, WakeReport, WakeStatus};
 
 use crate::{exit, Failure};
 
@@ -247,23 +247,23 @@ type DaemonFacts = (Status, WakeReport, Option<WakeStatus>, Vec<ConsumerInfo>);
 async fn daemon(paths: &Paths, session: &str) -> Result<DaemonFacts, String> {
     let mut conn = connect_existing(paths).await.map_err(|e| e.to_string())?;
     let status: Status = conn
-        .call_as(Request::Status {})
+        .call(wakeful_protocol::GetStatus {})
         .await
         .map_err(|e| e.to_string())?;
     let report: WakeReport = conn
-        .call_as(Request::WakeCheck {
+        .call(wakeful_protocol::CheckWake {
             session: session.to_string(),
         })
         .await
         .map_err(|e| e.to_string())?;
     let route: Option<WakeStatus> = conn
-        .call_as(Request::WakeShow {
+        .call(wakeful_protocol::ShowWake {
             session: session.to_string(),
         })
         .await
         .map_err(|e| e.to_string())?;
     let consumers: Vec<ConsumerInfo> = conn
-        .call_as(Request::Consumers {
+        .call(wakeful_protocol::ListConsumers {
             session: Some(session.to_string()),
         })
         .await

@@ -172,17 +172,19 @@ async fn print_file(
 pub async fn output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, Failure> {
     let sel = check_range(range)?;
     let mut conn = connect(paths).await?;
-    let info: MonitorInfo = conn.call_as(Request::Get { id: id.clone() }).await?;
+    let info: MonitorInfo = conn
+        .call(wakeful_protocol::GetMonitor { id: id.clone() })
+        .await?;
     let follow = range.follow && info.is_active();
     if follow {
-        conn.send(Request::Events {
+        conn.send(Request::Events(wakeful_protocol::ReadEvents {
             session: info.session.clone(),
             after: 0,
             follow: true,
             monitor: Some(id),
             wakes_agent: false,
             write_to: None,
-        })
+        }))
         .await?;
     }
     // The monitor's final event (or a broken connection) ends the follow.
@@ -202,11 +204,11 @@ pub async fn terminal_output(paths: &Paths, id: String, range: &LineRange) -> Re
     let sel = check_range(range)?;
     let mut conn = connect(paths).await?;
     let info: TerminalInfo = conn
-        .call_as(Request::TerminalGet { id: id.clone() })
+        .call(wakeful_protocol::GetTerminal { id: id.clone() })
         .await?;
     let follow = range.follow && info.state == wakeful_core::MonitorState::Running;
     let end = async move {
-        let _ = conn.call(Request::TerminalWait { id }).await;
+        let _ = conn.call(wakeful_protocol::WaitTerminal { id }).await;
     };
     print_file(&info.output_path, sel, follow, end).await
 }

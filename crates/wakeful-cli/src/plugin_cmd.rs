@@ -10,7 +10,7 @@ use serde_json::json;
 use wakeful_agents::claude_code::plugin::{self, Which};
 use wakeful_client::{connect, Paths};
 use wakeful_plugin::{PluginMonitor, Report};
-use wakeful_protocol::{Request, StartResult};
+use wakeful_protocol::StartResult;
 
 use crate::{exit, Failure};
 
@@ -80,7 +80,7 @@ pub async fn start(
     for m in chosen {
         let spec = plugin::monitor_spec(m, &name, &root, &data, &cwd)?;
         let r: StartResult = conn
-            .call_as(Request::Start {
+            .call(wakeful_protocol::StartMonitor {
                 session: session.clone(),
                 spec: Box::new(spec),
                 env: env.clone(),

@@ -5,14 +5,14 @@ use std::io::Write;
 
 use wakeful_client::{connect, Paths};
 use wakeful_core::storage::ByteSize;
-use wakeful_protocol::{PruneResult, Request, StorageStatus};
+use wakeful_protocol::{PruneResult, StorageStatus};
 
 use crate::Failure;
 
 /// Runs `wakeful prune [--dry-run]`.
 pub async fn prune(paths: &Paths, dry_run: bool, json: bool) -> Result<u8, Failure> {
     let mut conn = connect(paths).await?;
-    let r: PruneResult = conn.call_as(Request::Prune { dry_run }).await?;
+    let r: PruneResult = conn.call(wakeful_protocol::Prune { dry_run }).await?;
     if json {
         crate::render::print_json(&r)?;
         return Ok(0);

@@ -17,7 +17,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
 use wakeful_protocol::{
-    DaemonInfo, Envelope, ErrorKind, Paths, PathsError, Reply, Request, PROTOCOL_VERSION,
+    Call, DaemonInfo, Envelope, ErrorKind, Paths, PathsError, Reply, ReplyError, Request,
+    PROTOCOL_VERSION,
 };
 
 /// How long a client waits for a daemon it started to accept connections.
@@ -101,23 +102,23 @@ pub struct Connection {
 
 impl Connection {
     /// Sends one request.
-    pub async fn send(&mut self, request: Request) -> Result<(), ClientError> {
-        let line = encode(request)?;
+    pub async fn send(&mut self, request: impl Into<Request>) -> Result<(), ClientError> {
+        let line = encode(request.into())?;
         self.writer.write_all(&line).await?;
         Ok(())
     }
 
     /// Sends one request with descriptors (`SCM_RIGHTS`) for the daemon to
-    /// use: [`Request::Events`]'s `write_to` writes the events to the first
-    /// (and, for `channel`, locks the second around each write).
+    /// use: [`wakeful_protocol::ReadEvents`]'s `write_to` writes the events
+    /// to the first (and, for `channel`, locks the second around each write).
     pub async fn send_with_fds(
         &mut self,
-        request: Request,
+        request: impl Into<Request>,
         fds: &[std::os::fd::BorrowedFd<'_>],
     ) -> Result<(), ClientError> {
         use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
         use std::os::fd::AsRawFd;
-        let line = encode(request)?;
+        let line = encode(request.into())?;
         let socket: &UnixStream = self.writer.as_ref();
         let fds: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
         let sent = loop {
@@ -176,27 +177,26 @@ impl Connection {
         !self.reader.get_mut().buffer().is_empty()
     }
 
-    /// Sends a request and returns the result of its single `ok` reply.
-    pub async fn call(&mut self, request: Request) -> Result<serde_json::Value, ClientError> {
+    /// Sends a request and returns the result of its single `ok` reply,
+    /// as the type the request names ([`Call::Reply`]).
+    pub async fn call<C: Call>(&mut self, request: C) -> Result<C::Reply, ClientError> {
         self.send(request).await?;
         match self.next().await? {
-            Some(Reply::Ok { result }) => Ok(result),
-            Some(Reply::Error { kind, message }) => Err(ClientError::Refused { kind, message }),
-            Some(other) => Err(ClientError::Protocol(format!("{other:?}"))),
+            Some(reply) => C::decode(reply).map_err(ClientError::from),
             None => Err(ClientError::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 "the daemon closed the connection",
             ))),
         }
     }
+}
 
-    /// Like [`Connection::call`], decoding the result.
-    pub async fn call_as<T: serde::de::DeserializeOwned>(
-        &mut self,
-        request: Request,
-    ) -> Result<T, ClientError> {
-        let v = self.call(request).await?;
-        serde_json::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
+impl From<ReplyError> for ClientError {
+    fn from(e: ReplyError) -> Self {
+        match e {
+            ReplyError::Refused { kind, message } => ClientError::Refused { kind, message },
+            ReplyError::Unexpected(m) => ClientError::Protocol(m),
+        }
     }
 }
 
@@ -357,7 +357,7 @@ fn log_tail(paths: &Paths) -> Option<String> {
 /// `None` when no daemon answers.
 pub async fn digest(paths: &Paths, session: &str) -> Option<wakeful_protocol::Digest> {
     let mut conn = connect_existing(paths).await.ok()?;
-    conn.call_as(Request::Digest {
+    conn.call(wakeful_protocol::GetDigest {
         session: session.to_string(),
     })
     .await

@@ -4,10 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use wakeful_core::MonitorInfo;
-
 use crate::client::{connect_existing, ClientError, Connection};
-use wakeful_protocol::{Paths, Request};
+use wakeful_protocol::Paths;
 
 /// How long one lookup may take before the event is shown without it.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -66,7 +64,7 @@ impl Descriptions {
         }
         let conn = self.conn.as_mut()?;
         match conn
-            .call_as::<MonitorInfo>(Request::Get { id: id.to_string() })
+            .call(wakeful_protocol::GetMonitor { id: id.to_string() })
             .await
         {
             Ok(info) => Some(info.description),

@@ -32,14 +32,18 @@ pub fn admit(host: &str, accept_remote: bool, request: Request) -> Result<Reques
         )));
     }
     match request {
-        Request::Start { session, spec, .. } => Ok(Request::Start {
-            session,
-            spec,
-            env: Default::default(),
-            cwd: Default::default(),
-            host: None,
-        }),
-        Request::Stop { id } => Ok(Request::Stop { id }),
+        Request::Start(wakeful_protocol::StartMonitor { session, spec, .. }) => {
+            Ok(Request::Start(wakeful_protocol::StartMonitor {
+                session,
+                spec,
+                env: Default::default(),
+                cwd: Default::default(),
+                host: None,
+            }))
+        }
+        Request::Stop(wakeful_protocol::StopMonitor { id }) => {
+            Ok(Request::Stop(wakeful_protocol::StopMonitor { id }))
+        }
         other => Err(refuse(format!(
             "host {host} takes only start and stop from other hosts, not {}",
             other.op()
@@ -137,26 +141,35 @@ mod tests {
     use wakeful_core::MonitorSpec;
 
     fn start() -> Request {
-        Request::Start {
+        Request::Start(wakeful_protocol::StartMonitor {
             session: "s".into(),
             spec: Box::new(MonitorSpec::command("true", "d")),
             env: [("SECRET".to_string(), "x".to_string())].into(),
             cwd: "/home/me".into(),
             host: Some("b".into()),
-        }
+        })
     }
 
     #[test]
     fn only_start_and_stop_and_only_when_accepted() {
         let refused = admit("b", false, start()).unwrap_err();
         assert!(refused.contains("accept_remote = true"), "{refused}");
-        let Ok(Request::Start { env, cwd, host, .. }) = admit("b", true, start()) else {
+        let Ok(Request::Start(wakeful_protocol::StartMonitor { env, cwd, host, .. })) =
+            admit("b", true, start())
+        else {
             panic!()
         };
         assert!(env.is_empty() && cwd.as_os_str().is_empty() && host.is_none());
-        assert!(admit("b", true, Request::Stop { id: "m".into() }).is_ok());
-        assert!(admit("b", true, Request::Shutdown {})
-            .unwrap_err()
-            .contains("only start and stop"));
+        assert!(admit(
+            "b",
+            true,
+            Request::Stop(wakeful_protocol::StopMonitor { id: "m".into() })
+        )
+        .is_ok());
+        assert!(
+            admit("b", true, Request::Shutdown(wakeful_protocol::Shutdown {}))
+                .unwrap_err()
+                .contains("only start and stop")
+        );
     }
 }

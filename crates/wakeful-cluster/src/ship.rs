@@ -1,17 +1,23 @@
 //! Shipping: this host's committed events to the stream, in seq order.
 //!
-//! One task. It reads the events recorded here (no origin: imported events
-//! are not shipped again) after the shipped mark, at most [`WINDOW`] at a
-//! time, publishes them all without waiting (JetStream async publish), then
+//! One task, a follower of the event hub like every other reader
+//! ([`Hub::follow`]): from the shipped mark on, it takes what was committed
+//! before from the hub's ring or the store, then each commit as it comes.
+//! It ships the events recorded here (imported events, which carry their
+//! host, are not shipped again), at most [`WINDOW`] at a time: it
+//! publishes them all without waiting (JetStream async publish), then
 //! takes the acknowledgements in order: the mark moves over the
 //! acknowledged prefix only, and is committed through the event hub
 //! ([`JournalEntry::Shipped`]). A failed publication (NATS away, a
 //! timeout) stops the window there; the next round starts again from the
-//! first unacknowledged event once the link is up. `Nats-Msg-Id:
+//! first unacknowledged event (a new follower from there) once the link is
+//! up. `Nats-Msg-Id:
 //! <host>/<seq>` makes the stream drop what it already has (within its
 //! two-minute duplicate window; past that, importers still store each
-//! origin once). With nothing to ship the task sleeps until the hub commits
-//! again: no polling.
+//! origin once). With nothing to ship the task waits in its follower until
+//! the hub hands it an event: no polling, no query per commit. While the
+//! link is down the follower's bounded queue may overflow; it then reads
+//! what it missed back from the store, in order.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,7 +25,7 @@ use std::sync::Arc;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, context::PublishAckFuture};
 use wakeful_core::journal::JournalEntry;
-use wakeful_engine::Hub;
+use wakeful_engine::{Committed, Filter, Follow, FollowError, Hub};
 
 use crate::directory::Setup;
 use crate::shared::{Backoff, Shared};
@@ -64,43 +70,72 @@ pub fn fold_window(results: impl IntoIterator<Item = (u64, Result<bool, ()>)>) -
     out
 }
 
+/// Whether `e` was recorded here: imported events (another host's, or a
+/// file's) always carry the host they came from, this host's never (the
+/// store's `origin IS NULL`).
+fn recorded_here(e: &Committed) -> bool {
+    e.event.host.is_none()
+}
+
+/// The next event recorded here, waiting for a commit when there is none;
+/// `None` once the hub is closed.
+async fn next_here(follow: &mut Follow) -> Option<Arc<Committed>> {
+    loop {
+        match follow.next().await {
+            Ok(e) if recorded_here(&e) => return Some(e),
+            Ok(_) => {}
+            Err(FollowError::Closed) => return None,
+            Err(e @ FollowError::Lagged(_)) => {
+                // Only a hub without a store loses events; the daemon's
+                // reads them back.
+                tracing::warn!("cluster: shipping {e}");
+            }
+        }
+    }
+}
+
+/// The hub's follower of this host's events after `mark`.
+fn follow_after(hub: &Hub, mark: u64) -> Follow {
+    hub.follow(Filter::default(), mark)
+}
+
 /// Ships until the hub closes; see the module docs.
 pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, setup: Setup) {
-    let mut latest = hub.latest_watch();
     let mut backoff = Backoff::new();
     setup.get().await;
+    let mut follow = follow_after(&hub, shared.shipped_seq.load(Ordering::SeqCst));
     loop {
         shared.wait_up().await;
         let mark = shared.shipped_seq.load(Ordering::SeqCst);
-        // Marked as seen before reading: a commit after the read wakes us.
-        latest.borrow_and_update();
-        let rows = match shared.reader.local_events_after(mark, WINDOW) {
-            Ok(rows) => rows,
-            Err(e) => {
-                shared.error(format!("cannot read events to ship: {e}"));
-                backoff.wait().await;
-                continue;
-            }
+        // A window: the first event (waited for), then whatever else the
+        // follower has now.
+        let Some(first) = next_here(&mut follow).await else {
+            return;
         };
-        if rows.is_empty() {
-            if latest.changed().await.is_err() {
-                return;
+        let mut window = vec![first];
+        while window.len() < WINDOW {
+            match follow.try_next() {
+                Ok(Some(e)) if recorded_here(&e) => window.push(e),
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(FollowError::Closed) => break,
+                Err(e @ FollowError::Lagged(_)) => tracing::warn!("cluster: shipping {e}"),
             }
-            continue;
         }
         let mut pending: Vec<(u64, Result<PublishAckFuture, String>)> =
-            Vec::with_capacity(rows.len());
-        for row in rows {
-            let subject = subject::event_subject(&row.session, &shared.host, &row.monitor_id);
+            Vec::with_capacity(window.len());
+        for e in window {
+            let subject =
+                subject::event_subject(&e.event.session, &shared.host, &e.event.monitor_id);
             let publish = PublishMessage::build()
-                .payload(row.json.into_bytes().into())
-                .message_id(wakeful_core::export::origin(&shared.host, row.seq));
+                .payload(e.json().as_bytes().to_vec().into())
+                .message_id(wakeful_core::export::origin(&shared.host, e.seq()));
             let sent = js
                 .send_publish(subject, publish)
                 .await
                 .map_err(|e| e.to_string());
             let stop = sent.is_err();
-            pending.push((row.seq, sent));
+            pending.push((e.seq(), sent));
             if stop {
                 break;
             }
@@ -141,13 +176,17 @@ pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, s
             );
         }
         if outcome.failed {
+            let from = outcome.acked_upto.unwrap_or(mark);
             shared.publish_failures.fetch_add(1, Ordering::SeqCst);
             shared.error(format!(
                 "publishing to stream {}: {}; retrying from seq {}",
                 subject::STREAM,
                 first_error.unwrap_or_default(),
-                outcome.acked_upto.unwrap_or(mark) + 1
+                from + 1
             ));
+            // Again from the first unacknowledged event: a new follower
+            // reads it back (from the ring or the store).
+            follow = follow_after(&hub, from);
             backoff.wait().await;
             if shared.up() {
                 // The server may have lost its store: make the stream again.

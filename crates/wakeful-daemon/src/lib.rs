@@ -30,6 +30,7 @@ pub mod log;
 mod quiet;
 pub mod recovery;
 pub mod server;
+pub mod state;
 pub mod storage;
 pub mod wake;
 
@@ -211,7 +212,7 @@ struct Locks {
 
 struct Daemon {
     listener: UnixListener,
-    state: Arc<server::State>,
+    state: Arc<state::State>,
     registry: MonitorRegistry,
     socket: std::path::PathBuf,
 }
@@ -406,7 +407,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         registry.clone(),
         reader.clone(),
     );
-    let state = Arc::new(server::State::new(
+    let state = Arc::new(state::State::new(
         registry.clone(),
         reader,
         paths.clone(),
@@ -438,7 +439,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
 }
 
 /// The store, read back by the event hub for followers that catch up.
-struct StoreReplay(wakeful_store::StoreReader);
+pub(crate) struct StoreReplay(wakeful_store::StoreReader);
 
 impl wakeful_engine::Replay for StoreReplay {
     fn after(

@@ -25,7 +25,7 @@ use rmcp::service::{Peer, RoleServer};
 use wakeful_client::{connect_existing, Connection, ErrorKind, Paths};
 use wakeful_core::channel::Held;
 pub use wakeful_core::channel::{CAPABILITY, MAX_CONTENT_BYTES, METHOD};
-use wakeful_protocol::{FrameLock, OutputForm, Reply, Request, Status};
+use wakeful_protocol::{FrameLock, OutputForm, Reply, Request};
 
 /// Set to `1`, `wakeful mcp` relays every event itself instead of handing
 /// its stdout to the daemon (to rule the hand-over out when diagnosing a
@@ -124,7 +124,7 @@ struct Following {
 async fn follow(conn: &mut Connection, push: &Push, state: &mut Following) -> Followed {
     let from = match state.after {
         Some(seq) => seq,
-        None => match conn.call_as::<Status>(Request::Status {}).await {
+        None => match conn.call(wakeful_protocol::GetStatus {}).await {
             Ok(status) => {
                 state.after = Some(status.last_seq);
                 status.last_seq
@@ -132,13 +132,15 @@ async fn follow(conn: &mut Connection, push: &Push, state: &mut Following) -> Fo
             Err(_) => return Followed::Nothing,
         },
     };
-    let request = |write_to| Request::Events {
-        session: push.session.clone(),
-        after: from,
-        follow: true,
-        monitor: None,
-        wakes_agent: push.shows,
-        write_to,
+    let request = |write_to| {
+        Request::Events(wakeful_protocol::ReadEvents {
+            session: push.session.clone(),
+            after: from,
+            follow: true,
+            monitor: None,
+            wakes_agent: push.shows,
+            write_to,
+        })
     };
     // A new connection starts a new stream: events held by the last one
     // come again.

@@ -6,7 +6,8 @@
 //!
 //! - the tools `monitor_start`, `monitor_list`, `monitor_stop`,
 //!   `monitor_events`, `monitor_wait` and `terminal_run`, with the parameter
-//!   names of docs/CONTRACT.md §3 ([`tools`], [`args`]);
+//!   names of docs/CONTRACT.md §3 ([`tools`], [`args`]), answering with
+//!   results built from the daemon's typed replies ([`results`]);
 //! - Claude Code channel push: the server declares the experimental
 //!   capability `claude/channel` and every new event of its session is sent
 //!   as a `notifications/claude/channel` notification ([`channel`]), by the
@@ -21,6 +22,7 @@
 pub mod args;
 pub mod channel;
 pub mod era;
+pub mod results;
 pub mod server;
 pub mod session;
 pub mod stdout;

@@ -20,12 +20,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::{Event, MonitorInfo};
-use wakeful_protocol::{Reply, Request, StartResult, Status};
+use wakeful_protocol::{Reply, Request, StartResult};
 
 use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
     TerminalRunArgs,
 };
+use crate::results;
 use crate::session::SessionChoice;
 use crate::tools::{
     self, MONITOR_EVENTS, MONITOR_LIST, MONITOR_START, MONITOR_STOP, MONITOR_WAIT, TERMINAL_RUN,
@@ -191,7 +192,7 @@ impl WakefulServer {
     async fn note_start_seq(&self) {
         let status = async {
             let mut conn = connect(&self.inner.paths).await?;
-            conn.call_as::<Status>(Request::Status {}).await
+            conn.call(wakeful_protocol::GetStatus {}).await
         }
         .await;
         match status {
@@ -257,7 +258,7 @@ impl WakefulServer {
         let spec = args.to_spec()?;
         let mut conn = self.connect().await?;
         let r: StartResult = conn
-            .call_as(Request::Start {
+            .call(wakeful_protocol::StartMonitor {
                 session: call.session.clone(),
                 spec: Box::new(spec),
                 env: self.env_for(call),
@@ -266,13 +267,7 @@ impl WakefulServer {
             })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({
-            "id": r.id,
-            "session": r.session,
-            "already_running": r.already_running,
-            "output_path": r.output_path,
-            "wake": wake_value(&r.wake),
-        }))
+        results::to_value(&results::Started::from(r))
     }
 
     async fn terminal_run(&self, args: Value, call: &Call) -> Result<Value, String> {
@@ -295,23 +290,17 @@ impl WakefulServer {
         env.extend(args.env.clone().unwrap_or_default());
         let mut conn = self.connect().await?;
         let r: wakeful_protocol::RunResult = conn
-            .call_as(Request::Run(wakeful_protocol::RunRequest {
+            .call(wakeful_protocol::RunRequest {
                 session: call.session.clone(),
                 command,
                 env,
                 cwd,
                 until,
                 description: args.description.clone(),
-            }))
+            })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({
-            "id": r.id,
-            "session": r.session,
-            "output_path": r.output_path,
-            "monitor_id": r.monitor_id,
-            "wake": wake_value(&r.wake),
-        }))
+        results::to_value(&results::Ran::from(r))
     }
 
     async fn monitor_list(&self, args: Value, call: &Call) -> Result<Value, String> {
@@ -319,10 +308,10 @@ impl WakefulServer {
         let session = (!args.all_sessions.unwrap_or(false)).then(|| call.session.clone());
         let mut conn = self.connect().await?;
         let list: Vec<MonitorInfo> = conn
-            .call_as(Request::List { session })
+            .call(wakeful_protocol::ListMonitors { session })
             .await
             .map_err(daemon_error)?;
-        Ok(json!({ "monitors": list }))
+        results::to_value(&results::Monitors { monitors: list })
     }
 
     async fn monitor_stop(&self, args: Value) -> Result<Value, String> {
@@ -330,24 +319,24 @@ impl WakefulServer {
         let id = args.id()?;
         let mut conn = self.connect().await?;
         let info: MonitorInfo = conn
-            .call_as(Request::Stop { id })
+            .call(wakeful_protocol::StopMonitor { id })
             .await
             .map_err(daemon_error)?;
-        serde_json::to_value(info).map_err(|e| e.to_string())
+        results::to_value(&info)
     }
 
     async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorEventsArgs = parse(MONITOR_EVENTS, args)?;
         let (after, limit) = args.checked()?;
         let mut conn = self.connect().await?;
-        conn.send(Request::Events {
+        conn.send(Request::Events(wakeful_protocol::ReadEvents {
             session: call.session.clone(),
             after,
             follow: false,
             monitor: None,
             wakes_agent: false,
             write_to: None,
-        })
+        }))
         .await
         .map_err(daemon_error)?;
         let mut page = Page::new(limit);
@@ -370,11 +359,11 @@ impl WakefulServer {
                 None => return Err(closed()),
             }
         }
-        Ok(json!({
-            "events": page.events,
-            "last_seq": page.last_seq.unwrap_or(after),
-            "more": more,
-        }))
+        results::to_value(&results::EventsPage {
+            last_seq: page.last_seq.unwrap_or(after),
+            events: page.events,
+            more,
+        })
     }
 
     /// Blocks until the consumer `mcp` of the session has events, returns
@@ -385,7 +374,7 @@ impl WakefulServer {
         let args: MonitorWaitArgs = parse(MONITOR_WAIT, args)?;
         let timeout_ms = args.timeout_ms()?;
         let mut conn = self.connect().await?;
-        conn.send(Request::Wait {
+        conn.send(Request::Wait(wakeful_protocol::WaitEvents {
             session: call.session.clone(),
             consumer: CONSUMER.to_string(),
             timeout_ms: Some(timeout_ms),
@@ -394,7 +383,7 @@ impl WakefulServer {
             all: args.all.unwrap_or(false),
             fallback: false,
             monitor: None,
-        })
+        }))
         .await
         .map_err(daemon_error)?;
         let mut page = Page::new(usize::MAX);
@@ -444,44 +433,36 @@ impl WakefulServer {
                             Ok(Ok(()))
                         );
                         receipts.forget(&id);
-                        if written && conn.send(Request::Ack { seq }).await.is_ok() {
+                        if written
+                            && conn
+                                .send(Request::Ack(wakeful_protocol::Ack { seq }))
+                                .await
+                                .is_ok()
+                        {
                             // The daemon records it before it answers.
                             let _ = conn.next().await;
                         }
                         // Otherwise the connection is dropped unacknowledged:
                         // the daemon hands the batch to the next waiter.
                     });
-                    return Ok(json!({
-                        "events": page.events,
-                        "acked": page.last_seq,
-                        "timed_out": false,
-                        "more": more,
-                    }));
+                    return results::to_value(&results::Waited::batch(
+                        page.events,
+                        page.last_seq,
+                        more,
+                    ));
                 }
                 Some(Reply::Ok { .. }) => break,
                 Some(Reply::Error {
                     kind: ErrorKind::Timeout,
                     ..
-                }) => {
-                    return Ok(json!({
-                        "events": [],
-                        "timed_out": true,
-                        "more": false,
-                        "hint": format!("no new events within {timeout_ms} ms; call monitor_wait again to keep waiting"),
-                    }))
-                }
+                }) => return results::to_value(&results::Waited::timed_out(timeout_ms)),
                 Some(Reply::Error { kind, message }) => {
                     return Err(daemon_error(ClientError::Refused { kind, message }))
                 }
                 None => return Err(closed()),
             }
         }
-        Ok(json!({
-            "events": page.events,
-            "acked": page.last_seq,
-            "timed_out": false,
-            "more": more,
-        }))
+        results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
     }
 
     async fn connect(&self) -> Result<Connection, String> {
@@ -505,12 +486,6 @@ impl WakefulServer {
             .await
             .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp))
     }
-}
-
-/// A start result's `wake`, with the instruction spelled out when no wake
-/// will come.
-fn wake_value(wake: &wakeful_protocol::WakeInfo) -> Value {
-    json!({ "route": wake.route, "live": wake.live, "reason": wake.reason })
 }
 
 impl ServerHandler for WakefulServer {

@@ -6,7 +6,9 @@
 //! [`frame_lock`] both writers of a shared output take.
 //!
 //! - [`request`]: what a client asks ([`Request`], in an [`Envelope`] with
-//!   the [`PROTOCOL_VERSION`]).
+//!   the [`PROTOCOL_VERSION`]): one struct per request, each naming the
+//!   type of its result ([`Call`]) or of the `ok` that ends its stream
+//!   ([`Stream`]).
 //! - [`cluster`]: what the cluster link shows (`status`'s `cluster`,
 //!   `cluster_status`, `cluster_monitors`).
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
@@ -43,7 +45,13 @@ pub use reply::{
     PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
     Status, StorageStatus, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
-pub use request::{Envelope, ImportedEvent, OutputForm, Request, RunRequest, WakeAdapter};
+pub use request::{
+    decode_ok, Ack, Call, CheckWake, ClearWake, EndSession, Envelope, GetClusterStatus, GetDigest,
+    GetMonitor, GetStatus, GetTerminal, Import, ImportedEvent, KillTerminal, ListClusterMonitors,
+    ListConsumers, ListMonitors, ListPrunes, ListTerminals, OutputForm, Prune, ReadAllEvents,
+    ReadEvents, ReplyError, Request, RunRequest, SetWake, ShowWake, Shutdown, StartMonitor,
+    StopMonitor, Stream, WaitEvents, WaitTerminal, WakeAdapter,
+};
 pub use wakeful_core::digest::Digest;
 pub use wakeful_core::{Event, MonitorInfo};
 
@@ -79,14 +87,14 @@ mod tests {
     fn envelope_is_flat_and_versioned() {
         let e = Envelope {
             v: 1,
-            request: Request::Stop { id: "mon-1".into() },
+            request: StopMonitor { id: "mon-1".into() }.into(),
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
             r#"{"v":1,"op":"stop","id":"mon-1"}"#
         );
         let back: Envelope = serde_json::from_str(r#"{"v":1,"op":"status"}"#).unwrap();
-        assert_eq!(back.request, Request::Status {});
+        assert_eq!(back.request, Request::Status(GetStatus {}));
         // `op()` names the variant as the wire does.
         let stop = serde_json::to_value(&e.request).unwrap();
         assert_eq!(stop["op"], e.request.op());
@@ -131,7 +139,7 @@ mod tests {
     fn an_import_carries_events_in_their_wire_shape() {
         let line = r#"{"v":1,"op":"import","events":[{"origin":"h/41","event":{"seq":41,"session":"s","monitor_id":"mon-a","kind":"lines","ts":"2026-11-30T12:00:00.000Z","text":"x","lines":["x"],"count":1,"from_line":1,"to_line":1,"replayed":true}}]}"#;
         let e: Envelope = serde_json::from_str(line).unwrap();
-        let Request::Import { events, monitors } = &e.request else {
+        let Request::Import(Import { events, monitors }) = &e.request else {
             panic!("{e:?}")
         };
         assert!(monitors.is_empty());

@@ -37,6 +37,16 @@ pub enum Reply {
     },
 }
 
+impl Reply {
+    /// An `ok` reply with `result` (of the type the request names:
+    /// [`Call::Reply`](crate::Call::Reply), [`Stream::End`](crate::Stream::End)).
+    pub fn ok<T: Serialize>(result: &T) -> Result<Reply, serde_json::Error> {
+        Ok(Reply::Ok {
+            result: serde_json::to_value(result)?,
+        })
+    }
+}
+
 /// Kinds of failure, each with its exit code (docs/CONTRACT.md §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

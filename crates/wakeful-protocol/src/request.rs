@@ -1,12 +1,22 @@
 //! What a client asks the daemon: [`Request`], wrapped in an [`Envelope`]
 //! that carries the protocol version.
+//!
+//! Each request is a struct of its own ([`GetMonitor`], [`StartMonitor`],
+//! …), which [`Request`] holds as the wire form (tagged by `op`). A request
+//! answered by one `ok` names the type of its result through [`Call`], so
+//! a client decodes the reply into that type ([`Call::decode`]) and the
+//! daemon's handler returns it: a request paired with the wrong result is a
+//! compile error. The streams ([`ReadEvents`], [`ReadAllEvents`],
+//! [`WaitEvents`]) name the `ok` that ends them through [`Stream`].
 
 use std::collections::BTreeMap;
 #[cfg(test)]
 use std::path::Path;
 use std::path::PathBuf;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorSpec;
 
 #[cfg(test)]
@@ -14,249 +24,500 @@ use crate::route::find_program;
 pub use crate::route::WakeAdapter;
 #[allow(unused_imports)] // rustdoc links
 use crate::PROTOCOL_VERSION;
-#[allow(unused_imports)] // rustdoc links
+use crate::{ErrorKind, Reply};
 use wakeful_core::MonitorInfo;
 
-/// A request, tagged by `op`, wrapped in an [`Envelope`].
+/// A request, tagged by `op`, wrapped in an [`Envelope`]. Each variant
+/// holds the request's own struct, which says what answers it ([`Call`] or
+/// [`Stream`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
-    /// Daemon facts. Reply: `ok` with a [`Status`](crate::Status).
-    Status {},
-    /// Start a monitor (or return the one holding its key). Reply: `ok` with
-    /// a [`StartResult`](crate::StartResult).
-    Start {
-        /// The owning session.
-        session: String,
-        /// The monitor's parameters.
-        spec: Box<MonitorSpec>,
-        /// The client's environment; the command runs with it.
-        env: BTreeMap<String, String>,
-        /// The client's working directory.
-        cwd: PathBuf,
-        /// Start it on this host of the cluster instead (docs/CLUSTER.md):
-        /// the request goes to that host's daemon, which starts it only when
-        /// its configuration says `accept_remote = true`, with its own
-        /// limits, `[network]` policy, environment and working directory
-        /// (`env` and `cwd` here are not sent). Errors `refused`,
-        /// `unreachable`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        host: Option<String>,
-    },
-    /// Monitors: active first, then those ended in the last hour. Reply: `ok`
-    /// with an array of [`MonitorInfo`].
-    List {
-        /// Only this session's; `None` for all sessions.
-        session: Option<String>,
-    },
-    /// One monitor, active or recently ended. Reply: `ok` with a
-    /// [`MonitorInfo`], or error `not_found`.
-    Get {
-        /// The monitor id.
-        id: String,
-    },
-    /// Stop an active monitor and wait until it ended. Reply: `ok` with its
-    /// [`MonitorInfo`], or error `not_found`.
-    Stop {
-        /// The monitor id.
-        id: String,
-    },
-    /// Read events (never moves a cursor). Replies: `event` lines, then
-    /// (without `follow`) `ok` with `{"last_seq": N}`.
-    Events {
-        /// The session.
-        session: String,
-        /// Only events with a greater seq.
-        after: u64,
-        /// Keep streaming new events until the client disconnects (or, with
-        /// `monitor`, until that monitor's final event).
-        follow: bool,
-        /// Only this monitor's events.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        monitor: Option<String>,
-        /// This stream pushes each event to an agent that is woken by it (an
-        /// MCP client that declared it shows channel notifications): while
-        /// it lasts, the session counts as live (see [`crate::WakeInfo`]).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        wakes_agent: bool,
-        /// Write the events, in this form, to the descriptor that came with
-        /// this request (`SCM_RIGHTS`: the client's stdout, a pipe opened
-        /// non-blocking or a stream socket) instead of sending them on the
-        /// connection: the reader gets each event from the daemon itself,
-        /// with no process in between. The connection then carries only
-        /// the end: `ok` (as without it), or an error
-        /// ([`crate::ErrorKind::OutputClosed`] once the reader is gone).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        write_to: Option<OutputForm>,
-    },
-    /// Read the events of every session (never moves a cursor): `events`
-    /// without the session filter, for views that show all sessions.
-    /// Replies as [`Request::Events`] without `monitor`.
-    EventsAll {
-        /// Only events with a greater seq.
-        after: u64,
-        /// Keep streaming new events until the client disconnects.
-        follow: bool,
-    },
-    /// Block until the session has events the consumer has not acknowledged;
-    /// send them, then a `batch`; the client answers [`Request::Ack`] once it
-    /// has handed them on. Without `follow` the daemon then replies `ok`;
-    /// with it, it waits for the next batch.
-    Wait {
-        /// The session.
-        session: String,
-        /// The consumer whose cursor moves.
-        consumer: String,
-        /// Give up after this long with error `timeout`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout_ms: Option<u64>,
-        /// Keep going after each batch.
-        #[serde(default)]
-        follow: bool,
-        /// Become the consumer's only exclusive waiter: an older exclusive
-        /// waiter of the same session and consumer gives up (error
-        /// `superseded`). Batches of one consumer are never handed to two
-        /// waiters at once, exclusive or not.
-        #[serde(default)]
-        exclusive: bool,
-        /// Hand out events that do not wake too, at once. Without it a batch
-        /// is handed out only when it holds an event that wakes (see
-        /// `wake_on`); the events before it that do not wake come with it.
-        #[serde(default)]
-        all: bool,
-        /// Stand by: take a batch only while no other waiter of the same
-        /// session and consumer that does not stand by is attached (the
-        /// Claude Code bridge defers so to the rewake hook). A batch that
-        /// such a waiter took and acknowledged is never handed out again.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        fallback: bool,
-        /// Only this monitor's events (a subagent waiting for the monitor it
-        /// started). The cursor still moves by seq, past events of other
-        /// monitors: give such a wait a consumer of its own.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        monitor: Option<String>,
-    },
+    /// Daemon facts.
+    Status(GetStatus),
+    /// Start a monitor (or return the one holding its key).
+    Start(StartMonitor),
+    /// Monitors: active first, then those ended in the last hour.
+    List(ListMonitors),
+    /// One monitor, active or recently ended.
+    Get(GetMonitor),
+    /// Stop an active monitor and wait until it ended.
+    Stop(StopMonitor),
+    /// Read one session's events.
+    Events(ReadEvents),
+    /// Read the events of every session.
+    EventsAll(ReadAllEvents),
+    /// Block until the session has events the consumer has not
+    /// acknowledged, and hand them out in batches.
+    Wait(WaitEvents),
     /// Inside a `wait`: everything up to `seq` was handed on.
-    Ack {
-        /// The `last_seq` of the batch.
-        seq: u64,
-    },
-    /// Consumers and their cursors. Reply: `ok` with an array of
-    /// [`crate::ConsumerInfo`].
-    Consumers {
-        /// Only this session's; `None` for all sessions.
-        session: Option<String>,
-    },
-    /// Stop every active monitor of a session (`session_ended`). Reply: `ok`
-    /// with `{"stopped": [ids]}`.
-    SessionEnd {
-        /// The session.
-        session: String,
-    },
-    /// Stop the daemon. Reply: `ok`, then the daemon exits.
-    Shutdown {},
-    /// Start a terminal (docs/CONTRACT.md §5), and with `until` a monitor attached to
-    /// it. Reply: `ok` with a [`RunResult`](crate::RunResult).
+    Ack(Ack),
+    /// Consumers and their cursors.
+    Consumers(ListConsumers),
+    /// Stop every active monitor of a session.
+    SessionEnd(EndSession),
+    /// Stop the daemon.
+    Shutdown(Shutdown),
+    /// Start a terminal, and with `until` a monitor attached to it.
     Run(RunRequest),
-    /// Terminals, running first. Reply: `ok` with an array of
-    /// [`wakeful_core::terminal::TerminalInfo`].
-    TerminalList {
-        /// Only this session's; `None` for all.
-        session: Option<String>,
-    },
-    /// One terminal. Reply: `ok` with its info, or error `not_found`.
-    TerminalGet {
-        /// The terminal id.
-        id: String,
-    },
-    /// Stop a terminal's command (its whole group). Reply: `ok` with its
-    /// info once it ended, or error `not_found`.
-    TerminalKill {
-        /// The terminal id.
-        id: String,
-    },
-    /// Wait until a terminal's command ended. Reply: `ok` with its info.
-    TerminalWait {
-        /// The terminal id.
-        id: String,
-    },
-    /// Route a session's events to its agent. Reply: `ok` with the route
-    /// as `wake_show` describes it.
-    WakeSet {
-        /// The session.
-        session: String,
-        /// How to reach the agent.
-        route: WakeAdapter,
-    },
-    /// A session's route and delivery state. Reply: `ok` with
-    /// `{session, route, source, state, ...}` or `null` without a route.
-    WakeShow {
-        /// The session.
-        session: String,
-    },
-    /// Whether, and through what, the session's events would wake its agent
-    /// now. Reply: `ok` with a [`crate::WakeReport`].
-    WakeCheck {
-        /// The session.
-        session: String,
-    },
+    /// Terminals, running first.
+    TerminalList(ListTerminals),
+    /// One terminal.
+    TerminalGet(GetTerminal),
+    /// Stop a terminal's command.
+    TerminalKill(KillTerminal),
+    /// Wait until a terminal's command ended.
+    TerminalWait(WaitTerminal),
+    /// Route a session's events to its agent.
+    WakeSet(SetWake),
+    /// A session's route and delivery state.
+    WakeShow(ShowWake),
+    /// Whether the session's events would wake its agent now.
+    WakeCheck(CheckWake),
     /// What an agent coming back should know about its session's monitors.
-    /// Reply: `ok` with a [`crate::Digest`].
-    Digest {
-        /// The session.
-        session: String,
-    },
-    /// Remove a session's route (set with `wake_set`). Reply: `ok`.
-    WakeClear {
-        /// The session.
-        session: String,
-    },
-    /// Keep events and monitors recorded elsewhere (`wakeful import`): each
-    /// event gets a seq here and reaches followers like a local one, once
-    /// per origin (importing twice stores nothing twice); the monitors are
-    /// listed as ended. Events of a monitor of this state directory are
-    /// passed over. Reply: `ok` with an [`crate::ImportResult`].
-    Import {
-        /// The events, in order, each with its origin.
-        events: Vec<ImportedEvent>,
-        /// The records of the monitors they belong to.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        monitors: Vec<MonitorInfo>,
-    },
-    /// This host's cluster link and every host's last heartbeat. Reply:
-    /// `ok` with a [`crate::ClusterStatus`]; error `invalid` without
-    /// `[cluster]`, `unreachable` when NATS cannot be asked.
-    ClusterStatus {},
-    /// The monitors of every host of the cluster, as each host last
-    /// published them. Reply: `ok` with an array of [`crate::HostMonitor`];
-    /// errors as for `cluster_status`.
-    ClusterMonitors {
-        /// Only this session's; `None` for all sessions.
-        session: Option<String>,
-    },
-    /// Prune now (docs/STORAGE.md): ended monitors past `[store]
-    /// max_age`, then whatever the size caps call for, oldest first; with
-    /// `dry_run`, only say what would go. Reply: `ok` with a
-    /// [`crate::PruneResult`].
-    Prune {
-        /// Only say what would be removed.
-        #[serde(default)]
-        dry_run: bool,
-    },
-    /// What prunes removed, oldest first (those at or after `since`).
-    /// Reply: `ok` with an array of [`wakeful_core::storage::PruneRecord`].
-    Prunes {
-        /// Only prunes at or after this time.
-        #[serde(
-            default,
-            with = "wakeful_core::info::ts_opt",
-            skip_serializing_if = "Option::is_none"
-        )]
-        since: Option<chrono::DateTime<chrono::Utc>>,
-    },
+    Digest(GetDigest),
+    /// Remove a session's route.
+    WakeClear(ClearWake),
+    /// Keep events and monitors recorded elsewhere.
+    Import(Import),
+    /// This host's cluster link and every host's last heartbeat.
+    ClusterStatus(GetClusterStatus),
+    /// The monitors of every host of the cluster.
+    ClusterMonitors(ListClusterMonitors),
+    /// Prune now.
+    Prune(Prune),
+    /// What prunes removed.
+    Prunes(ListPrunes),
 }
 
-/// An event recorded elsewhere, for [`Request::Import`].
+/// A request answered by one `ok` whose result is a [`Call::Reply`] (or an
+/// error). The compiler pairs the two: a client gets the result as that
+/// type ([`Call::decode`]), a daemon handler must produce it.
+pub trait Call: Into<Request> {
+    /// The result of its `ok`.
+    type Reply: Serialize + DeserializeOwned;
+
+    /// The result of the reply to this request: `Ok` with the typed result,
+    /// or why there is none.
+    fn decode(reply: Reply) -> Result<Self::Reply, ReplyError> {
+        decode_ok(reply)
+    }
+}
+
+/// A request answered by a stream of event lines (and, for a wait, `batch`
+/// lines), ended, when it ends by itself, by one `ok` whose result is a
+/// [`Stream::End`].
+pub trait Stream: Into<Request> {
+    /// The result of the `ok` that ends the stream.
+    type End: Serialize + DeserializeOwned;
+}
+
+/// Why a reply holds no result of the type asked for.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplyError {
+    /// The daemon answered with an error.
+    #[error("{message}")]
+    Refused {
+        /// What kind of failure.
+        kind: ErrorKind,
+        /// The daemon's message.
+        message: String,
+    },
+    /// The daemon answered something else than `ok` or `error`, or a result
+    /// that is not of the type the request names.
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+/// The result of an `ok` reply, decoded as `T`.
+pub fn decode_ok<T: DeserializeOwned>(reply: Reply) -> Result<T, ReplyError> {
+    match reply {
+        Reply::Ok { result } => serde_json::from_value(result)
+            .map_err(|e| ReplyError::Unexpected(format!("a result that does not fit: {e}"))),
+        Reply::Error { kind, message } => Err(ReplyError::Refused { kind, message }),
+        other => Err(ReplyError::Unexpected(format!("{other:?}"))),
+    }
+}
+
+/// Pairs each request with its result, and lets it convert into a
+/// [`Request`].
+macro_rules! pairs {
+    ($( $variant:ident($request:ty) => $reply:ty; )*) => {
+        $(
+            impl From<$request> for Request {
+                fn from(r: $request) -> Request {
+                    Request::$variant(r)
+                }
+            }
+            impl Call for $request {
+                type Reply = $reply;
+            }
+        )*
+    };
+}
+
+pairs! {
+    Status(GetStatus) => crate::Status;
+    Start(StartMonitor) => crate::StartResult;
+    List(ListMonitors) => Vec<MonitorInfo>;
+    Get(GetMonitor) => MonitorInfo;
+    Stop(StopMonitor) => MonitorInfo;
+    Consumers(ListConsumers) => Vec<crate::ConsumerInfo>;
+    SessionEnd(EndSession) => crate::SessionEndResult;
+    Shutdown(Shutdown) => crate::ShutdownResult;
+    Run(RunRequest) => crate::RunResult;
+    TerminalList(ListTerminals) => Vec<TerminalInfo>;
+    TerminalGet(GetTerminal) => TerminalInfo;
+    TerminalKill(KillTerminal) => TerminalInfo;
+    TerminalWait(WaitTerminal) => TerminalInfo;
+    WakeSet(SetWake) => crate::WakeStatus;
+    WakeShow(ShowWake) => Option<crate::WakeStatus>;
+    WakeCheck(CheckWake) => crate::WakeReport;
+    Digest(GetDigest) => crate::Digest;
+    WakeClear(ClearWake) => crate::WakeClearResult;
+    Import(Import) => crate::ImportResult;
+    ClusterStatus(GetClusterStatus) => crate::ClusterStatus;
+    ClusterMonitors(ListClusterMonitors) => Vec<crate::HostMonitor>;
+    Prune(Prune) => crate::PruneResult;
+    Prunes(ListPrunes) => Vec<wakeful_core::storage::PruneRecord>;
+}
+
+macro_rules! streams {
+    ($( $variant:ident($request:ty) => $end:ty; )*) => {
+        $(
+            impl From<$request> for Request {
+                fn from(r: $request) -> Request {
+                    Request::$variant(r)
+                }
+            }
+            impl Stream for $request {
+                type End = $end;
+            }
+        )*
+    };
+}
+
+streams! {
+    Events(ReadEvents) => crate::StreamEnd;
+    EventsAll(ReadAllEvents) => crate::StreamEnd;
+    Wait(WaitEvents) => crate::Acked;
+}
+
+impl From<Ack> for Request {
+    fn from(r: Ack) -> Request {
+        Request::Ack(r)
+    }
+}
+
+/// Daemon facts. Reply: a [`Status`](crate::Status).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetStatus {}
+
+/// Start a monitor (or return the one holding its key). Reply: a
+/// [`StartResult`](crate::StartResult).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartMonitor {
+    /// The owning session.
+    pub session: String,
+    /// The monitor's parameters.
+    pub spec: Box<MonitorSpec>,
+    /// The client's environment; the command runs with it.
+    pub env: BTreeMap<String, String>,
+    /// The client's working directory.
+    pub cwd: PathBuf,
+    /// Start it on this host of the cluster instead (docs/CLUSTER.md):
+    /// the request goes to that host's daemon, which starts it only when
+    /// its configuration says `accept_remote = true`, with its own
+    /// limits, `[network]` policy, environment and working directory
+    /// (`env` and `cwd` here are not sent). Errors `refused`,
+    /// `unreachable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// Monitors: active first, then those ended in the last hour. Reply: an
+/// array of [`MonitorInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListMonitors {
+    /// Only this session's; `None` for all sessions.
+    pub session: Option<String>,
+}
+
+/// One monitor, active or recently ended. Reply: a [`MonitorInfo`], or
+/// error `not_found`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetMonitor {
+    /// The monitor id.
+    pub id: String,
+}
+
+/// Stop an active monitor and wait until it ended. Reply: its
+/// [`MonitorInfo`], or error `not_found`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopMonitor {
+    /// The monitor id.
+    pub id: String,
+}
+
+/// Read events (never moves a cursor). Replies: `event` lines, then
+/// (without `follow`) `ok` with a [`StreamEnd`](crate::StreamEnd).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadEvents {
+    /// The session.
+    pub session: String,
+    /// Only events with a greater seq.
+    pub after: u64,
+    /// Keep streaming new events until the client disconnects (or, with
+    /// `monitor`, until that monitor's final event).
+    pub follow: bool,
+    /// Only this monitor's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// This stream pushes each event to an agent that is woken by it (an
+    /// MCP client that declared it shows channel notifications): while
+    /// it lasts, the session counts as live (see [`crate::WakeInfo`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wakes_agent: bool,
+    /// Write the events, in this form, to the descriptor that came with
+    /// this request (`SCM_RIGHTS`: the client's stdout, a pipe opened
+    /// non-blocking or a stream socket) instead of sending them on the
+    /// connection: the reader gets each event from the daemon itself,
+    /// with no process in between. The connection then carries only
+    /// the end: `ok` (as without it), or an error
+    /// ([`crate::ErrorKind::OutputClosed`] once the reader is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_to: Option<OutputForm>,
+}
+
+/// Read the events of every session (never moves a cursor): `events`
+/// without the session filter, for views that show all sessions.
+/// Replies as [`ReadEvents`] without `monitor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadAllEvents {
+    /// Only events with a greater seq.
+    pub after: u64,
+    /// Keep streaming new events until the client disconnects.
+    pub follow: bool,
+}
+
+/// Block until the session has events the consumer has not acknowledged;
+/// send them, then a `batch`; the client answers [`Ack`] once it has
+/// handed them on. Without `follow` the daemon then replies `ok` with an
+/// [`Acked`](crate::Acked); with it, it waits for the next batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitEvents {
+    /// The session.
+    pub session: String,
+    /// The consumer whose cursor moves.
+    pub consumer: String,
+    /// Give up after this long with error `timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Keep going after each batch.
+    #[serde(default)]
+    pub follow: bool,
+    /// Become the consumer's only exclusive waiter: an older exclusive
+    /// waiter of the same session and consumer gives up (error
+    /// `superseded`). Batches of one consumer are never handed to two
+    /// waiters at once, exclusive or not.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// Hand out events that do not wake too, at once. Without it a batch
+    /// is handed out only when it holds an event that wakes (see
+    /// `wake_on`); the events before it that do not wake come with it.
+    #[serde(default)]
+    pub all: bool,
+    /// Stand by: take a batch only while no other waiter of the same
+    /// session and consumer that does not stand by is attached (the
+    /// Claude Code bridge defers so to the rewake hook). A batch that
+    /// such a waiter took and acknowledged is never handed out again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
+    /// Only this monitor's events (a subagent waiting for the monitor it
+    /// started). The cursor still moves by seq, past events of other
+    /// monitors: give such a wait a consumer of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+}
+
+/// Inside a `wait`: everything up to `seq` was handed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    /// The `last_seq` of the batch.
+    pub seq: u64,
+}
+
+/// Consumers and their cursors. Reply: an array of
+/// [`crate::ConsumerInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListConsumers {
+    /// Only this session's; `None` for all sessions.
+    pub session: Option<String>,
+}
+
+/// Stop every active monitor of a session (`session_ended`). Reply: a
+/// [`SessionEndResult`](crate::SessionEndResult).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndSession {
+    /// The session.
+    pub session: String,
+}
+
+/// Stop the daemon. Reply: a [`ShutdownResult`](crate::ShutdownResult),
+/// then the daemon exits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shutdown {}
+
+/// Terminals, running first. Reply: an array of [`TerminalInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListTerminals {
+    /// Only this session's; `None` for all.
+    pub session: Option<String>,
+}
+
+/// One terminal. Reply: its [`TerminalInfo`], or error `not_found`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTerminal {
+    /// The terminal id.
+    pub id: String,
+}
+
+/// Stop a terminal's command (its whole group). Reply: its
+/// [`TerminalInfo`] once it ended, or error `not_found`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillTerminal {
+    /// The terminal id.
+    pub id: String,
+}
+
+/// Wait until a terminal's command ended. Reply: its [`TerminalInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitTerminal {
+    /// The terminal id.
+    pub id: String,
+}
+
+/// Route a session's events to its agent. Reply: the route as
+/// [`ShowWake`] describes it (a [`WakeStatus`](crate::WakeStatus)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetWake {
+    /// The session.
+    pub session: String,
+    /// How to reach the agent.
+    pub route: WakeAdapter,
+}
+
+/// A session's route and delivery state. Reply: a
+/// [`WakeStatus`](crate::WakeStatus), or `null` without a route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShowWake {
+    /// The session.
+    pub session: String,
+}
+
+/// Whether, and through what, the session's events would wake its agent
+/// now. Reply: a [`crate::WakeReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckWake {
+    /// The session.
+    pub session: String,
+}
+
+/// What an agent coming back should know about its session's monitors.
+/// Reply: a [`crate::Digest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetDigest {
+    /// The session.
+    pub session: String,
+}
+
+/// Remove a session's route (set with [`SetWake`]). Reply: a
+/// [`WakeClearResult`](crate::WakeClearResult).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClearWake {
+    /// The session.
+    pub session: String,
+}
+
+/// Keep events and monitors recorded elsewhere (`wakeful import`): each
+/// event gets a seq here and reaches followers like a local one, once per
+/// origin (importing twice stores nothing twice); the monitors are listed
+/// as ended. Events of a monitor of this state directory are passed over.
+/// Reply: an [`crate::ImportResult`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Import {
+    /// The events, in order, each with its origin.
+    pub events: Vec<ImportedEvent>,
+    /// The records of the monitors they belong to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitors: Vec<MonitorInfo>,
+}
+
+/// This host's cluster link and every host's last heartbeat. Reply: a
+/// [`crate::ClusterStatus`]; error `invalid` without `[cluster]`,
+/// `unreachable` when NATS cannot be asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetClusterStatus {}
+
+/// The monitors of every host of the cluster, as each host last published
+/// them. Reply: an array of [`crate::HostMonitor`]; errors as for
+/// [`GetClusterStatus`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListClusterMonitors {
+    /// Only this session's; `None` for all sessions.
+    pub session: Option<String>,
+}
+
+/// Prune now (docs/STORAGE.md): ended monitors past `[store] max_age`,
+/// then whatever the size caps call for, oldest first; with `dry_run`,
+/// only say what would go. Reply: a [`crate::PruneResult`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prune {
+    /// Only say what would be removed.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// What prunes removed, oldest first (those at or after `since`). Reply: an
+/// array of [`wakeful_core::storage::PruneRecord`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListPrunes {
+    /// Only prunes at or after this time.
+    #[serde(
+        default,
+        with = "wakeful_core::info::ts_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// An event recorded elsewhere, for [`Import`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportedEvent {
@@ -267,7 +528,8 @@ pub struct ImportedEvent {
     pub event: wakeful_core::Event,
 }
 
-/// What [`Request::Run`] asks for.
+/// Start a terminal (docs/CONTRACT.md §5), and with `until` a monitor
+/// attached to it. Reply: a [`RunResult`](crate::RunResult).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
@@ -291,33 +553,33 @@ impl Request {
     /// The `op` on the wire.
     pub fn op(&self) -> &'static str {
         match self {
-            Request::Status {} => "status",
-            Request::Start { .. } => "start",
-            Request::List { .. } => "list",
-            Request::Get { .. } => "get",
-            Request::Stop { .. } => "stop",
-            Request::Events { .. } => "events",
-            Request::EventsAll { .. } => "events_all",
-            Request::Wait { .. } => "wait",
-            Request::WakeCheck { .. } => "wake_check",
-            Request::Digest { .. } => "digest",
-            Request::Ack { .. } => "ack",
-            Request::Consumers { .. } => "consumers",
-            Request::SessionEnd { .. } => "session_end",
-            Request::Shutdown {} => "shutdown",
+            Request::Status(_) => "status",
+            Request::Start(_) => "start",
+            Request::List(_) => "list",
+            Request::Get(_) => "get",
+            Request::Stop(_) => "stop",
+            Request::Events(_) => "events",
+            Request::EventsAll(_) => "events_all",
+            Request::Wait(_) => "wait",
+            Request::WakeCheck(_) => "wake_check",
+            Request::Digest(_) => "digest",
+            Request::Ack(_) => "ack",
+            Request::Consumers(_) => "consumers",
+            Request::SessionEnd(_) => "session_end",
+            Request::Shutdown(_) => "shutdown",
             Request::Run(_) => "run",
-            Request::TerminalList { .. } => "terminal_list",
-            Request::TerminalGet { .. } => "terminal_get",
-            Request::TerminalKill { .. } => "terminal_kill",
-            Request::TerminalWait { .. } => "terminal_wait",
-            Request::WakeSet { .. } => "wake_set",
-            Request::WakeShow { .. } => "wake_show",
-            Request::WakeClear { .. } => "wake_clear",
-            Request::Import { .. } => "import",
-            Request::ClusterStatus {} => "cluster_status",
-            Request::ClusterMonitors { .. } => "cluster_monitors",
-            Request::Prune { .. } => "prune",
-            Request::Prunes { .. } => "prunes",
+            Request::TerminalList(_) => "terminal_list",
+            Request::TerminalGet(_) => "terminal_get",
+            Request::TerminalKill(_) => "terminal_kill",
+            Request::TerminalWait(_) => "terminal_wait",
+            Request::WakeSet(_) => "wake_set",
+            Request::WakeShow(_) => "wake_show",
+            Request::WakeClear(_) => "wake_clear",
+            Request::Import(_) => "import",
+            Request::ClusterStatus(_) => "cluster_status",
+            Request::ClusterMonitors(_) => "cluster_monitors",
+            Request::Prune(_) => "prune",
+            Request::Prunes(_) => "prunes",
         }
     }
 }

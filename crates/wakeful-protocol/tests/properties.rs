@@ -12,7 +12,9 @@
 
 use proptest::prelude::*;
 use wakeful_protocol::frame::{parse_request, FrameError, Framer};
-use wakeful_protocol::{Envelope, ErrorKind, Request, PROTOCOL_VERSION};
+use wakeful_protocol::{
+    Envelope, ErrorKind, ReadEvents, Request, ShowWake, StopMonitor, PROTOCOL_VERSION,
+};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -100,9 +102,9 @@ proptest! {
         id in "[a-z0-9-]{1,20}",
     ) {
         for request in [
-            Request::Events { session: session.clone(), after, follow, monitor: None, wakes_agent: false, write_to: None },
-            Request::Stop { id: id.clone() },
-            Request::WakeShow { session: session.clone() },
+            Request::Events(ReadEvents { session: session.clone(), after, follow, monitor: None, wakes_agent: false, write_to: None }),
+            Request::Stop(StopMonitor { id: id.clone() }),
+            Request::WakeShow(ShowWake { session: session.clone() }),
         ] {
             let line = serde_json::to_string(&Envelope { v: PROTOCOL_VERSION, request: request.clone() }).unwrap();
             prop_assert!(!line.contains('\n'));

@@ -14,14 +14,14 @@ use wakeful_protocol::{Reply, Request, Status};
 /// gone.
 async fn send_list(
     control: &mut Connection,
-    request: Request,
+    request: wakeful_protocol::ListMonitors,
     tx: &mpsc::Sender<FeedMsg>,
 ) -> Result<bool, ClientError> {
-    let list: Vec<MonitorInfo> = control.call_as(request).await?;
+    let list: Vec<MonitorInfo> = control.call(request).await?;
     if tx.send(FeedMsg::Monitors(list)).await.is_err() {
         return Ok(false);
     }
-    let status: Status = control.call_as(Request::Status {}).await?;
+    let status: Status = control.call(wakeful_protocol::GetStatus {}).await?;
     if let Some(storage) = status.storage {
         if tx.send(FeedMsg::Storage(Box::new(storage))).await.is_err() {
             return Ok(false);
@@ -133,12 +133,12 @@ async fn stream(
     let from = match *after {
         Some(seq) => seq,
         None => {
-            let status: Status = control.call_as(Request::Status {}).await?;
+            let status: Status = control.call(wakeful_protocol::GetStatus {}).await?;
             status.last_seq.saturating_sub(options.history)
         }
     };
     *after = Some(from);
-    let list_request = || Request::List {
+    let list_request = || wakeful_protocol::ListMonitors {
         session: scope.session().map(String::from),
     };
     if !send_list(&mut control, list_request(), tx).await? {
@@ -146,18 +146,18 @@ async fn stream(
     }
     events
         .send(match scope {
-            Scope::Session(session) => Request::Events {
+            Scope::Session(session) => Request::Events(wakeful_protocol::ReadEvents {
                 session: session.clone(),
                 after: from,
                 follow: true,
                 monitor: None,
                 wakes_agent: false,
                 write_to: None,
-            },
-            Scope::All => Request::EventsAll {
+            }),
+            Scope::All => Request::EventsAll(wakeful_protocol::ReadAllEvents {
                 after: from,
                 follow: true,
-            },
+            }),
         })
         .await?;
     if tx.send(FeedMsg::Live { after: from }).await.is_err() {
@@ -236,10 +236,10 @@ async fn stream(
 
 /// One request on a connection of its own (to a running daemon); its
 /// decoded result.
-pub async fn call<T: serde::de::DeserializeOwned>(
+pub async fn call<C: wakeful_protocol::Call>(
     paths: &Paths,
-    request: Request,
-) -> Result<T, ClientError> {
+    request: C,
+) -> Result<C::Reply, ClientError> {
     let mut c = connect_existing(paths).await?;
-    c.call_as(request).await
+    c.call(request).await
 }

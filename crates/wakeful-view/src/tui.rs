@@ -22,7 +22,7 @@ use regex::Regex;
 use tokio::sync::mpsc;
 use wakeful_client::Paths;
 use wakeful_core::{EventKind, MonitorInfo, MonitorState};
-use wakeful_protocol::{ConsumerInfo, Request, WakeDelivery, WakeStatus};
+use wakeful_protocol::{ConsumerInfo, WakeDelivery, WakeStatus};
 
 use crate::app::{Action, App, Focus, Key, Link, Mode, OutputView, Overlay, Redraw, Scope};
 use crate::events::{highlight, one_line};
@@ -907,18 +907,18 @@ fn spawn_action(
         let result = match action {
             Action::Quit => return,
             Action::Stop { id } => {
-                let r = feed::call::<MonitorInfo>(&paths, Request::Stop { id: id.clone() })
+                let r = feed::call(&paths, wakeful_protocol::StopMonitor { id: id.clone() })
                     .await
                     .map_err(|e| e.to_string());
                 Done::Stopped(id, r)
             }
             Action::LoadWake { session } => Done::Wake(
-                feed::call(&paths, Request::WakeShow { session })
+                feed::call(&paths, wakeful_protocol::ShowWake { session })
                     .await
                     .map_err(|e| e.to_string()),
             ),
             Action::LoadConsumers { session } => Done::Consumers(
-                feed::call(&paths, Request::Consumers { session })
+                feed::call(&paths, wakeful_protocol::ListConsumers { session })
                     .await
                     .map_err(|e| e.to_string()),
             ),

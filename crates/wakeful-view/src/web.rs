@@ -55,7 +55,7 @@ use tokio::sync::watch;
 use wakeful_client::{connect_existing, Paths};
 use wakeful_core::text::{sanitize_for_model, sanitize_json};
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorState};
-use wakeful_protocol::{ConsumerInfo, Reply, Request as DaemonRequest, WakeStatus};
+use wakeful_protocol::{Reply, Request as DaemonRequest};
 
 use crate::app::Scope;
 use crate::events::one_line;
@@ -731,18 +731,18 @@ impl Stream {
                 let mut conn = connect_existing(&self.shared.paths).await.ok()?;
                 let after = self.cursor.unwrap_or(0);
                 let request = match &self.session {
-                    Some(s) => DaemonRequest::Events {
+                    Some(s) => DaemonRequest::Events(wakeful_protocol::ReadEvents {
                         session: s.clone(),
                         after,
                         follow: false,
                         monitor: None,
                         wakes_agent: false,
                         write_to: None,
-                    },
-                    None => DaemonRequest::EventsAll {
+                    }),
+                    None => DaemonRequest::EventsAll(wakeful_protocol::ReadAllEvents {
                         after,
                         follow: false,
-                    },
+                    }),
                 };
                 conn.send(request).await.ok()?;
                 self.backfill = Some(conn);
@@ -877,8 +877,7 @@ async fn wake(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQuery>) 
         )
             .into_response();
     };
-    match feed::call::<Option<WakeStatus>>(&shared.paths, DaemonRequest::WakeShow { session }).await
-    {
+    match feed::call(&shared.paths, wakeful_protocol::ShowWake { session }).await {
         Ok(w) => Json(sanitize_json(json!(w))).into_response(),
         Err(e) => daemon_error(e),
     }
@@ -886,9 +885,9 @@ async fn wake(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQuery>) 
 
 /// Consumers and their unacknowledged events.
 async fn consumers(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQuery>) -> Response {
-    match feed::call::<Vec<ConsumerInfo>>(
+    match feed::call(
         &shared.paths,
-        DaemonRequest::Consumers { session: q.session },
+        wakeful_protocol::ListConsumers { session: q.session },
     )
     .await
     {
@@ -899,7 +898,7 @@ async fn consumers(State(shared): State<Arc<Shared>>, Query(q): Query<SessionQue
 
 /// Stops a monitor (the only action that changes anything).
 async fn stop(State(shared): State<Arc<Shared>>, Query(q): Query<IdQuery>) -> Response {
-    match feed::call::<MonitorInfo>(&shared.paths, DaemonRequest::Stop { id: q.id }).await {
+    match feed::call(&shared.paths, wakeful_protocol::StopMonitor { id: q.id }).await {
         Ok(info) => Json(json!({
             "id": one_line(&info.id),
             "state": "ended",

@@ -340,7 +340,7 @@ async fn follow(
     claude: &AgentProcess,
 ) -> Followed {
     let sent = conn
-        .send(Request::Wait {
+        .send(Request::Wait(wakeful_protocol::WaitEvents {
             session: session.to_string(),
             consumer: consumer.to_string(),
             timeout_ms: None,
@@ -351,7 +351,7 @@ async fn follow(
             // ~200 ms sooner than a monitor notification.
             fallback: true,
             monitor: None,
-        })
+        }))
         .await;
     if sent.is_err() {
         return Followed::Disconnected;
@@ -387,7 +387,11 @@ async fn follow(
                     // a pipe another process holds took them, not Claude).
                     return Followed::OutputClosed;
                 }
-                if conn.send(Request::Ack { seq: last_seq }).await.is_err() {
+                if conn
+                    .send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
+                    .await
+                    .is_err()
+                {
                     return Followed::Disconnected;
                 }
                 delivered = true;
@@ -421,7 +425,7 @@ pub async fn rewake(
     // The first path: a running bridge stands by (`fallback`) while this
     // waits, and takes over only when no rewake hook waits (during a turn,
     // or where Claude Code runs no hooks).
-    let request = Request::Wait {
+    let request = Request::Wait(wakeful_protocol::WaitEvents {
         session,
         consumer: consumer.to_string(),
         timeout_ms: Some(timeout_ms),
@@ -430,7 +434,7 @@ pub async fn rewake(
         all: false,
         fallback: false,
         monitor: None,
-    };
+    });
     let conn = connect(paths).await?;
     let taken = take_batch(paths, conn, request, watch_claude(), |text| {
         let mut err = std::io::stderr().lock();

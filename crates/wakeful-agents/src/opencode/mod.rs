@@ -50,7 +50,8 @@ pub async fn deliver(
             Outcome::Accepted
         }
         Ok(r) => http_refusal("OpenCode", r),
-        Err(e) => Outcome::Refused(e.to_string()),
+        Err(e) if e.is_retryable() => Outcome::Refused(e.to_string()),
+        Err(e) => Outcome::Failed(e.to_string()),
     }
 }
 

@@ -55,7 +55,9 @@ pub struct Selection {
 }
 
 async fn get_monitor(conn: &mut Connection, id: &str) -> Result<MonitorInfo, Failure> {
-    Ok(conn.call_as(Request::Get { id: id.to_string() }).await?)
+    Ok(conn
+        .call(wakeful_protocol::GetMonitor { id: id.to_string() })
+        .await?)
 }
 
 /// Reads the selected events and their monitors from the daemon.
@@ -65,14 +67,14 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
         Some(id) => get_monitor(&mut conn, id).await?.session,
         None => sel.session.clone(),
     };
-    conn.send(Request::Events {
+    conn.send(Request::Events(wakeful_protocol::ReadEvents {
         session: session.clone(),
         after: 0,
         follow: false,
         monitor: sel.monitor.clone(),
         wakes_agent: false,
         write_to: None,
-    })
+    }))
     .await?;
     let mut events = Vec::new();
     loop {
@@ -111,7 +113,7 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
     // The prunes since the exported time (all, without --since): what
     // the log no longer holds.
     let prunes = conn
-        .call_as(Request::Prunes { since: sel.since })
+        .call(wakeful_protocol::ListPrunes { since: sel.since })
         .await
         .unwrap_or_default();
     let header = ExportHeader {
@@ -208,7 +210,7 @@ pub async fn import(paths: &Paths, file: &Path, json: bool) -> Result<u8, Failur
             });
         }
         let r: ImportResult = conn
-            .call_as(Request::Import {
+            .call(wakeful_protocol::Import {
                 events: batch,
                 monitors: std::mem::take(&mut monitors),
             })
@@ -314,7 +316,7 @@ pub async fn replay(
         .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let mut conn = connect(paths).await?;
     let r: StartResult = conn
-        .call_as(Request::Start {
+        .call(wakeful_protocol::StartMonitor {
             session,
             spec: Box::new(spec),
             env: BTreeMap::new(),

@@ -79,10 +79,31 @@ pub fn loopback_or_link_local(ip: std::net::IpAddr) -> bool {
     }
 }
 
-/// Why a request failed before a response came (transport error).
+/// Why a request failed before a response came. Each message says what
+/// happened; [`HttpError::is_retryable`] says whether trying again later
+/// can help.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct HttpError(pub String);
+pub enum HttpError {
+    /// The URL cannot be requested (its scheme, credentials, host or port).
+    #[error("{0}")]
+    Url(String),
+    /// The network policy refuses every address of the host: only a change
+    /// of `[network] allow` in config.toml lets it through.
+    #[error("{0}")]
+    Refused(String),
+    /// The request failed on its way (resolving, connecting, TLS, HTTP, the
+    /// time limit).
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl HttpError {
+    /// Whether the same request may succeed later (a transport failure);
+    /// a bad URL or a refusal by the policy stays what it is.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, HttpError::Transport(_))
+    }
+}
 
 /// Which addresses may be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +127,7 @@ fn parse(url: &str) -> Result<Target, HttpError> {
     } else if let Some(r) = url.strip_prefix("https://") {
         (true, r)
     } else {
-        return Err(HttpError(format!(
+        return Err(HttpError::Url(format!(
             "{url}: only http:// and https:// URLs are accepted"
         )));
     };
@@ -115,14 +136,14 @@ fn parse(url: &str) -> Result<Target, HttpError> {
         None => (rest, "/"),
     };
     if authority.contains('@') {
-        return Err(HttpError(format!(
+        return Err(HttpError::Url(format!(
             "{url}: credentials in the URL are not accepted"
         )));
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (h, p) = v6
             .split_once(']')
-            .ok_or_else(|| HttpError(format!("{url}: bad IPv6 host")))?;
+            .ok_or_else(|| HttpError::Url(format!("{url}: bad IPv6 host")))?;
         (h.to_string(), p.strip_prefix(':').map(str::to_string))
     } else {
         match authority.rsplit_once(':') {
@@ -133,7 +154,7 @@ fn parse(url: &str) -> Result<Target, HttpError> {
     let port = match port {
         Some(p) => p
             .parse()
-            .map_err(|_| HttpError(format!("{url}: bad port `{p}`")))?,
+            .map_err(|_| HttpError::Url(format!("{url}: bad port `{p}`")))?,
         None => {
             if tls {
                 443
@@ -143,7 +164,7 @@ fn parse(url: &str) -> Result<Target, HttpError> {
         }
     };
     if host.is_empty() {
-        return Err(HttpError(format!("{url}: no host")));
+        return Err(HttpError::Url(format!("{url}: no host")));
     }
     Ok(Target {
         tls,
@@ -156,7 +177,7 @@ fn parse(url: &str) -> Result<Target, HttpError> {
 async fn resolve(t: &Target, policy: &NetPolicy, reach: Reach) -> Result<SocketAddr, HttpError> {
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((t.host.as_str(), t.port))
         .await
-        .map_err(|e| HttpError(format!("cannot resolve {}: {e}", t.host)))?
+        .map_err(|e| HttpError::Transport(format!("cannot resolve {}: {e}", t.host)))?
         .collect();
     let mut refused = vec![];
     for a in &addrs {
@@ -167,7 +188,7 @@ async fn resolve(t: &Target, policy: &NetPolicy, reach: Reach) -> Result<SocketA
             Some(why) => refused.push(format!("{} ({why})", a.ip())),
         }
     }
-    Err(HttpError(format!(
+    Err(HttpError::Refused(format!(
         "refused to connect to {}: {}; only a person can allow such addresses, in config.toml: [network] allow = [\"CIDR\"]",
         t.host,
         if refused.is_empty() { "no address".into() } else { refused.join(", ") }
@@ -188,7 +209,7 @@ pub async fn request(
     )
     .await
     .map_err(|_| {
-        HttpError(format!(
+        HttpError::Transport(format!(
             "{method} {url} timed out after {}s",
             TIMEOUT.as_secs()
         ))
@@ -206,7 +227,7 @@ async fn request_inner(
     let addr = resolve(&target, policy, reach).await?;
     let tcp = TcpStream::connect(addr)
         .await
-        .map_err(|e| HttpError(format!("cannot connect to {addr}: {e}")))?;
+        .map_err(|e| HttpError::Transport(format!("cannot connect to {addr}: {e}")))?;
     let body = json_body.map(|v| v.to_string()).unwrap_or_default();
     let host_header = if (target.tls && target.port == 443) || (!target.tls && target.port == 80) {
         target.host.clone()
@@ -223,7 +244,7 @@ async fn request_inner(
     }
     let req = builder
         .body(Full::new(Bytes::from(body)))
-        .map_err(|e| HttpError(format!("cannot build the request: {e}")))?;
+        .map_err(|e| HttpError::Transport(format!("cannot build the request: {e}")))?;
     if target.tls {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut roots = rustls::RootCertStore::empty();
@@ -232,11 +253,11 @@ async fn request_inner(
             .with_root_certificates(roots)
             .with_no_client_auth();
         let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-            .map_err(|e| HttpError(format!("bad TLS name {}: {e}", target.host)))?;
+            .map_err(|e| HttpError::Transport(format!("bad TLS name {}: {e}", target.host)))?;
         let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
             .await
-            .map_err(|e| HttpError(format!("TLS with {} failed: {e}", target.host)))?;
+            .map_err(|e| HttpError::Transport(format!("TLS with {} failed: {e}", target.host)))?;
         send(TokioIo::new(tls), req).await
     } else {
         send(TokioIo::new(tcp), req).await
@@ -249,14 +270,14 @@ where
 {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
-        .map_err(|e| HttpError(format!("HTTP handshake failed: {e}")))?;
+        .map_err(|e| HttpError::Transport(format!("HTTP handshake failed: {e}")))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     let resp = sender
         .send_request(req)
         .await
-        .map_err(|e| HttpError(format!("HTTP request failed: {e}")))?;
+        .map_err(|e| HttpError::Transport(format!("HTTP request failed: {e}")))?;
     let status = resp.status().as_u16();
     let location = resp
         .headers()
@@ -267,7 +288,7 @@ where
         .into_body()
         .collect()
         .await
-        .map_err(|e| HttpError(format!("reading the HTTP response failed: {e}")))?
+        .map_err(|e| HttpError::Transport(format!("reading the HTTP response failed: {e}")))?
         .to_bytes();
     Ok(Response {
         status,
@@ -308,5 +329,27 @@ mod tests {
         assert!(inner.is_some());
         assert!(loopback_or_link_local("fe80::1".parse().unwrap()));
         assert!(!loopback_or_link_local("93.184.216.34".parse().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn only_a_transport_failure_is_worth_a_retry() {
+        let policy = NetPolicy::new(&[]).unwrap();
+        let bad = request("GET", "ftp://x/", None, &policy, Reach::Policy).await;
+        assert!(matches!(bad, Err(HttpError::Url(_))), "{bad:?}");
+        assert!(!bad.unwrap_err().is_retryable());
+        // Loopback is refused by the default policy on this reach.
+        let refused = request("GET", "http://127.0.0.1:9/", None, &policy, Reach::Policy).await;
+        assert!(matches!(refused, Err(HttpError::Refused(_))), "{refused:?}");
+        assert!(!refused.unwrap_err().is_retryable());
+        // Allowed (a local agent server) but nothing listens: a retry may help.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/");
+        let down = request("GET", &url, None, &policy, Reach::LoopbackAndPolicy).await;
+        assert!(matches!(down, Err(HttpError::Transport(_))), "{down:?}");
+        assert!(down.unwrap_err().is_retryable());
     }
 }

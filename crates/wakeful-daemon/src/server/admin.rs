@@ -1,0 +1,94 @@
+//! The daemon and its store: `status`, `shutdown`, `import`, `prune`,
+//! `prunes`.
+
+use std::sync::atomic::Ordering::SeqCst;
+
+use wakeful_core::MonitorInfo;
+use wakeful_protocol::{
+    ErrorKind, GetStatus, Import, ListPrunes, Prune, Shutdown, ShutdownResult, Status,
+    PROTOCOL_VERSION,
+};
+
+use super::conn::Handled;
+use crate::state::State;
+
+/// `status`: the daemon's facts.
+pub(crate) fn status(state: &State, _: GetStatus) -> Handled<GetStatus> {
+    let all = state.registry.list();
+    let running: Vec<&MonitorInfo> = all.iter().filter(|i| i.is_active()).collect();
+    let mut sessions: Vec<&str> = running.iter().map(|i| i.session.as_str()).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    let health = &state.health;
+    Ok(Status {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: PROTOCOL_VERSION,
+        socket: state.paths.socket(),
+        state_dir: state.paths.state_dir.clone(),
+        monitors_running: running.len(),
+        monitors_recently_ended: all.len() - running.len(),
+        sessions_active: sessions.len(),
+        last_seq: state.registry.hub().latest(),
+        wakes_undelivered: state.wakes.undelivered().len(),
+        followers: state.followers.load(SeqCst),
+        journal_failures: state.registry.journal_failures(),
+        connections: health.connections.load(SeqCst),
+        max_open_files: nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(0, |(soft, _)| soft),
+        cluster: state.cluster.get().map(|l| l.status()),
+        accept_errors: health.accept_errors.load(SeqCst),
+        last_accept_error: health
+            .last_accept_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(t, _)| t.clone()),
+        connections_refused: health.refused.load(SeqCst),
+        storage: Some(state.storage.status()),
+    })
+}
+
+/// What `shutdown` answers before the daemon stops.
+pub(crate) fn shutdown_result(_: Shutdown) -> ShutdownResult {
+    ShutdownResult {
+        pid: std::process::id(),
+    }
+}
+
+/// `import`: events and monitors recorded elsewhere.
+pub(crate) async fn import(state: &State, r: Import) -> Handled<Import> {
+    state
+        .storage
+        .writable("import events")
+        .map_err(|m| (ErrorKind::DiskFull, m))?;
+    crate::import::import(
+        &state.registry,
+        &state.reader,
+        r.events,
+        r.monitors,
+        crate::import::From::File,
+    )
+    .await
+    .map_err(|e| match e {
+        crate::import::ImportError::Invalid(_) => (ErrorKind::Invalid, e.to_string()),
+        e => (ErrorKind::Internal, e.to_string()),
+    })
+}
+
+/// `prune`: now, or only what would go.
+pub(crate) async fn prune(state: &State, r: Prune) -> Handled<Prune> {
+    state
+        .storage
+        .prune(chrono::Utc::now(), r.dry_run)
+        .await
+        .map_err(|e| (ErrorKind::Internal, e.to_string()))
+}
+
+/// `prunes`: what prunes removed.
+pub(crate) fn prunes(state: &State, r: ListPrunes) -> Handled<ListPrunes> {
+    state
+        .reader
+        .prunes(r.since)
+        .map_err(|e| (ErrorKind::Internal, e.to_string()))
+}
