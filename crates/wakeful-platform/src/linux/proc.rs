@@ -37,6 +37,20 @@ pub fn all_processes() -> Vec<ProcInfo> {
         .collect()
 }
 
+/// The executable of process `pid` (`/proc/PID/exe`), when readable.
+pub fn exe(pid: i32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// Where descriptor `fd` of process `pid` points (`/proc/PID/fd/N`), and
+/// what `stat` says of it (through the link, as the process sees it).
+pub fn fd_target(pid: i32, fd: i32) -> Option<(std::path::PathBuf, std::fs::Metadata)> {
+    let link = format!("/proc/{pid}/fd/{fd}");
+    let target = std::fs::read_link(&link).ok()?;
+    let meta = std::fs::metadata(&link).ok()?;
+    Some((target, meta))
+}
+
 /// Whether process `pid`'s environment contains `NAME=VALUE` exactly
 /// (false when it cannot be read: gone, or another user's).
 pub fn has_env(pid: i32, name: &str, value: &str) -> bool {
