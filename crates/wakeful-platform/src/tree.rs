@@ -107,6 +107,31 @@ pub fn start_time(pid: i32) -> Option<u64> {
     proc_info(pid).map(|p| p.start_ticks)
 }
 
+/// A descriptor that becomes readable when process `pid` exits (Linux: a
+/// pidfd); `None` when it cannot be had (gone, or the posix backend, whose
+/// callers ask [`is_alive`] instead).
+pub fn exit_watch(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    either!(linux::proc::pidfd(pid), {
+        let _ = pid;
+        None
+    })
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`; a zombie counts).
+pub fn is_alive(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok_or_eperm()
+}
+
+trait OkOrEperm {
+    fn is_ok_or_eperm(&self) -> bool;
+}
+
+impl OkOrEperm for nix::Result<()> {
+    fn is_ok_or_eperm(&self) -> bool {
+        matches!(self, Ok(()) | Err(nix::errno::Errno::EPERM))
+    }
+}
+
 /// The parent of `pid`, its parent, and so on up to (not including) pid 1
 /// or the first that cannot be read.
 pub fn ancestry(pid: i32) -> Vec<ProcInfo> {

@@ -344,13 +344,10 @@ impl ProcessDriver {
     }
 }
 
-/// Widens a pipe to [`PIPE_CAPACITY`]; when the system refuses (a lower
-/// `/proc/sys/fs/pipe-max-size`), the default capacity stays.
+/// Widens a pipe to [`PIPE_CAPACITY`] where the platform can; when the
+/// system refuses, the default capacity stays.
 fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
-    let _ = nix::fcntl::fcntl(
-        pipe.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
-    );
+    wakeful_platform::fd::widen_pipe(pipe.as_raw_fd(), PIPE_CAPACITY);
 }
 
 #[cfg(test)]

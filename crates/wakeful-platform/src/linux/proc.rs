@@ -37,18 +37,24 @@ pub fn all_processes() -> Vec<ProcInfo> {
         .collect()
 }
 
+/// A pidfd of process `pid` (`pidfd_open`): readable once it exits.
+pub fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new
+    // descriptor (or -1); no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
+    Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
 /// The executable of process `pid` (`/proc/PID/exe`), when readable.
 pub fn exe(pid: i32) -> Option<std::path::PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/exe")).ok()
 }
 
-/// Where descriptor `fd` of process `pid` points (`/proc/PID/fd/N`), and
-/// what `stat` says of it (through the link, as the process sees it).
-pub fn fd_target(pid: i32, fd: i32) -> Option<(std::path::PathBuf, std::fs::Metadata)> {
-    let link = format!("/proc/{pid}/fd/{fd}");
-    let target = std::fs::read_link(&link).ok()?;
-    let meta = std::fs::metadata(&link).ok()?;
-    Some((target, meta))
+/// The path of descriptor `fd` of process `pid`: `/proc/PID/fd/N`.
+pub fn fd_path(pid: i32, fd: i32) -> std::path::PathBuf {
+    format!("/proc/{pid}/fd/{fd}").into()
 }
 
 /// Whether process `pid`'s environment contains `NAME=VALUE` exactly
