@@ -520,6 +520,7 @@ fn recover(
                 reason: MonitorStopReason::DaemonStopped,
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
             wakes: true,
             replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),

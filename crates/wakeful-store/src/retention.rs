@@ -422,6 +422,7 @@ mod tests {
                 reason: MonitorStopReason::ExitCode { code: 0 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
             "done".into(),
         )])
@@ -637,6 +638,7 @@ mod tests {
                     reason: MonitorStopReason::ExitCode { code: 0 },
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
             ),
             imported("b/3", "mon-running", EventBody::MonitorStarted),

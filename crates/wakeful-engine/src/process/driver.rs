@@ -88,6 +88,9 @@ pub(crate) struct ProcEnd {
     pub end: SourceEnd,
     /// Processes still alive after SIGKILL (normally none).
     pub survivors: Vec<i32>,
+    /// The platform backend could not look for every process: what the
+    /// stop found.
+    pub unverified: Option<wakeful_core::Unverified>,
 }
 
 struct Pipe<R> {
@@ -208,6 +211,7 @@ impl ProcessDriver {
                 leader_start,
                 marker: req.id.to_string(),
                 container,
+                seen: Default::default(),
             }),
             guard: GroupGuard::new(pid),
             out: Pipe::new(out),
@@ -340,7 +344,16 @@ impl ProcessDriver {
                 survivors.len()
             );
         }
-        ProcEnd { end, survivors }
+        let backend = wakeful_platform::backend();
+        let unverified = (!backend.finds_every_process()).then(|| wakeful_core::Unverified {
+            backend: backend.name().to_string(),
+            seen: self.target.seen(),
+        });
+        ProcEnd {
+            end,
+            survivors,
+            unverified,
+        }
     }
 }
 
