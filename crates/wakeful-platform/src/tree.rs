@@ -132,6 +132,28 @@ impl OkOrEperm for nix::Result<()> {
     }
 }
 
+/// Every process as the system shows it, whatever backend was chosen
+/// (on Linux `/proc`, even under the posix backend): for checks of what
+/// a backend claims — tests, `doctor` — never for the backend's own work.
+pub fn observed_processes() -> Vec<ProcInfo> {
+    #[cfg(target_os = "linux")]
+    return linux::proc::all_processes();
+    #[cfg(not(target_os = "linux"))]
+    posix::all_processes()
+}
+
+/// [`has_env`] as the system shows it, whatever backend was chosen (see
+/// [`observed_processes`]; false off Linux).
+pub fn observed_has_env(pid: i32, name: &str, value: &str) -> bool {
+    #[cfg(target_os = "linux")]
+    return linux::proc::has_env(pid, name, value);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, name, value);
+        false
+    }
+}
+
 /// The parent of `pid`, its parent, and so on up to (not including) pid 1
 /// or the first that cannot be read.
 pub fn ancestry(pid: i32) -> Vec<ProcInfo> {

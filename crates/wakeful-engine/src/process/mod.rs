@@ -34,9 +34,11 @@ pub use wakeful_platform::tree::{
     ProcInfo,
 };
 
-/// The processes of group `pgid` that are still alive (zombies excluded).
+/// The processes of group `pgid` that are still alive (zombies excluded),
+/// as the system shows them whatever the platform backend
+/// (`tree::observed_processes`): a check of what a stop claims.
 pub fn live_group_members(pgid: i32) -> Vec<ProcInfo> {
-    all_processes()
+    wakeful_platform::tree::observed_processes()
         .into_iter()
         .filter(|p| p.pgrp == pgid && p.is_live())
         .collect()
@@ -44,11 +46,17 @@ pub fn live_group_members(pgid: i32) -> Vec<ProcInfo> {
 
 /// The live processes belonging to monitor `monitor_id`: every descendant of
 /// its command inherits `WAKEFUL_MONITOR_ID`, whatever group it moved to.
+/// As the system shows them whatever the platform backend (on Linux the
+/// marker is read even under the posix backend, which cannot): a check
+/// of what a stop claims, for tests and `doctor`.
 pub fn live_of_monitor(monitor_id: &str) -> Vec<ProcInfo> {
+    use wakeful_platform::tree::{observed_has_env, observed_processes};
     let me = std::process::id() as i32;
-    all_processes()
+    observed_processes()
         .into_iter()
-        .filter(|p| p.is_live() && p.pid != me && has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id))
+        .filter(|p| {
+            p.is_live() && p.pid != me && observed_has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id)
+        })
         .collect()
 }
 
