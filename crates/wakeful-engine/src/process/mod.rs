@@ -30,8 +30,8 @@ use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 pub use wakeful_platform::tree::{
-    all_processes, become_subreaper, children_of, has_env, is_subreaper, proc_info, subtree,
-    ProcInfo,
+    all_processes, become_subreaper, children_of, has_env, is_subreaper, observed_has_env,
+    observed_processes, proc_info, subtree, ProcInfo,
 };
 
 /// The processes of group `pgid` that are still alive (zombies excluded),
