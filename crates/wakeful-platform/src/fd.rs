@@ -52,3 +52,98 @@ pub fn locks_table() -> Option<String> {
     }
     None
 }
+
+/// A small file two writers lock (the MCP frame lock): two descriptors of
+/// it, each its own open file description, both close-on-exec. Linux: a
+/// memfd opened again through [`reopen`] (so the posix backend refuses);
+/// other systems: a temporary file opened twice and unlinked at once.
+pub fn lock_file_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = nix::sys::memfd::memfd_create(
+            c"wakeful-frame-lock",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        )?;
+        let other = reopen(
+            fd.as_raw_fd(),
+            std::fs::OpenOptions::new().read(true).write(true),
+        )?;
+        Ok((fd, other))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let template = std::env::temp_dir().join("wakeful-frame-lock-XXXXXX");
+        let (raw, path) = nix::unistd::mkstemp(&template)?;
+        // SAFETY: mkstemp returned a new descriptor that nobody else owns.
+        let first = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path);
+        let _ = std::fs::remove_file(&path);
+        let second = OwnedFd::from(opened?);
+        nix::fcntl::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&first),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )?;
+        Ok((first, second))
+    }
+}
+
+/// Takes (`exclusive`) or lets go of a lock on the whole of `fd`, held by
+/// its open file description (so two descriptions of one file exclude each
+/// other, and the kernel lets go when the holder dies); `wait`: block while
+/// another holds it. `EAGAIN`/`EACCES`: held by another. Linux: `F_OFD_SETLK`
+/// (either backend: both writers of one lock must use the same kind);
+/// other systems: `flock(2)`.
+pub fn lock_whole(fd: &OwnedFd, exclusive: bool, wait: bool) -> Result<(), nix::errno::Errno> {
+    use nix::errno::Errno;
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{fcntl, FcntlArg};
+        // SAFETY: an all-zero `flock` is a valid value (l_pid must be 0 for
+        // an open file description lock); the fields that matter are set.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = (if exclusive {
+            libc::F_WRLCK
+        } else {
+            libc::F_UNLCK
+        }) as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = 0;
+        lock.l_len = 0;
+        loop {
+            let arg = if wait {
+                FcntlArg::F_OFD_SETLKW(&lock)
+            } else {
+                FcntlArg::F_OFD_SETLK(&lock)
+            };
+            match fcntl(raw, arg) {
+                Err(Errno::EINTR) => continue,
+                other => return other.map(|_| ()),
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let op = match (exclusive, wait) {
+            (true, true) => libc::LOCK_EX,
+            (true, false) => libc::LOCK_EX | libc::LOCK_NB,
+            (false, _) => libc::LOCK_UN,
+        };
+        loop {
+            // SAFETY: flock takes a descriptor and flags; no memory.
+            let r = unsafe { libc::flock(raw, op) };
+            if r == 0 {
+                return Ok(());
+            }
+            match Errno::last() {
+                Errno::EINTR => continue,
+                e => return Err(e),
+            }
+        }
+    }
+}
