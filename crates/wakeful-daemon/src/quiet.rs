@@ -207,7 +207,7 @@ impl Whole {
             true => send(
                 fd.as_raw_fd(),
                 buf,
-                MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                wakeful_platform::fd::send_no_signal() | MsgFlags::MSG_DONTWAIT,
             ),
             false => nix::unistd::write(fd, buf),
         };
@@ -264,7 +264,7 @@ impl AsyncWrite for QuietWrite {
                 _ => send(
                     fd.as_raw_fd(),
                     data,
-                    MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                    wakeful_platform::fd::send_no_signal() | MsgFlags::MSG_DONTWAIT,
                 ),
             };
             match sent {

@@ -147,3 +147,32 @@ pub fn lock_whole(fd: &OwnedFd, exclusive: bool, wait: bool) -> Result<(), nix::
         }
     }
 }
+
+/// The flag that makes a send to a socket whose reader left fail with
+/// `EPIPE` rather than raise SIGPIPE (`MSG_NOSIGNAL`); empty on macOS,
+/// which has no such flag (Rust programs ignore SIGPIPE there anyway).
+pub fn send_no_signal() -> nix::sys::socket::MsgFlags {
+    #[cfg(not(target_vendor = "apple"))]
+    return nix::sys::socket::MsgFlags::MSG_NOSIGNAL;
+    #[cfg(target_vendor = "apple")]
+    nix::sys::socket::MsgFlags::empty()
+}
+
+/// A pipe whose two ends are close-on-exec (`pipe2(O_CLOEXEC)` where
+/// there is one; macOS: `pipe` and `FD_CLOEXEC` on each end).
+pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(not(target_vendor = "apple"))]
+    return Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?);
+    #[cfg(target_vendor = "apple")]
+    {
+        use std::os::fd::AsRawFd;
+        let (r, w) = nix::unistd::pipe()?;
+        for fd in [&r, &w] {
+            nix::fcntl::fcntl(
+                fd.as_raw_fd(),
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            )?;
+        }
+        Ok((r, w))
+    }
+}
