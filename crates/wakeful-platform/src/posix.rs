@@ -119,7 +119,7 @@ pub fn subtree_of(table: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
 }
 
 /// Where containers would be made: never (off Linux there are none).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NoContainerRoot(());
 
 impl NoContainerRoot {

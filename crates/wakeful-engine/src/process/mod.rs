@@ -73,7 +73,13 @@ pub fn signal_group(pgid: i32, signal: Signal) {
 /// Reaps zombies of group `pgid` that are this process's children (orphans
 /// reparented to it as subreaper), without reading the process table: the
 /// kernel names them one by one (`waitid` on the group, peeking first). The
-/// group's leader, whose status tokio collects, is left alone.
+/// group's leader, whose status tokio collects, is left alone. (macOS has
+/// no `waitid` on a group, and no subreaper either: nothing is adopted
+/// there to reap.)
+#[cfg(target_vendor = "apple")]
+fn reap_own_zombies(_pgid: i32) {}
+
+#[cfg(not(target_vendor = "apple"))]
 fn reap_own_zombies(pgid: i32) {
     use nix::sys::wait::{waitid, Id, WaitStatus};
     for _ in 0..1024 {
