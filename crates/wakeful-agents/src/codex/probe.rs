@@ -137,7 +137,10 @@ pub fn thread_holder(codex_home: &Path, thread: &str) -> Option<Holder> {
 /// The pid holding a lock on the file `(dev, ino)`, from the text of
 /// the lock table (Linux's `/proc/locks` format) (`1: FLOCK  ADVISORY  WRITE 4135 fe:00:10021313 0 EOF`;
 /// waiters, marked `->`, are skipped).
+// `dev_t` is u64 on Linux, i32 on macOS (where there is no such table).
+#[allow(clippy::unnecessary_cast)]
 pub fn lock_holder(proc_locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    let dev = dev as libc::dev_t;
     let (major, minor) = (libc::major(dev) as u64, libc::minor(dev) as u64);
     proc_locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
