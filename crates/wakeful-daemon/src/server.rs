@@ -723,10 +723,7 @@ async fn handle(conn: &mut Conn, state: &State, req: Request) -> std::io::Result
                     .health
                     .connections
                     .load(std::sync::atomic::Ordering::SeqCst),
-                max_open_files: nix::sys::resource::getrlimit(
-                    nix::sys::resource::Resource::RLIMIT_NOFILE,
-                )
-                .map_or(0, |(soft, _)| soft),
+                max_open_files: wakeful_platform::fd::max_open_files(),
                 cluster: state.cluster.get().map(|l| l.status()),
                 accept_errors: state
                     .health

@@ -176,3 +176,13 @@ pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
         Ok((r, w))
     }
 }
+
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`); 0 when unknown.
+/// (`rlim_t` is signed on FreeBSD.)
+#[allow(clippy::useless_conversion)]
+pub fn max_open_files() -> u64 {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .ok()
+        .and_then(|(soft, _)| u64::try_from(soft).ok())
+        .unwrap_or(0)
+}
