@@ -186,3 +186,29 @@ pub fn max_open_files() -> u64 {
         .and_then(|(soft, _)| u64::try_from(soft).ok())
         .unwrap_or(0)
 }
+
+/// The `recvmsg` flag that makes received descriptors close-on-exec as
+/// they arrive (`MSG_CMSG_CLOEXEC`); empty on macOS, which has none: there
+/// [`received_cloexec`] sets the flag afterwards (a command spawned in
+/// between could inherit the descriptor).
+pub fn recv_cloexec() -> nix::sys::socket::MsgFlags {
+    #[cfg(not(target_vendor = "apple"))]
+    return nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC;
+    #[cfg(target_vendor = "apple")]
+    nix::sys::socket::MsgFlags::empty()
+}
+
+/// Makes a received descriptor close-on-exec where [`recv_cloexec`]
+/// could not (macOS); nothing elsewhere.
+pub fn received_cloexec(fd: &OwnedFd) {
+    #[cfg(target_vendor = "apple")]
+    {
+        use std::os::fd::AsRawFd;
+        let _ = nix::fcntl::fcntl(
+            fd.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+    }
+    #[cfg(not(target_vendor = "apple"))]
+    let _ = fd;
+}
