@@ -26,7 +26,6 @@ pub use reaper::{spawn, Managed};
 pub use target::Target;
 
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 pub use wakeful_platform::tree::{
@@ -81,7 +80,7 @@ fn reap_own_zombies(_pgid: i32) {}
 
 #[cfg(not(target_vendor = "apple"))]
 fn reap_own_zombies(pgid: i32) {
-    use nix::sys::wait::{waitid, Id, WaitStatus};
+    use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
     for _ in 0..1024 {
         let peek = waitid(
             Id::PGid(Pid::from_raw(pgid)),
