@@ -48,7 +48,7 @@ pub fn widen_pipe(fd: i32, bytes: i32) {
 pub fn locks_table() -> Option<String> {
     #[cfg(target_os = "linux")]
     if crate::backend() == crate::Backend::Linux {
-        return std::fs::read_to_string("/proc/locks").ok();
+        return crate::linux::proc::locks_table();
     }
     None
 }

@@ -37,6 +37,11 @@ pub fn all_processes() -> Vec<ProcInfo> {
         .collect()
 }
 
+/// The kernel's table of file locks, `/proc/locks`.
+pub fn locks_table() -> Option<String> {
+    std::fs::read_to_string("/proc/locks").ok()
+}
+
 /// A pidfd of process `pid` (`pidfd_open`): readable once it exits.
 pub fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new
