@@ -118,40 +118,37 @@ pub async fn digest_text(paths: &Paths, session: &str) -> Option<String> {
         .text(wakeful_core::digest::Reader::Cli)
 }
 
-/// The agent process a hook or the bridge serves, watched through a
-/// pidfd. Its reader is gone once that process is: a batch written after it
+/// The agent process a hook or the bridge serves, watched through the
+/// platform layer's `tree::exit_watch` (a pidfd on Linux; under the posix
+/// backend, `kill(pid, 0)` every 250 ms). Its reader is gone once that process is: a batch written after it
 /// left (into an output file, or a pipe some other process still holds) is
 /// never acknowledged.
 pub struct AgentProcess {
     fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+    /// The process, when it is watched by asking (no exit descriptor).
+    polled: Option<i32>,
 }
 
 impl AgentProcess {
     /// Watches the process that started this one (another agent's hook).
     pub fn parent() -> AgentProcess {
-        AgentProcess {
-            fd: Self::open(nix::unistd::getppid().as_raw()),
-        }
+        Self::pid(nix::unistd::getppid().as_raw())
     }
 
     /// Watches process `pid` (nothing, when it is 1 or less or cannot be
     /// watched).
     pub fn pid(pid: i32) -> AgentProcess {
-        AgentProcess {
-            fd: Self::open(pid),
-        }
+        let fd = Self::open(pid);
+        let polled =
+            (fd.is_none() && pid > 1 && wakeful_platform::tree::is_alive(pid)).then_some(pid);
+        AgentProcess { fd, polled }
     }
 
     fn open(pid: i32) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
         if pid <= 1 {
             return None;
         }
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor (or -1); no memory is passed.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-        // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
-        let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let owned = wakeful_platform::tree::exit_watch(pid)?;
         // SAFETY: `owned` is a valid open descriptor, owned by the AsyncFd and
         // closed only when it is dropped.
         unsafe {
@@ -160,11 +157,13 @@ impl AgentProcess {
         .ok()
     }
 
-    /// Whether the process has exited (its pidfd is readable).
+    /// Whether the process has exited (its exit descriptor is readable).
     pub fn is_gone(&self) -> bool {
         use std::os::fd::AsRawFd;
         let Some(fd) = &self.fd else {
-            return false;
+            return self
+                .polled
+                .is_some_and(|pid| !wakeful_platform::tree::is_alive(pid));
         };
         let mut pfd = libc::pollfd {
             fd: fd.get_ref().as_raw_fd(),
@@ -178,11 +177,16 @@ impl AgentProcess {
     /// Completes when the process has exited; never, when it cannot be
     /// watched.
     pub async fn gone(&self) {
-        match &self.fd {
-            Some(fd) => {
+        match (&self.fd, self.polled) {
+            (Some(fd), _) => {
                 let _ = fd.readable().await;
             }
-            None => std::future::pending().await,
+            (None, Some(pid)) => {
+                while wakeful_platform::tree::is_alive(pid) {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+            }
+            (None, None) => std::future::pending().await,
         }
     }
 }

@@ -2,22 +2,13 @@
 //! process (Claude Code, Gemini CLI) records the session id it sees under
 //! `<state dir>/<agent>/processes/<pid>`, as `<start time> <session>`, and
 //! later hooks and commands of the same process read it back. The start
-//! time (from `/proc/<pid>/stat`) tells a live process from an earlier one
+//! time (the platform layer's `tree::start_time`) tells a live process from an earlier one
 //! with the same pid; records of processes that are gone are removed when
 //! a new one is written.
 
 use std::path::{Path, PathBuf};
 
 use wakeful_client::Paths;
-
-/// The start time (clock ticks since boot) of a process, from the text of
-/// its `/proc/<pid>/stat`.
-pub fn start_time_from_stat(stat: &str) -> Option<u64> {
-    // The command name (field 2) may hold spaces and parentheses: fields
-    // after it start after the last ')'. Start time is field 22.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
 
 /// A process record: `<start time> <session>`.
 pub fn parse_record(text: &str) -> Option<(u64, String)> {
@@ -26,9 +17,9 @@ pub fn parse_record(text: &str) -> Option<(u64, String)> {
     (!session.is_empty()).then(|| Some((start.parse().ok()?, session.to_string())))?
 }
 
-/// The start time of a live process.
+/// The start time of a live process (in the platform backend's unit).
 pub fn process_start(pid: u32) -> Option<u64> {
-    start_time_from_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    wakeful_platform::tree::start_time(i32::try_from(pid).ok()?)
 }
 
 /// The folder of an agent's process records (`agent`: `claude-code`,
@@ -120,16 +111,12 @@ mod tests {
 
     #[test]
     fn process_start_time() {
-        let stat = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(start_time_from_stat(stat), Some(987654));
-        assert_eq!(start_time_from_stat("garbage"), None);
         assert_eq!(
             parse_record("987654 sess-1\n"),
             Some((987654, "sess-1".into()))
         );
         assert_eq!(parse_record("x sess"), None);
         assert_eq!(parse_record("12 "), None);
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(start_time_from_stat(&own).is_some());
+        assert!(process_start(std::process::id()).is_some());
     }
 }

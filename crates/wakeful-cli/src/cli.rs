@@ -536,15 +536,23 @@ pub enum DaemonAction {
     /// starts again; the others end with `daemon_stopped`.
     #[command(after_help = "Example:\n  wakeful daemon stop")]
     Stop,
-    /// Write a systemd user unit (wakeful.service) that keeps the daemon
-    /// up. Not needed: any command starts the daemon on demand.
+    /// Write a systemd user unit (wakeful.service) — on macOS a launchd
+    /// agent (~/Library/LaunchAgents/dev.wakeful.daemon.plist) — that keeps
+    /// the daemon up. Not needed: any command starts the daemon on demand.
     #[command(
         after_help = "The unit runs this executable as `daemon --foreground` (with WAKEFUL_HOME when it is set), restarts it on failure, and lets it stop its monitors itself (KillMode=mixed).\n\nExample:\n  wakeful daemon install && systemctl --user daemon-reload && systemctl --user enable --now wakeful.service"
     )]
     Install {
-        /// Where to write wakeful.service [default: $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user].
+        /// Where to write wakeful.service [default: $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user; launchd: ~/Library/LaunchAgents].
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
+        /// What to write: a systemd user unit or a launchd agent plist
+        /// [default: launchd on macOS, systemd elsewhere].
+        #[arg(long, value_parser = ["systemd", "launchd"])]
+        format: Option<String>,
+        /// Print it on stdout instead of writing it.
+        #[arg(long)]
+        print: bool,
     },
 }
 

@@ -935,7 +935,17 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             }
             Ok(0)
         }
-        Some(DaemonAction::Install { dir }) => crate::package::daemon_install(dir, json),
+        Some(DaemonAction::Install { dir, format, print }) => {
+            let launchd = match format.as_deref() {
+                Some(f) => f == "launchd",
+                None => cfg!(target_os = "macos"),
+            };
+            match (launchd, print) {
+                (true, _) => crate::package::launchd_install(dir, print, json),
+                (false, true) => crate::package::unit_print(),
+                (false, false) => crate::package::daemon_install(dir, json),
+            }
+        }
         None if args.foreground => {
             // Started by a client: the log file only (stdio is /dev/null).
             // Run by a person: the log file and this terminal.

@@ -58,7 +58,7 @@ impl Check {
 
 /// `wakeful doctor [--session S] [--json]`.
 pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
-    let mut checks = vec![state_dir(paths)];
+    let mut checks = vec![state_dir(paths), platform(paths)];
     let mut consumers = Vec::new();
     let report = match daemon(paths, &session).await {
         Ok((status, mut report, route, found)) => {
@@ -227,8 +227,44 @@ fn state_dir(paths: &Paths) -> Check {
 }
 
 fn free_space(dir: &Path) -> Option<u64> {
-    let s = nix::sys::statvfs::statvfs(dir).ok()?;
-    Some(s.blocks_available() as u64 * s.fragment_size() as u64)
+    wakeful_platform::disk::space(dir)
+        .ok()
+        .map(|(free, _)| free)
+}
+
+/// The platform backend the daemon uses (docs/PLATFORMS.md): what
+/// `WAKEFUL_PLATFORM` says, else config.toml's `platform`, else the
+/// system's own; with the posix backend, what it cannot guarantee.
+fn platform(paths: &Paths) -> Check {
+    let configured = wakeful_daemon::config::Config::load(&paths.config_file)
+        .ok()
+        .and_then(|c| c.platform);
+    let from = match std::env::var("WAKEFUL_PLATFORM") {
+        Ok(v) if !v.is_empty() => "WAKEFUL_PLATFORM",
+        _ if configured.is_some() => "config.toml",
+        _ => "this system's own",
+    };
+    match wakeful_platform::configure(configured.as_deref()) {
+        Ok(b) if b.limits().is_empty() => Check::new(
+            "platform",
+            Level::Ok,
+            format!("backend {} ({from}): stops find every process of a command", b.name()),
+        ),
+        Ok(b) => Check::new(
+            "platform",
+            Level::Info,
+            format!(
+                "backend {} ({from}); it cannot guarantee everything: {}; a stop that could not look everywhere says so in its final event and in `wakeful list` (`unverified`, with the pids it saw)",
+                b.name(),
+                b.limits().join("; ")
+            ),
+        ),
+        Err(e) => Check::problem(
+            "platform",
+            e.to_string(),
+            "set WAKEFUL_PLATFORM or config.toml's platform to linux or posix",
+        ),
+    }
 }
 
 fn human_bytes(n: u64) -> String {

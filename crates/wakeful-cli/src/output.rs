@@ -3,7 +3,8 @@
 //! (it belongs to the same user), across its segments; a range the file
 //! dropped (its cap, a disk low on space, a prune) prints as one line that
 //! says so (docs/STORAGE.md). The daemon only says where it is and when
-//! the monitor ended. New data is noticed through inotify, not by polling.
+//! the monitor ended. New data is noticed through the file system's change
+//! notification (the `notify` crate), not by polling.
 //!
 //! Each line is printed sanitized (decoded as UTF-8 with U+FFFD for what is
 //! not, control characters and escape sequences removed, one printed line
@@ -103,7 +104,7 @@ fn check_range(range: &LineRange) -> Result<Selection, Failure> {
 
 /// Prints the selected lines of `path` (across its segments, saying
 /// where lines were dropped); with `follow`, keeps printing new lines
-/// (woken by inotify on its directory) until `end` completes, then prints
+/// (woken by a change notification on its directory) until `end` completes, then prints
 /// what is left, a last line without a newline too.
 async fn print_file(
     path: &std::path::Path,

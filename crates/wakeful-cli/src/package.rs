@@ -141,6 +141,119 @@ pub fn unit_text(exe: &Path, home: Option<&Path>, man_pages: &[&str]) -> String 
     text
 }
 
+/// The label of the launchd agent.
+pub const LAUNCHD_LABEL: &str = "dev.wakeful.daemon";
+
+/// Text escaped for an XML plist string.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The text of the launchd agent `dev.wakeful.daemon.plist` for `exe`
+/// (with `home` as WAKEFUL_HOME), its stdout and stderr appended to
+/// `log`: the macOS counterpart of [`unit_text`]. Started at login
+/// (`RunAtLoad`), started again when it exits other than cleanly
+/// (`KeepAlive.SuccessfulExit = false`), 2 s apart (`ThrottleInterval`);
+/// launchd stops it with SIGTERM, and the daemon stops its monitors itself
+/// (`ExitTimeOut` 30 s before SIGKILL).
+pub fn launchd_plist(exe: &Path, home: Option<&Path>, log: &Path) -> String {
+    let mut text = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
+         <!-- Written by `wakeful daemon install`. The daemon also starts on demand\n     \
+         without this agent; this keeps it up (and its persistent monitors) from login. -->\n\
+         <plist version=\"1.0\">\n<dict>\n",
+    );
+    text.push_str(&format!(
+        "  <key>Label</key>\n  <string>{LAUNCHD_LABEL}</string>\n"
+    ));
+    text.push_str("  <key>ProgramArguments</key>\n  <array>\n");
+    for arg in [exe.display().to_string().as_str(), "daemon", "--foreground"] {
+        text.push_str(&format!("    <string>{}</string>\n", xml(arg)));
+    }
+    text.push_str("  </array>\n");
+    if let Some(home) = home {
+        text.push_str(&format!(
+            "  <key>EnvironmentVariables</key>\n  <dict>\n    <key>WAKEFUL_HOME</key>\n    <string>{}</string>\n  </dict>\n",
+            xml(&home.display().to_string())
+        ));
+    }
+    let log = xml(&log.display().to_string());
+    text.push_str(&format!(
+        "  <key>RunAtLoad</key>\n  <true/>\n\
+         \x20 <key>KeepAlive</key>\n  <dict>\n    <key>SuccessfulExit</key>\n    <false/>\n  </dict>\n\
+         \x20 <key>ThrottleInterval</key>\n  <integer>2</integer>\n\
+         \x20 <key>ExitTimeOut</key>\n  <integer>30</integer>\n\
+         \x20 <key>ProcessType</key>\n  <string>Background</string>\n\
+         \x20 <key>StandardOutPath</key>\n  <string>{log}</string>\n\
+         \x20 <key>StandardErrorPath</key>\n  <string>{log}</string>\n\
+         </dict>\n</plist>\n"
+    ));
+    text
+}
+
+fn wakeful_home() -> Result<Option<PathBuf>, Failure> {
+    Ok(std::env::var_os("WAKEFUL_HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| std::path::absolute(PathBuf::from(h)))
+        .transpose()?)
+}
+
+/// `wakeful daemon install --format systemd --print`: the unit on stdout.
+pub fn unit_print() -> Result<u8, Failure> {
+    let exe = std::env::current_exe()?;
+    let home = wakeful_home()?;
+    let text = unit_text(&exe, home.as_deref(), &installed_man_pages());
+    std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())?;
+    Ok(0)
+}
+
+/// `wakeful daemon install --format launchd [--dir DIR] [--print]`.
+pub fn launchd_install(dir: Option<PathBuf>, print: bool, json: bool) -> Result<u8, Failure> {
+    let exe = std::env::current_exe()?;
+    let home = wakeful_home()?;
+    let state = wakeful_client::Paths::from_env()
+        .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?
+        .state_dir;
+    let text = launchd_plist(&exe, home.as_deref(), &state.join("launchd.log"));
+    if print {
+        std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())?;
+        return Ok(0);
+    }
+    let dir = dir
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join("Library").join("LaunchAgents"))
+        })
+        .ok_or_else(|| {
+            Failure::new(
+                exit::FAILURE,
+                "cannot tell where launch agents go (HOME is not set); give --dir",
+            )
+        })?;
+    let path = dir.join(format!("{LAUNCHD_LABEL}.plist"));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILURE,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+    if json {
+        crate::render::print_json(&serde_json::json!({"agent": path}))?;
+    } else {
+        outln!("wrote {}", path.display())?;
+        outln!(
+            "load it: launchctl bootstrap gui/$(id -u) {}",
+            path.display()
+        )?;
+        outln!("(stop a daemon started on demand first: wakeful daemon stop)")?;
+    }
+    Ok(0)
+}
+
 /// Where systemd looks for user units.
 fn user_unit_dir() -> Option<PathBuf> {
     let config = std::env::var_os("XDG_CONFIG_HOME")

@@ -311,11 +311,12 @@ fn racing_clients_start_exactly_one_daemon() {
     // Exactly one daemon process serves this home (the losers of the race
     // exit once the winner is ready).
     let daemons = || {
-        wakeful_engine::process::all_processes()
+        // What the system shows, whatever the platform backend.
+        wakeful_engine::process::observed_processes()
             .into_iter()
             .filter(|p| p.is_live())
             .filter(|p| {
-                wakeful_engine::process::has_env(
+                wakeful_engine::process::observed_has_env(
                     p.pid,
                     "WAKEFUL_HOME",
                     &home.path().display().to_string(),

@@ -228,3 +228,80 @@ fn the_version_carries_the_git_revision_of_a_checkout() {
         None => assert_eq!(version.trim(), format!("wakeful {package}")),
     }
 }
+
+/// Issue #30, point 4: the launchd agent `wakeful daemon install` writes on
+/// macOS, checked here with a plist parser (Python's plistlib, what
+/// `plutil -lint` checks: well-formed XML of the plist DTD's types).
+#[test]
+fn the_launchd_agent_is_a_plist_that_keeps_the_daemon_up() {
+    let home = Home::new();
+    // A home whose path needs XML escaping.
+    let odd = home.path().join("a&b <c>");
+    std::fs::create_dir_all(&odd).unwrap();
+    let out = home
+        .cmd(&["daemon", "install", "--format", "launchd", "--print"])
+        .env("WAKEFUL_HOME", &odd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script =
+        "import json, plistlib, sys\nprint(json.dumps(plistlib.loads(sys.stdin.buffer.read())))";
+    let mut py = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 (the plist parser)");
+    use std::io::Write;
+    py.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+    let parsed = py.wait_with_output().unwrap();
+    assert!(
+        parsed.status.success(),
+        "not a plist:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&parsed.stdout).unwrap();
+    let log = odd.join("launchd.log");
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "Label": "dev.wakeful.daemon",
+            "ProgramArguments": [common::BIN, "daemon", "--foreground"],
+            "EnvironmentVariables": {"WAKEFUL_HOME": odd},
+            "RunAtLoad": true,
+            "KeepAlive": {"SuccessfulExit": false},
+            "ThrottleInterval": 2,
+            "ExitTimeOut": 30,
+            "ProcessType": "Background",
+            "StandardOutPath": log,
+            "StandardErrorPath": log,
+        })
+    );
+    // Written where --dir says (~/Library/LaunchAgents by default), and
+    // nothing started.
+    let dir = home.path().join("LaunchAgents");
+    let out = home
+        .cmd(&[
+            "--json",
+            "daemon",
+            "install",
+            "--format",
+            "launchd",
+            "--dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = dir.join("dev.wakeful.daemon.plist");
+    assert_eq!(v["agent"], serde_json::json!(path));
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("<key>RunAtLoad</key>"));
+    assert!(!home.socket().exists());
+}

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use common::{eventually, Home};
 use serde_json::Value;
-use wakeful_engine::process::{all_processes, children_of, has_env, proc_info, ProcInfo};
+use wakeful_engine::process::{children_of, proc_info, ProcInfo};
+// What the system shows, whatever the platform backend the daemon runs
+// (`WAKEFUL_PLATFORM=posix` in .ci/run's second pass).
+use wakeful_engine::process::{observed_has_env as has_env, observed_processes as all_processes};
 
 fn id_of(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
@@ -137,6 +140,23 @@ fn orphans_end_with_their_command(home: &Home) {
         m["stop_reason"],
         serde_json::json!({"kind": "exit", "code": 0})
     );
+    if std::env::var("WAKEFUL_PLATFORM").as_deref() == Ok("posix") {
+        // The posix backend cannot find the orphan (no subreaper, no
+        // marker scan): `list` says so with the processes it saw, and the
+        // orphan is indeed left (the test ends it).
+        assert_eq!(m["unverified"]["backend"], "posix", "{m}");
+        assert!(m["unverified"]["seen"].is_array(), "{m}");
+        let left = wakeful_engine::process::live_of_monitor(&id);
+        assert_eq!(left.len(), 1, "the setsid sleep is left: {left:?}");
+        for p in left {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        return;
+    }
+    assert!(m.get("unverified").is_none(), "{m}");
     assert_eq!(common::live_of(&id), 0, "no process of {id} is left");
 }
 
@@ -203,6 +223,24 @@ fn two_hundred_orphaning_monitors_leave_no_zombie_and_no_fd() {
         fds_before,
         fd_count(daemon)
     );
+    if std::env::var("WAKEFUL_PLATFORM").as_deref() == Ok("posix") {
+        // The posix backend cannot find the setsid'd sleeps: each stop
+        // says so, and the sleeps end by themselves (0.5 s) — an init
+        // that reaps, not the daemon, collects them.
+        for (session, id) in &ids {
+            assert_eq!(
+                monitor(&home, session, id)["unverified"]["backend"],
+                "posix"
+            );
+        }
+        for (_, id) in &ids {
+            assert!(
+                eventually(Duration::from_secs(10), || common::live_of(id) == 0),
+                "{id}'s sleep 0.5 never ended"
+            );
+        }
+        return;
+    }
     for (_, id) in &ids {
         assert_eq!(common::live_of(id), 0, "{id} left a process");
     }

@@ -116,7 +116,7 @@ impl Connection {
         request: impl Into<Request>,
         fds: &[std::os::fd::BorrowedFd<'_>],
     ) -> Result<(), ClientError> {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
+        use nix::sys::socket::{sendmsg, ControlMessage, UnixAddr};
         use std::os::fd::AsRawFd;
         let line = encode(request.into())?;
         let socket: &UnixStream = self.writer.as_ref();
@@ -129,7 +129,7 @@ impl Connection {
                     socket.as_raw_fd(),
                     &[std::io::IoSlice::new(&line)],
                     &[ControlMessage::ScmRights(&fds)],
-                    MsgFlags::MSG_NOSIGNAL,
+                    wakeful_platform::fd::send_no_signal(),
                     None,
                 )
                 .map_err(std::io::Error::from)
@@ -298,8 +298,7 @@ fn spawn_daemon() -> Result<std::fs::File, ClientError> {
         Some(p) => PathBuf::from(p),
         None => std::env::current_exe()?,
     };
-    let (read, write): (OwnedFd, OwnedFd) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+    let (read, write): (OwnedFd, OwnedFd) = wakeful_platform::fd::pipe_cloexec()?;
     let write_fd = write.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("daemon")

@@ -2,7 +2,7 @@
 //!
 //! In Rust an [`Event`] carries a typed [`EventBody`]; on the wire it is one flat
 //! JSON object:
-//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"quiet_ms"?,"bytes"?,"reason"?,"replayed"?}`.
+//! `{"seq","session","monitor_id","kind","ts","text","lines"?,"count"?,"from_line"?,"to_line"?,"stop_reason"?,"error"?,"survivors"?,"unverified"?,"quiet_ms"?,"bytes"?,"reason"?,"replayed"?}`.
 //!
 //! `replayed: true` marks an event of a replay monitor (`wakeful replay`):
 //! re-emitted from a recording, not something that happened now. The field
@@ -16,6 +16,21 @@ use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
+
+/// A stop that could not look for every process of its command: the
+/// platform backend (the portable `posix` one) cannot find a process that
+/// left the command's process group and whose parent exited (`setsid`, a
+/// double fork). `seen`: the processes the stop found and signalled; none
+/// of them is alive (those would be `survivors`), but others may be.
+/// (`"unverified":{"backend":"posix","seen":[…]}` on a final event and in
+/// `list`; absent when the stop could look everywhere.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unverified {
+    /// The platform backend that ran the stop.
+    pub backend: String,
+    /// The processes the stop found, in pid order.
+    pub seen: Vec<i32>,
+}
 
 /// Why a monitor ended (`stop_reason` on the wire, tagged by `kind`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,6 +216,8 @@ pub enum EventBody {
         /// Processes of the monitor that were still alive after SIGKILL
         /// (normally none).
         survivors: Vec<i32>,
+        /// The stop could not look for every process ([`Unverified`]).
+        unverified: Option<Box<Unverified>>,
     },
     /// `failed`: the monitor could not run (spawn error, connection refused…).
     MonitorFailed {
@@ -211,6 +228,8 @@ pub enum EventBody {
         /// Processes of the monitor that were still alive after SIGKILL
         /// (normally none).
         survivors: Vec<i32>,
+        /// The stop could not look for every process ([`Unverified`]).
+        unverified: Option<Box<Unverified>>,
     },
     /// `rearmed`: a persistent monitor was restarted after a daemon restart.
     MonitorRearmed,
@@ -260,6 +279,15 @@ impl EventBody {
             EventBody::MonitorStopped { survivors, .. }
             | EventBody::MonitorFailed { survivors, .. } => survivors,
             _ => &[],
+        }
+    }
+
+    /// Whether the stop could not look for every process, for a final body.
+    pub fn unverified(&self) -> Option<&Unverified> {
+        match self {
+            EventBody::MonitorStopped { unverified, .. }
+            | EventBody::MonitorFailed { unverified, .. } => unverified.as_deref(),
+            _ => None,
         }
     }
 
@@ -403,6 +431,8 @@ struct WireEvent {
     #[serde(default)]
     survivors: Vec<i32>,
     #[serde(default)]
+    unverified: Option<Unverified>,
+    #[serde(default)]
     quiet_ms: Option<u64>,
     #[serde(default)]
     bytes: Option<u64>,
@@ -450,6 +480,8 @@ struct WireRef<'a> {
     #[serde(skip_serializing_if = "<[i32]>::is_empty")]
     survivors: &'a [i32],
     #[serde(skip_serializing_if = "Option::is_none")]
+    unverified: Option<&'a Unverified>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     quiet_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes: Option<u64>,
@@ -480,6 +512,7 @@ impl Serialize for Event {
             stop_reason: None,
             error: None,
             survivors: &[],
+            unverified: None,
             quiet_ms: None,
             bytes: None,
             reason: None,
@@ -528,16 +561,20 @@ impl Serialize for Event {
                 reason,
                 last_lines,
                 survivors,
+                unverified,
             } => {
                 w.stop_reason = Some(Cow::Borrowed(reason));
                 w.lines = (!last_lines.is_empty()).then_some(last_lines.as_slice());
                 w.survivors = survivors;
+                w.unverified = unverified.as_deref();
             }
             EventBody::MonitorFailed {
                 error,
                 last_lines,
                 survivors,
+                unverified,
             } => {
+                w.unverified = unverified.as_deref();
                 w.stop_reason = Some(Cow::Owned(MonitorStopReason::Failed {
                     error: error.clone(),
                 }));
@@ -606,6 +643,7 @@ impl TryFrom<WireEvent> for Event {
                 reason: w.stop_reason.clone().ok_or_else(|| need("stop_reason"))?,
                 last_lines: w.lines.clone().unwrap_or_default(),
                 survivors: w.survivors.clone(),
+                unverified: w.unverified.clone().map(Box::new),
             },
             EventKind::Failed => EventBody::MonitorFailed {
                 error: w
@@ -618,6 +656,7 @@ impl TryFrom<WireEvent> for Event {
                     .unwrap_or_default(),
                 last_lines: w.lines.clone().unwrap_or_default(),
                 survivors: w.survivors.clone(),
+                unverified: w.unverified.clone().map(Box::new),
             },
         };
         Ok(Event {
@@ -679,6 +718,7 @@ mod tests {
                     reason: MonitorStopReason::ExitCode { code: 7 },
                     last_lines: vec!["boom".into()],
                     survivors: vec![],
+                    unverified: None,
                 },
                 "exited with code 7",
             ),
@@ -687,6 +727,7 @@ mod tests {
                     reason: MonitorStopReason::WsClosed { code: 1000 },
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
                 "closed",
             ),
@@ -695,6 +736,7 @@ mod tests {
                     error: "spawn failed".into(),
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
                 "failed",
             ),
@@ -703,6 +745,7 @@ mod tests {
                     reason: MonitorStopReason::UserStopped,
                     last_lines: vec![],
                     survivors: vec![4242],
+                    unverified: None,
                 },
                 "stopped; 1 process survived (pid 4242)",
             ),

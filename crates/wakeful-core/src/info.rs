@@ -59,6 +59,10 @@ pub struct MonitorInfo {
     /// grace, SIGKILL); normally empty, and then left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub survivors: Vec<i32>,
+    /// The stop could not look for every process of the command (the
+    /// posix platform backend): what it found; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<crate::event::Unverified>,
 }
 
 impl MonitorInfo {
@@ -87,6 +91,7 @@ impl MonitorInfo {
             suppressed_lines: 0,
             output_path,
             survivors: Vec::new(),
+            unverified: None,
         }
     }
 

@@ -72,6 +72,19 @@ pub enum SourceEnd {
     Failed(String),
 }
 
+/// What a final event says when the stop could not look for every process
+/// of the command ([`crate::event::Unverified`]).
+pub fn unverified_text(u: &crate::event::Unverified) -> String {
+    let list: Vec<String> = u.seen.iter().map(i32::to_string).collect();
+    format!(
+        "[the {} platform backend cannot find a process of this monitor that left its process group after its parent exited (setsid, a double fork): the stop found and ended {} (pid{} {}); others may survive]",
+        u.backend,
+        if u.seen.len() == 1 { "1 process".to_string() } else { format!("{} processes", u.seen.len()) },
+        if u.seen.len() == 1 { "" } else { "s" },
+        list.join(", "),
+    )
+}
+
 /// What a final event says about processes that outlived the stop.
 pub fn survivors_text(pids: &[i32]) -> String {
     let list: Vec<String> = pids.iter().map(i32::to_string).collect();
@@ -465,13 +478,21 @@ impl MonitorMachine {
     /// The source ended (after any stop decision was carried out): flush what
     /// is held and produce the single `stopped` or `failed` event.
     pub fn finish(&mut self, now: Instant, end: SourceEnd) -> Vec<Emit> {
-        self.finish_with(now, end, Vec::new())
+        self.finish_with(now, end, Vec::new(), None)
     }
 
     /// Like [`MonitorMachine::finish`], for a source whose stop left
     /// `survivors`: processes still alive after SIGKILL. The final event
-    /// says so (how many, which pids) instead of claiming a clean stop.
-    pub fn finish_with(&mut self, now: Instant, end: SourceEnd, survivors: Vec<i32>) -> Vec<Emit> {
+    /// says so (how many, which pids) instead of claiming a clean stop; so
+    /// does it when the stop could not look for every process
+    /// (`unverified`: the processes it found).
+    pub fn finish_with(
+        &mut self,
+        now: Instant,
+        end: SourceEnd,
+        survivors: Vec<i32>,
+        unverified: Option<crate::event::Unverified>,
+    ) -> Vec<Emit> {
         let mut step = Step::default();
         if self.stop.is_none() {
             let mut out = Vec::new();
@@ -491,6 +512,7 @@ impl MonitorMachine {
                     error,
                     last_lines: last,
                     survivors: Vec::new(),
+                    unverified: None,
                 },
             },
             (Some(reason), _) => self.stopped(reason, last),
@@ -508,6 +530,14 @@ impl MonitorMachine {
             | EventBody::MonitorFailed { survivors: s, .. } = &mut final_emit.body
             {
                 *s = survivors;
+            }
+        }
+        if let Some(u) = unverified {
+            final_emit.text = format!("{}\n{}", final_emit.text, unverified_text(&u));
+            if let EventBody::MonitorStopped { unverified: v, .. }
+            | EventBody::MonitorFailed { unverified: v, .. } = &mut final_emit.body
+            {
+                *v = Some(Box::new(u));
             }
         }
         step.emits.push(final_emit);
@@ -541,6 +571,7 @@ impl MonitorMachine {
                 reason,
                 last_lines,
                 survivors: Vec::new(),
+                unverified: None,
             },
         }
     }
@@ -879,7 +910,7 @@ mod tests {
         let t0 = Instant::now();
         let mut m = machine(&MonitorSpec::command("x", "d"), t0);
         m.request_stop(MonitorStopReason::UserStopped);
-        let end = m.finish_with(t0, SourceEnd::Exited(0), vec![41, 42]);
+        let end = m.finish_with(t0, SourceEnd::Exited(0), vec![41, 42], None);
         let last = end.last().unwrap();
         assert_eq!(last.body.survivors(), [41, 42]);
         assert_eq!(

@@ -706,6 +706,7 @@ mod framing_tests {
                 reason: MonitorStopReason::ExitCode { code: 3 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
             "build: exited with code 3",
         );

@@ -4,7 +4,7 @@
 //! report of the processes that survived even that.
 //!
 //! The IO edge lists the monitor's live processes (its process group, its
-//! process tree, orphans that carry its marker, its cgroup), calls
+//! process tree, orphans that carry its marker, its container), calls
 //! [`StopPlan::step`] with that list and the current time, sends the signal
 //! the step asks for, and calls again when the step says. Processes that
 //! appear during the stop (a child forking while it is being terminated)

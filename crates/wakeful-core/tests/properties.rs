@@ -137,6 +137,7 @@ fn event(seq: u64, text: String, lines: Vec<String>, stopped: bool) -> Event {
             reason: MonitorStopReason::ExitCode { code: 1 },
             last_lines: lines,
             survivors: vec![],
+            unverified: None,
         }
     } else {
         let n = lines.len().max(1) as u64;

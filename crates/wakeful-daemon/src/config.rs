@@ -11,6 +11,10 @@ use wakeful_core::storage::{ByteSize, KeepFree, OutputCaps, Retention, Span};
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The platform backend (`"linux"`, `"posix"`; docs/PLATFORMS.md):
+    /// the system's own when absent. `WAKEFUL_PLATFORM` wins over it.
+    #[serde(default)]
+    pub platform: Option<String>,
     /// Limits.
     #[serde(default)]
     pub limits: Limits,

@@ -299,12 +299,24 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     let output_dir = paths.output_dir();
     std::fs::create_dir_all(&output_dir)
         .map_err(io(format!("cannot create {}", output_dir.display())))?;
-    if let Err(e) = wakeful_engine::process::become_subreaper() {
-        tracing::warn!("cannot become child subreaper: {e}");
+    let backend = wakeful_platform::configure(config.platform.as_deref()).map_err(|e| {
+        config::ConfigError::Invalid {
+            path: paths.config_file.display().to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    tracing::info!("platform backend: {}", backend.name());
+    for limit in backend.limits() {
+        tracing::info!("platform backend {}: {limit}", backend.name());
     }
-    // Orphans of commands are reparented to us: reap them when they exit.
-    if let Err(e) = wakeful_engine::process::reaper::start_reaper() {
-        tracing::warn!("cannot reap adopted orphans (no SIGCHLD handler): {e}");
+    match wakeful_engine::process::become_subreaper() {
+        Err(e) => tracing::warn!("cannot become child subreaper: {e}"),
+        // Orphans of commands are reparented to us: reap them when they exit.
+        Ok(()) => {
+            if let Err(e) = wakeful_engine::process::reaper::start_reaper() {
+                tracing::warn!("cannot reap adopted orphans (no SIGCHLD handler): {e}");
+            }
+        }
     }
     let containers = wakeful_platform::tree::detect_containers(config.monitors.cgroups);
 
@@ -509,6 +521,7 @@ fn recover(
                 reason: MonitorStopReason::DaemonStopped,
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
             wakes: true,
             replayed: matches!(m.info.source, wakeful_core::Source::Replay { .. }),

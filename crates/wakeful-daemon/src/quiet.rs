@@ -165,7 +165,12 @@ fn register<T: AsRawFd>(owned: T, interest: Interest) -> io::Result<AsyncFd<T>> 
 fn receive(fd: RawFd, buf: &mut [u8], control: &mut Vec<u8>, passed: &Passed) -> io::Result<usize> {
     control.clear();
     let mut iov = [IoSliceMut::new(buf)];
-    let msg = recvmsg::<UnixAddr>(fd, &mut iov, Some(control), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    let msg = recvmsg::<UnixAddr>(
+        fd,
+        &mut iov,
+        Some(control),
+        wakeful_platform::fd::recv_cloexec(),
+    )?;
     let n = msg.bytes;
     let mut fds = Vec::new();
     for c in msg.cmsgs()? {
@@ -175,6 +180,7 @@ fn receive(fd: RawFd, buf: &mut [u8], control: &mut Vec<u8>, passed: &Passed) ->
             fds.extend(raw.into_iter().map(|r| unsafe { OwnedFd::from_raw_fd(r) }));
         }
     }
+    fds.iter().for_each(wakeful_platform::fd::received_cloexec);
     if !fds.is_empty() {
         passed.put(fds);
     }
@@ -207,7 +213,7 @@ impl Whole {
             true => send(
                 fd.as_raw_fd(),
                 buf,
-                MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                wakeful_platform::fd::send_no_signal() | MsgFlags::MSG_DONTWAIT,
             ),
             false => nix::unistd::write(fd, buf),
         };
@@ -264,7 +270,7 @@ impl AsyncWrite for QuietWrite {
                 _ => send(
                     fd.as_raw_fd(),
                     data,
-                    MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                    wakeful_platform::fd::send_no_signal() | MsgFlags::MSG_DONTWAIT,
                 ),
             };
             match sent {

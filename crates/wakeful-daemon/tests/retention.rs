@@ -79,6 +79,7 @@ async fn chatty(hub: &Hub, output: &Path, id: &str, start: DateTime<Utc>) {
             reason: MonitorStopReason::ExitCode { code: 0 },
             last_lines: vec![],
             survivors: vec![],
+            unverified: None,
         },
         "build: exited with code 0".into(),
     ));

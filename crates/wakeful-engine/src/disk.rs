@@ -56,14 +56,10 @@ pub struct DiskReading {
 /// Asks a filesystem for (free, total) bytes.
 pub type SpaceQuery = dyn Fn(&Path) -> std::io::Result<(u64, u64)> + Send + Sync;
 
-/// `statvfs(2)`: the blocks free to unprivileged users, and the size.
+/// `statvfs(2)`: the blocks free to unprivileged users, and the size
+/// (the platform layer's [`wakeful_platform::disk::space`]).
 pub fn statvfs_space(path: &Path) -> std::io::Result<(u64, u64)> {
-    let st = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
-    let frag = st.fragment_size().max(1);
-    Ok((
-        st.blocks_available().saturating_mul(frag),
-        st.blocks().saturating_mul(frag),
-    ))
+    wakeful_platform::disk::space(path)
 }
 
 struct Last {

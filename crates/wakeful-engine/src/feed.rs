@@ -252,12 +252,17 @@ impl Feed {
     }
 
     pub(crate) async fn finish(&mut self, end: SourceEnd) {
-        self.finish_with(end, Vec::new()).await
+        self.finish_with(end, Vec::new(), None).await
     }
 
     /// Ends the monitor: its last lines, its final event (saying which
     /// processes survived the stop, if any did).
-    pub(crate) async fn finish_with(&mut self, end: SourceEnd, survivors: Vec<i32>) {
+    pub(crate) async fn finish_with(
+        &mut self,
+        end: SourceEnd,
+        survivors: Vec<i32>,
+        unverified: Option<wakeful_core::Unverified>,
+    ) {
         // What the output file did not keep is told before the end.
         let _ = self.file.flush();
         let mut emits = Vec::new();
@@ -265,11 +270,14 @@ impl Feed {
             let detail = self.file.detail(d.reason);
             emits.push(self.machine.output_dropped(&d, &detail));
         }
-        let last = self.machine.finish_with(Instant::now(), end, survivors);
+        let last = self
+            .machine
+            .finish_with(Instant::now(), end, survivors, unverified);
         if let Ok(mut info) = self.status.lock() {
             if let Some(last) = last.last() {
                 info.stop_reason = last.body.stop_reason();
                 info.survivors = last.body.survivors().to_vec();
+                info.unverified = last.body.unverified().cloned();
             }
             info.state = MonitorState::Ended;
             info.ended_at = Some(Utc::now());

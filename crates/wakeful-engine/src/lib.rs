@@ -10,7 +10,7 @@
 //!   subscribe); see [`registry`] for an example.
 //! - [`hub`]: where events are committed (group commit) and followed by
 //!   every reader.
-//! - [`process`]: process groups, process trees, cgroups, the reaper, and
+//! - [`process`]: process groups, process trees, containers, the reaper, and
 //!   stopping everything a command started.
 //! - [`terminal`]: managed commands that monitors attach to.
 //! - [`net`]: which addresses network sources may reach, and an HTTP

@@ -89,6 +89,7 @@ pub(crate) async fn run(task: MonitorTask) {
                     error: text.clone(),
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
                 text,
             };
@@ -316,12 +317,16 @@ async fn drive<S: InputSource>(
             }
         }
         // A decided stop (user, timeout, until…) wins over how the source ended.
-        let Ended { end, survivors } = ended.unwrap_or_else(|| SourceEnd::Exited(0).into());
+        let Ended {
+            end,
+            survivors,
+            unverified,
+        } = ended.unwrap_or_else(|| SourceEnd::Exited(0).into());
         let end = match failure {
             Some(f) => SourceEnd::Failed(f),
             None => end,
         };
-        feed.finish_with(end, survivors).await;
+        feed.finish_with(end, survivors, unverified).await;
     }
     // A flush this monitor took on must not end with it; its last events
     // are in the tables when it is gone.

@@ -432,6 +432,7 @@ impl MonitorRegistry {
                             error: error.clone(),
                             last_lines: vec![],
                             survivors: vec![],
+                            unverified: None,
                         },
                         wakes: true,
                         replayed: false,

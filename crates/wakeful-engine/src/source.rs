@@ -66,6 +66,9 @@ pub(crate) struct Ended {
     pub end: SourceEnd,
     /// Processes still alive after SIGKILL.
     pub survivors: Vec<i32>,
+    /// The stop could not look for every process (commands under the
+    /// posix platform backend): what it found.
+    pub unverified: Option<wakeful_core::Unverified>,
 }
 
 impl From<SourceEnd> for Ended {
@@ -73,6 +76,7 @@ impl From<SourceEnd> for Ended {
         Ended {
             end,
             survivors: Vec::new(),
+            unverified: None,
         }
     }
 }

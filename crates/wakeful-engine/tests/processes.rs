@@ -549,3 +549,60 @@ async fn a_setsid_descendant_is_stopped_without_a_subreaper() {
     let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
     assert_eq!(final_reason(&events), MonitorStopReason::UserStopped);
 }
+
+/// A `setsid` descendant whose parent already exited: the Linux backend
+/// finds it (marker, subreaper) and nothing survives; the posix backend
+/// cannot find it, and the final event and the listing say so (the
+/// processes it saw, `unverified`) instead of claiming a clean stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escapee_is_found_or_the_stop_says_it_could_not_look() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), Duration::from_millis(500));
+    let mut sub = reg.subscribe();
+    // The subshell exits at once: its `setsid sleep` is reparented.
+    let id = reg
+        .start(MonitorSpec::command(
+            "(setsid sleep 600 >/dev/null 2>&1 &); echo up; sleep 601",
+            "escapee",
+        ))
+        .await
+        .unwrap()
+        .info
+        .id;
+    until_line(&mut sub, &id, "up").await;
+    assert!(
+        eventually(Duration::from_secs(5), || live_of_monitor(&id).len() == 3).await,
+        "sh, sleep 600 and sleep 601 run: {:?}",
+        live_of_monitor(&id)
+    );
+    let info = reg.stop(&id).await.unwrap();
+    let events = until_end(&mut sub, &id, Duration::from_secs(5)).await;
+    let last = events.last().unwrap();
+    match wakeful_platform::backend() {
+        wakeful_platform::Backend::Linux => {
+            assert!(info.unverified.is_none() && last.body.unverified().is_none());
+            assert_eq!(live_of_monitor(&id), Vec::<i32>::new(), "nothing survives");
+        }
+        wakeful_platform::Backend::Posix => {
+            let u = last
+                .body
+                .unverified()
+                .expect("the stop says it could not look");
+            assert_eq!(u.backend, "posix");
+            assert!(u.seen.len() >= 2, "sh and sleep 601 at least: {u:?}");
+            assert!(last.text.contains("others may survive"), "{}", last.text);
+            let listed = reg.list().into_iter().find(|i| i.id == id).unwrap();
+            assert_eq!(listed.unverified.as_ref(), Some(u));
+            // The escapee is indeed alive; the test cleans it up.
+            let left = live_of_monitor(&id);
+            assert_eq!(left.len(), 1, "the setsid sleep escaped: {left:?}");
+            assert!(!u.seen.contains(&left[0]));
+            for p in left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}

@@ -1,10 +1,30 @@
 //! The process tree: the process table as wakeful needs it, orphans,
 //! dying with the parent, and containers a command cannot leave.
 //!
-//! Each function here is the interface; the backend ([`crate::linux`])
-//! does the work.
+//! Each function here is the interface; the backend ([`crate::backend`]:
+//! `linux` or [`crate::posix`]) does the work.
 
+#[cfg(target_os = "linux")]
 use crate::linux;
+use crate::posix;
+
+/// Whether the Linux backend runs (never, off Linux).
+fn linux() -> bool {
+    cfg!(target_os = "linux") && crate::backend() == crate::Backend::Linux
+}
+
+/// Calls the Linux backend's `$linux` when it runs, else `$posix`.
+macro_rules! either {
+    ($linux:expr, $posix:expr) => {{
+        #[cfg(target_os = "linux")]
+        {
+            if linux() {
+                return $linux;
+            }
+        }
+        $posix
+    }};
+}
 
 /// One entry of the process table, as far as wakeful cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +37,10 @@ pub struct ProcInfo {
     pub pgrp: i32,
     /// State letter (`R`, `S`, `Z`, ...).
     pub state: char,
-    /// Start time in clock ticks after boot: with the pid, it names one
-    /// process even after its pid was reused.
+    /// When it started (Linux: clock ticks after boot; the posix backend:
+    /// seconds of its `ps -o lstart` time): with the pid, it names one
+    /// process even after its pid was reused. Compare only values of one
+    /// backend.
     pub start_ticks: u64,
 }
 
@@ -32,28 +54,104 @@ impl ProcInfo {
 
 /// Process `pid`; `None` when it is gone.
 pub fn proc_info(pid: i32) -> Option<ProcInfo> {
-    linux::proc::proc_info(pid)
+    either!(linux::proc::proc_info(pid), posix::proc_info(pid))
 }
 
 /// Every process in the process table.
 pub fn all_processes() -> Vec<ProcInfo> {
-    linux::proc::all_processes()
+    either!(linux::proc::all_processes(), posix::all_processes())
 }
 
 /// The children of process `pid`, zombies included; empty when it is gone.
 pub fn children_of(pid: i32) -> Vec<i32> {
-    linux::proc::children_of(pid)
+    either!(
+        linux::proc::children_of(pid),
+        posix::all_processes()
+            .into_iter()
+            .filter(|p| p.ppid == pid)
+            .map(|p| p.pid)
+            .collect()
+    )
 }
 
 /// Whether process `pid`'s environment contains `NAME=VALUE` exactly
-/// (false when it cannot be read: gone, or another user's).
+/// (false when it cannot be read: gone, or another user's; always false
+/// under the posix backend, which cannot read another process's
+/// environment portably).
 pub fn has_env(pid: i32, name: &str, value: &str) -> bool {
-    linux::proc::has_env(pid, name, value)
+    either!(linux::proc::has_env(pid, name, value), {
+        let _ = (pid, name, value);
+        false
+    })
 }
 
 /// The command line of process `pid`; `None` when it cannot be read.
+/// (The posix backend has only `ps -o command`, split at spaces: an
+/// argument with a space in it comes as several.)
 pub fn cmdline(pid: i32) -> Option<Vec<String>> {
-    linux::proc::cmdline(pid)
+    either!(linux::proc::cmdline(pid), posix::cmdline(pid))
+}
+
+/// The executable file of process `pid`, where the system says
+/// (`/proc/PID/exe` on Linux; `None` under the posix backend).
+pub fn exe(pid: i32) -> Option<std::path::PathBuf> {
+    either!(linux::proc::exe(pid), {
+        let _ = pid;
+        None
+    })
+}
+
+/// Process `pid`'s start time in the backend's unit (see
+/// [`ProcInfo::start_ticks`]); `None` when it is gone.
+pub fn start_time(pid: i32) -> Option<u64> {
+    proc_info(pid).map(|p| p.start_ticks)
+}
+
+/// A descriptor that becomes readable when process `pid` exits (Linux: a
+/// pidfd); `None` when it cannot be had (gone, or the posix backend, whose
+/// callers ask [`is_alive`] instead).
+pub fn exit_watch(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    either!(linux::proc::pidfd(pid), {
+        let _ = pid;
+        None
+    })
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`; a zombie counts).
+pub fn is_alive(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok_or_eperm()
+}
+
+trait OkOrEperm {
+    fn is_ok_or_eperm(&self) -> bool;
+}
+
+impl OkOrEperm for nix::Result<()> {
+    fn is_ok_or_eperm(&self) -> bool {
+        matches!(self, Ok(()) | Err(nix::errno::Errno::EPERM))
+    }
+}
+
+/// Every process as the system shows it, whatever backend was chosen
+/// (on Linux `/proc`, even under the posix backend): for checks of what
+/// a backend claims — tests, `doctor` — never for the backend's own work.
+pub fn observed_processes() -> Vec<ProcInfo> {
+    #[cfg(target_os = "linux")]
+    return linux::proc::all_processes();
+    #[cfg(not(target_os = "linux"))]
+    posix::all_processes()
+}
+
+/// [`has_env`] as the system shows it, whatever backend was chosen (see
+/// [`observed_processes`]; false off Linux).
+pub fn observed_has_env(pid: i32, name: &str, value: &str) -> bool {
+    #[cfg(target_os = "linux")]
+    return linux::proc::has_env(pid, name, value);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, name, value);
+        false
+    }
 }
 
 /// The parent of `pid`, its parent, and so on up to (not including) pid 1
@@ -75,6 +173,10 @@ pub fn ancestry(pid: i32) -> Vec<ProcInfo> {
 /// `root` and its descendants, as the process table shows them now
 /// (zombies included; a process whose parent is gone is no longer under it).
 pub fn subtree(root: i32) -> Vec<ProcInfo> {
+    if !linux() {
+        // One scan of the table, not one per process.
+        return posix::subtree_of(&posix::all_processes(), root);
+    }
     let mut out = Vec::new();
     let mut todo = vec![root];
     while let Some(pid) = todo.pop() {
@@ -91,31 +193,53 @@ pub fn subtree(root: i32) -> Vec<ProcInfo> {
 
 /// Whether this process adopts the orphans of its descendants.
 pub fn is_subreaper() -> bool {
-    linux::proc::is_subreaper()
+    either!(linux::proc::is_subreaper(), false)
 }
 
 /// Makes this process adopt the orphans of its descendants, instead of
 /// PID 1 (which in some containers never reaps them).
+/// The posix backend cannot: `Unsupported`.
 pub fn become_subreaper() -> std::io::Result<()> {
-    linux::proc::become_subreaper()
+    either!(
+        linux::proc::become_subreaper(),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "the posix platform backend has no subreaper"
+        ))
+    )
 }
 
 /// Arranges for the calling process to be killed when its parent dies.
-/// Async-signal-safe: meant for a child between fork and exec.
+/// Async-signal-safe: meant for a child between fork and exec. Does
+/// nothing under the posix backend, which has no such signal (decide
+/// which backend runs before forking: [`crate::backend`] is then a load).
 pub fn die_with_parent() -> std::io::Result<()> {
-    linux::die_with_parent()
+    either!(linux::die_with_parent(), Ok(()))
+}
+
+/// Whether [`die_with_parent`] does anything here.
+pub fn dies_with_parent() -> bool {
+    linux()
 }
 
 /// Where per-command containers can be made (cgroup v2 on Linux).
+#[cfg(target_os = "linux")]
 pub type ContainerRoot = linux::cgroup::CgroupRoot;
+/// Where per-command containers can be made (none off Linux).
+#[cfg(not(target_os = "linux"))]
+pub type ContainerRoot = posix::NoContainerRoot;
 
 /// One command's container: its members cannot leave it.
+#[cfg(target_os = "linux")]
 pub type Container = linux::cgroup::Cgroup;
+/// One command's container (none off Linux).
+#[cfg(not(target_os = "linux"))]
+pub type Container = posix::NoContainer;
 
-/// Whether containers can be made here, when `wanted`; logs which way
-/// commands will be tracked.
+/// Whether containers can be made here, when `wanted` (never under the
+/// posix backend); logs which way commands will be tracked.
 pub fn detect_containers(wanted: bool) -> Option<ContainerRoot> {
-    let root = wanted.then(ContainerRoot::detect).flatten();
+    let root = (wanted && linux()).then(ContainerRoot::detect).flatten();
     match &root {
         Some(root) => tracing::info!(
             "commands get a cgroup each, under {}",
@@ -132,5 +256,8 @@ pub fn detect_containers(wanted: bool) -> Option<ContainerRoot> {
 /// ([`Container::procs_fd`]). Async-signal-safe: meant for a child between
 /// fork and exec; failure is ignored.
 pub fn enter_container(fd: std::os::fd::RawFd) {
-    linux::cgroup::enter(fd)
+    #[cfg(target_os = "linux")]
+    linux::cgroup::enter(fd);
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
 }

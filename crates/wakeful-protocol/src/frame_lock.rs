@@ -7,11 +7,12 @@
 //! in parts, so each writer takes this lock before the first byte of a
 //! frame and lets go after its newline: frames never interleave.
 //!
-//! The lock is an open file description lock (`F_OFD_SETLK`) on the whole
-//! of a memfd that `wakeful mcp` creates. Such locks belong to an open file
-//! description, so each writer needs its own: `wakeful mcp` keeps the one
-//! it created and hands the daemon another, opened again through
-//! `/proc/self/fd` ([`FrameLock::create`]). The kernel lets go of a lock
+//! The lock is an open file description lock (`F_OFD_SETLK` on Linux,
+//! `flock(2)` elsewhere) on the whole of a file that `wakeful mcp` creates
+//! (a memfd on Linux; the platform layer's `fd::lock_file_pair`). Such
+//! locks belong to an open file description, so each writer needs its own:
+//! `wakeful mcp` keeps the one it created and hands the daemon another
+//! ([`FrameLock::create`]). The kernel lets go of a lock
 //! when its holder dies. The daemon also keeps in the memfd the seq of the
 //! last event it wrote ([`FrameLock::done_writing`]), so that `wakeful mcp` can
 //! resume after it when the daemon restarts, and a mark while it writes
@@ -26,7 +27,6 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
-use nix::fcntl::{fcntl, FcntlArg};
 
 /// One writer's side of the frame lock.
 #[derive(Debug)]
@@ -45,12 +45,7 @@ impl FrameLock {
     /// other writer (its own open file description of the same memfd,
     /// close-on-exec).
     pub fn create() -> io::Result<(FrameLock, OwnedFd)> {
-        use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-        let fd = memfd_create(c"wakeful-frame-lock", MemFdCreateFlag::MFD_CLOEXEC)?;
-        let other = wakeful_platform::fd::reopen(
-            fd.as_raw_fd(),
-            std::fs::OpenOptions::new().read(true).write(true),
-        )?;
+        let (fd, other) = wakeful_platform::fd::lock_file_pair()?;
         Ok((FrameLock { fd }, other))
     }
 
@@ -65,32 +60,14 @@ impl FrameLock {
         Ok(FrameLock { fd })
     }
 
-    fn set(&self, kind: libc::c_int, wait: bool) -> Result<(), Errno> {
-        // SAFETY: an all-zero `flock` is a valid value (l_pid must be 0 for
-        // an open file description lock); the fields that matter are set.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = kind as libc::c_short;
-        lock.l_whence = libc::SEEK_SET as libc::c_short;
-        lock.l_start = 0;
-        lock.l_len = 0;
-        let raw = self.fd.as_raw_fd();
-        loop {
-            let arg = if wait {
-                FcntlArg::F_OFD_SETLKW(&lock)
-            } else {
-                FcntlArg::F_OFD_SETLK(&lock)
-            };
-            match fcntl(raw, arg) {
-                Err(Errno::EINTR) => continue,
-                other => return other.map(|_| ()),
-            }
-        }
+    fn set(&self, exclusive: bool, wait: bool) -> Result<(), Errno> {
+        wakeful_platform::fd::lock_whole(&self.fd, exclusive, wait)
     }
 
     /// Takes the lock if no other writer holds it: `Ok(false)` when one
     /// does.
     pub fn try_lock(&self) -> io::Result<bool> {
-        match self.set(libc::F_WRLCK, false) {
+        match self.set(true, false) {
             Ok(()) => Ok(true),
             Err(Errno::EAGAIN) | Err(Errno::EACCES) => Ok(false),
             Err(e) => Err(e.into()),
@@ -100,12 +77,12 @@ impl FrameLock {
     /// Takes the lock, waiting (blocking the thread) while another writer
     /// holds it.
     pub fn lock_blocking(&self) -> io::Result<()> {
-        self.set(libc::F_WRLCK, true).map_err(io::Error::from)
+        self.set(true, true).map_err(io::Error::from)
     }
 
     /// Lets go of the lock.
     pub fn unlock(&self) -> io::Result<()> {
-        self.set(libc::F_UNLCK, false).map_err(io::Error::from)
+        self.set(false, false).map_err(io::Error::from)
     }
 
     /// After a write of frames: keeps `last` (when given) as the last event

@@ -877,6 +877,7 @@ mod tests {
                     reason: MonitorStopReason::ExitCode { code: 0 },
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
             )];
             assert_eq!(w.append(&mut batch).unwrap()[0].event.seq, 2);
@@ -1008,6 +1009,7 @@ mod tests {
                 reason: MonitorStopReason::ExitCode { code: 0 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
         );
         w.append(&mut vec![stopped]).unwrap();

@@ -435,6 +435,7 @@ mod tests {
                 reason: MonitorStopReason::ExitCode { code: 0 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
             "done".into(),
         )])
@@ -650,6 +651,7 @@ mod tests {
                     reason: MonitorStopReason::ExitCode { code: 0 },
                     last_lines: vec![],
                     survivors: vec![],
+                    unverified: None,
                 },
             ),
             imported("b/3", "mon-running", EventBody::MonitorStarted),

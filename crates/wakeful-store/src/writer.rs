@@ -665,6 +665,7 @@ fn monitor_follows_event(tx: &rusqlite::Transaction<'_>, e: &Event) -> Result<()
             info.state = MonitorState::Ended;
             info.stop_reason = Some(reason);
             info.survivors = e.body.survivors().to_vec();
+            info.unverified = e.body.unverified().cloned();
             info.ended_at = Some(e.ts);
         }),
         None => Ok(()),

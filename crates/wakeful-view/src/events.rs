@@ -476,6 +476,7 @@ mod tests {
                 reason: MonitorStopReason::ExitCode { code: 1 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
         );
         e.text = "ended\x1b[31m red\x07\nsecond\tline".into();

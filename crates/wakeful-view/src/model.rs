@@ -248,6 +248,7 @@ fn placeholder(e: &Event) -> MonitorRow {
             suppressed_lines: 0,
             output_path: Default::default(),
             survivors: e.body.survivors().to_vec(),
+            unverified: e.body.unverified().cloned(),
         },
         last_event: None,
         activity: Activity::default(),
@@ -327,6 +328,7 @@ pub(crate) mod tests {
             suppressed_lines: 0,
             output_path: format!("/tmp/{id}.log").into(),
             survivors: vec![],
+            unverified: None,
         }
     }
 
@@ -409,6 +411,7 @@ pub(crate) mod tests {
                 reason: MonitorStopReason::ExitCode { code: 2 },
                 last_lines: vec![],
                 survivors: vec![77],
+                unverified: None,
             },
         ));
         assert!(m.is_stale());

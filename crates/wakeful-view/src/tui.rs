@@ -1275,6 +1275,7 @@ mod tests {
                 reason: MonitorStopReason::ExitCode { code: 1 },
                 last_lines: vec![],
                 survivors: vec![],
+                unverified: None,
             },
         );
         stopped.text = "ended \x1b[1mbold\x1b[0m\u{9b}2J".into();

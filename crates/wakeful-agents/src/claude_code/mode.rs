@@ -144,26 +144,8 @@ pub fn is_agent<S: AsRef<str>>(program: &AgentProgram, exe: Option<&str>, argv: 
             .is_some_and(|script| named(script) || script.contains(program.package))
 }
 
-/// The arguments in the text of a `/proc/<pid>/cmdline`.
-pub fn split_cmdline(raw: &[u8]) -> Vec<String> {
-    let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
-    if raw.is_empty() {
-        return Vec::new();
-    }
-    raw.split(|&b| b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
-/// The parent pid in the text of a `/proc/<pid>/stat`.
-pub fn parent_from_stat(stat: &str) -> Option<u32> {
-    // The command name (field 2) may hold spaces and parentheses: fields
-    // after it start after the last ')'. The parent is field 4.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Whether the target of a `/proc/<pid>/fd/N` link names a terminal.
+/// Whether the name a descriptor's link gives (`/proc/<pid>/fd/N` on
+/// Linux) names a terminal.
 pub fn is_terminal_path(target: &str) -> bool {
     target.starts_with("/dev/pts/") || target.starts_with("/dev/tty") || target == "/dev/console"
 }
@@ -228,7 +210,7 @@ pub fn claude_process(claude_pid: Option<&str>) -> Option<u32> {
 /// A process's arguments; `None` when they cannot be read or there are
 /// none (a zombie, a kernel thread).
 fn cmdline(pid: u32) -> Option<Vec<String>> {
-    let argv = split_cmdline(&std::fs::read(format!("/proc/{pid}/cmdline")).ok()?);
+    let argv = wakeful_platform::tree::cmdline(i32::try_from(pid).ok()?)?;
     (!argv.is_empty()).then_some(argv)
 }
 
@@ -248,14 +230,17 @@ pub fn nearest_ancestor(program: &AgentProgram) -> Option<(u32, Vec<String>)> {
         if pid <= 1 {
             return None;
         }
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let exe = i32::try_from(pid)
+            .ok()
+            .and_then(wakeful_platform::tree::exe);
         if let Some(argv) = cmdline(pid) {
             let exe = exe.as_ref().map(|p| p.to_string_lossy());
             if is_agent(program, exe.as_deref(), &argv) {
                 return Some((pid, argv));
             }
         }
-        pid = parent_from_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+        let info = wakeful_platform::tree::proc_info(i32::try_from(pid).ok()?)?;
+        pid = u32::try_from(info.ppid).ok()?;
     }
     None
 }
@@ -276,7 +261,7 @@ pub fn nearest_ancestor(program: &AgentProgram) -> Option<(u32, Vec<String>)> {
 /// (`O_NONBLOCK`), and asked with `isatty`. The name of the link is only
 /// the fallback for a device that cannot be opened (another owner).
 fn stdout_is_terminal(pid: u32) -> Option<bool> {
-    let fd = format!("/proc/{pid}/fd/1");
+    let fd = wakeful_platform::fd::of_process(i32::try_from(pid).ok()?, 1)?;
     let by_name = || {
         std::fs::read_link(&fd)
             .ok()
@@ -468,22 +453,6 @@ mod tests {
 
     #[test]
     fn proc_texts() {
-        assert_eq!(
-            split_cmdline(b"/x/claude\0-p\0hi there\0"),
-            vec!["/x/claude", "-p", "hi there"]
-        );
-        assert_eq!(split_cmdline(b"a\0\0b\0"), vec!["a", "", "b"]);
-        assert_eq!(split_cmdline(b""), Vec::<String>::new());
-        assert_eq!(split_cmdline(b"\xff\0"), vec!["\u{fffd}"]);
-        let stat =
-            "4321 (my (odd) name) S 77 4321 4321 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654";
-        assert_eq!(parent_from_stat(stat), Some(77));
-        assert_eq!(parent_from_stat("garbage"), None);
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert_eq!(
-            parent_from_stat(&own),
-            Some(std::os::unix::process::parent_id())
-        );
         for t in ["/dev/pts/3", "/dev/tty1", "/dev/ttyS0", "/dev/console"] {
             assert!(is_terminal_path(t), "{t}");
         }
@@ -510,7 +479,7 @@ mod tests {
         let pid = child.id();
         // Until it has exec'd, the child shows this test's command line.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0")) {
+        while cmdline(pid).is_none_or(|argv| argv[0] != "sh") {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the child never ran sh"

@@ -116,7 +116,8 @@ pub fn is_codex_exec(argv: &[String]) -> bool {
 
 /// Who holds Codex's writer lock of `thread`
 /// (`$CODEX_HOME/thread-writer-locks/<thread>.lock`, an `flock`), read from
-/// `/proc/locks` without touching the lock. `None` when nobody does or it
+/// the kernel's lock table (`wakeful_platform::fd::locks_table`) without
+/// touching the lock. `None` when nobody does or it
 /// cannot be told.
 pub fn thread_holder(codex_home: &Path, thread: &str) -> Option<Holder> {
     use std::os::unix::fs::MetadataExt;
@@ -127,21 +128,19 @@ pub fn thread_holder(codex_home: &Path, thread: &str) -> Option<Holder> {
         .join("thread-writer-locks")
         .join(format!("{thread}.lock"));
     let meta = std::fs::metadata(&lock).ok()?;
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let locks = wakeful_platform::fd::locks_table()?;
     let pid = lock_holder(&locks, meta.dev(), meta.ino())?;
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let argv = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let argv = wakeful_platform::tree::cmdline(i32::try_from(pid).ok()?)?;
     Some(Holder { pid, argv })
 }
 
 /// The pid holding a lock on the file `(dev, ino)`, from the text of
-/// `/proc/locks` (`1: FLOCK  ADVISORY  WRITE 4135 fe:00:10021313 0 EOF`;
+/// the lock table (Linux's `/proc/locks` format) (`1: FLOCK  ADVISORY  WRITE 4135 fe:00:10021313 0 EOF`;
 /// waiters, marked `->`, are skipped).
+// `dev_t` is u64 on Linux, i32 on macOS (where there is no such table).
+#[allow(clippy::unnecessary_cast)]
 pub fn lock_holder(proc_locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    let dev = dev as libc::dev_t;
     let (major, minor) = (libc::major(dev) as u64, libc::minor(dev) as u64);
     proc_locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();

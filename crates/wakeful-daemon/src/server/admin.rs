@@ -34,8 +34,7 @@ pub(crate) fn status(state: &State, _: GetStatus) -> Handled<GetStatus> {
         followers: state.followers.load(SeqCst),
         journal_failures: state.registry.journal_failures(),
         connections: health.connections.load(SeqCst),
-        max_open_files: nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-            .map_or(0, |(soft, _)| soft),
+        max_open_files: wakeful_platform::fd::max_open_files(),
         cluster: state.cluster.get().map(|l| l.status()),
         accept_errors: health.accept_errors.load(SeqCst),
         last_accept_error: health

@@ -88,6 +88,9 @@ pub(crate) struct ProcEnd {
     pub end: SourceEnd,
     /// Processes still alive after SIGKILL (normally none).
     pub survivors: Vec<i32>,
+    /// The platform backend could not look for every process: what the
+    /// stop found.
+    pub unverified: Option<wakeful_core::Unverified>,
 }
 
 struct Pipe<R> {
@@ -208,6 +211,7 @@ impl ProcessDriver {
                 leader_start,
                 marker: req.id.to_string(),
                 container,
+                seen: Default::default(),
             }),
             guard: GroupGuard::new(pid),
             out: Pipe::new(out),
@@ -340,17 +344,23 @@ impl ProcessDriver {
                 survivors.len()
             );
         }
-        ProcEnd { end, survivors }
+        let backend = wakeful_platform::backend();
+        let unverified = (!backend.finds_every_process()).then(|| wakeful_core::Unverified {
+            backend: backend.name().to_string(),
+            seen: self.target.seen(),
+        });
+        ProcEnd {
+            end,
+            survivors,
+            unverified,
+        }
     }
 }
 
-/// Widens a pipe to [`PIPE_CAPACITY`]; when the system refuses (a lower
-/// `/proc/sys/fs/pipe-max-size`), the default capacity stays.
+/// Widens a pipe to [`PIPE_CAPACITY`] where the platform can; when the
+/// system refuses, the default capacity stays.
 fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
-    let _ = nix::fcntl::fcntl(
-        pipe.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
-    );
+    wakeful_platform::fd::widen_pipe(pipe.as_raw_fd(), PIPE_CAPACITY);
 }
 
 #[cfg(test)]

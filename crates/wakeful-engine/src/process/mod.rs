@@ -26,17 +26,18 @@ pub use reaper::{spawn, Managed};
 pub use target::Target;
 
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 pub use wakeful_platform::tree::{
-    all_processes, become_subreaper, children_of, has_env, is_subreaper, proc_info, subtree,
-    ProcInfo,
+    all_processes, become_subreaper, children_of, has_env, is_subreaper, observed_has_env,
+    observed_processes, proc_info, subtree, ProcInfo,
 };
 
-/// The processes of group `pgid` that are still alive (zombies excluded).
+/// The processes of group `pgid` that are still alive (zombies excluded),
+/// as the system shows them whatever the platform backend
+/// (`tree::observed_processes`): a check of what a stop claims.
 pub fn live_group_members(pgid: i32) -> Vec<ProcInfo> {
-    all_processes()
+    wakeful_platform::tree::observed_processes()
         .into_iter()
         .filter(|p| p.pgrp == pgid && p.is_live())
         .collect()
@@ -44,11 +45,17 @@ pub fn live_group_members(pgid: i32) -> Vec<ProcInfo> {
 
 /// The live processes belonging to monitor `monitor_id`: every descendant of
 /// its command inherits `WAKEFUL_MONITOR_ID`, whatever group it moved to.
+/// As the system shows them whatever the platform backend (on Linux the
+/// marker is read even under the posix backend, which cannot): a check
+/// of what a stop claims, for tests and `doctor`.
 pub fn live_of_monitor(monitor_id: &str) -> Vec<ProcInfo> {
+    use wakeful_platform::tree::{observed_has_env, observed_processes};
     let me = std::process::id() as i32;
-    all_processes()
+    observed_processes()
         .into_iter()
-        .filter(|p| p.is_live() && p.pid != me && has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id))
+        .filter(|p| {
+            p.is_live() && p.pid != me && observed_has_env(p.pid, "WAKEFUL_MONITOR_ID", monitor_id)
+        })
         .collect()
 }
 
@@ -65,9 +72,15 @@ pub fn signal_group(pgid: i32, signal: Signal) {
 /// Reaps zombies of group `pgid` that are this process's children (orphans
 /// reparented to it as subreaper), without reading the process table: the
 /// kernel names them one by one (`waitid` on the group, peeking first). The
-/// group's leader, whose status tokio collects, is left alone.
+/// group's leader, whose status tokio collects, is left alone. (macOS has
+/// no `waitid` on a group, and no subreaper either: nothing is adopted
+/// there to reap.)
+#[cfg(target_vendor = "apple")]
+fn reap_own_zombies(_pgid: i32) {}
+
+#[cfg(not(target_vendor = "apple"))]
 fn reap_own_zombies(pgid: i32) {
-    use nix::sys::wait::{waitid, Id, WaitStatus};
+    use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
     for _ in 0..1024 {
         let peek = waitid(
             Id::PGid(Pid::from_raw(pgid)),

@@ -29,9 +29,20 @@ pub struct Target {
     pub marker: String,
     /// The command's container, if it has one.
     pub container: Option<Container>,
+    /// Every process a stop of it found (for the report of a platform
+    /// backend that cannot look everywhere: [`Target::seen`]).
+    pub seen: std::sync::Mutex<BTreeSet<i32>>,
 }
 
 impl Target {
+    /// The processes its stops found so far, in pid order.
+    pub fn seen(&self) -> Vec<i32> {
+        self.seen
+            .lock()
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// The live processes of the command now (zombies are dead already).
     pub fn live(&self) -> Vec<i32> {
         let me = std::process::id() as i32;
@@ -83,6 +94,9 @@ impl Target {
         let mut plan = StopPlan::new(grace);
         loop {
             let live = self.live();
+            if let Ok(mut seen) = self.seen.lock() {
+                seen.extend(live.iter().copied());
+            }
             let step = plan.step(Instant::now(), &live);
             if let Some((sig, pids)) = step.signal {
                 let sig = match sig {

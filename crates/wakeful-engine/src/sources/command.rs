@@ -97,9 +97,17 @@ impl InputSource for CommandSource {
         // meanwhile resumes it on the next call.
         match self.finishing.as_mut() {
             Some(f) => {
-                let ProcEnd { end, survivors } = f.await;
+                let ProcEnd {
+                    end,
+                    survivors,
+                    unverified,
+                } = f.await;
                 self.finishing = None;
-                Input::End(Ended { end, survivors })
+                Input::End(Ended {
+                    end,
+                    survivors,
+                    unverified,
+                })
             }
             None => Input::End(SourceEnd::Exited(0).into()),
         }

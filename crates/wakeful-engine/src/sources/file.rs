@@ -1,18 +1,13 @@
 //! The file source: follow a file like `tail -F`.
 //!
 //! - It starts at the file's end (or waits for a file that does not exist yet).
-//! - inotify, read in the monitor's own task (no watcher thread, no
-//!   hand-over), watches the file itself for writes and the file's directory
-//!   only for names coming and going (create, delete, move): an append to
-//!   another file of the same directory wakes nobody, so twenty followers of
-//!   twenty files in one directory wake once per line, not twenty times. A
-//!   change wakes the follower, which then reads everything new. No polling.
-//!   A reported write is one `pread` at the offset read so far; only a read
-//!   that finds nothing, or a change of name or attributes, looks at the path
-//!   again (rotation, truncation).
-//!   When the file itself cannot be watched (the system's inotify watch
-//!   limit), the directory watch reports writes too, with a warning in the
-//!   log: slower, never deaf.
+//! - The platform layer's [`Watch`] says when to look (Linux: inotify on the
+//!   file and, for names coming and going, its directory, read in the
+//!   monitor's own task; the posix backend: `stat` polled every 100 ms). A
+//!   change wakes the follower, which then reads everything new. A reported
+//!   write is one `pread` at the offset read so far; only a read that finds
+//!   nothing, or any other change, looks at the path again (rotation,
+//!   truncation).
 //! - Rotation (the path now names another file): the old file is read to its
 //!   end, then the new one from its start.
 //! - Truncation (the file got shorter than what was read): reading restarts at
@@ -26,10 +21,9 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
-use futures_util::StreamExt;
-use inotify::{EventStream, Inotify, WatchDescriptor, WatchMask, Watches};
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
+use wakeful_platform::follow::{Change, Watch};
 
 use crate::process::driver::READ_CHUNK;
 use crate::source::{Input, InputSource};
@@ -37,30 +31,15 @@ use crate::source::{Input, InputSource};
 /// A `tail -F` follower; see the module docs.
 pub(crate) struct Follower {
     path: PathBuf,
-    /// The file's name in its directory (what inotify events name).
-    name: std::ffi::OsString,
     file: Option<File>,
     /// (device, inode) of the open file.
     identity: Option<(u64, u64)>,
     offset: u64,
-    events: EventStream<Vec<u8>>,
-    /// The followed file's directory.
-    dir: PathBuf,
-    /// The watch on the open file (writes, truncation, attributes).
-    file_watch: Option<WatchDescriptor>,
-    /// The directory watch reports writes too: a watch on the file itself
-    /// could not be added (the system's inotify watch limit, say).
-    dir_reports_writes: bool,
-    /// Makes the file watch fail, to test the fallback.
-    #[cfg(test)]
-    refuse_file_watch: bool,
-    /// inotify events read so far (each one a wake-up of this task).
-    #[cfg(test)]
-    seen: usize,
+    watch: Watch,
     /// The last read stopped short of a full buffer after a write was
     /// reported: the file was read to its end, and any later write brings
-    /// another inotify event. The next call waits for that event instead
-    /// of reading again.
+    /// another change. The next call waits for that change instead of
+    /// reading again.
     at_end: bool,
     /// What a read takes: [`FIRST_READ`] bytes until a read fills it, then
     /// [`READ_CHUNK`] (a file written in bursts).
@@ -72,17 +51,6 @@ pub(crate) struct Follower {
 /// The buffer a follower starts with: a page, enough for the lines of a
 /// log, so that a thousand followers do not each hold 64 KiB.
 const FIRST_READ: usize = 4 * 1024;
-
-/// What the directory watch reports: names coming and going.
-const DIR_MASK: WatchMask = WatchMask::CREATE
-    .union(WatchMask::DELETE)
-    .union(WatchMask::MOVED_FROM)
-    .union(WatchMask::MOVED_TO);
-
-/// What the file watch reports: writes, truncation, attributes.
-const FILE_MASK: WatchMask = WatchMask::MODIFY
-    .union(WatchMask::CLOSE_WRITE)
-    .union(WatchMask::ATTRIB);
 
 impl Follower {
     /// Starts following `path` (absolute) from its current end.
@@ -98,35 +66,23 @@ impl Follower {
                 dir.display()
             ));
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| format!("{} names no file", path.display()))?
-            .to_os_string();
-        let cannot = |e: std::io::Error| format!("cannot watch {}: {e}", dir.display());
-        let inotify = Inotify::init().map_err(cannot)?;
-        inotify.watches().add(&dir, DIR_MASK).map_err(cannot)?;
-        let events = inotify.into_event_stream(vec![0u8; 4096]).map_err(cannot)?;
+        if path.file_name().is_none() {
+            return Err(format!("{} names no file", path.display()));
+        }
+        // Follow from the end of what is there now (the watch first, so
+        // that no write after the end was taken goes unnoticed).
+        let watch =
+            Watch::new(&path).map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
         let mut f = Follower {
             path,
-            name,
             file: None,
             identity: None,
             offset: 0,
-            events,
-            dir,
-            file_watch: None,
-            dir_reports_writes: false,
-            #[cfg(test)]
-            refuse_file_watch: false,
-            #[cfg(test)]
-            seen: 0,
+            watch,
             at_end: false,
             buf: vec![0; FIRST_READ],
             filled: false,
         };
-        // Follow from the end of what is there now (the watch first, so
-        // that no write after the end was taken goes unnoticed).
-        f.watch_file();
         if let Ok(file) = File::open(&f.path) {
             if let Ok(meta) = file.metadata() {
                 f.identity = Some((meta.dev(), meta.ino()));
@@ -135,41 +91,6 @@ impl Follower {
             f.file = Some(file);
         }
         Ok(f)
-    }
-
-    /// Watches the file the path names now, instead of the one before. A
-    /// path that names nothing (yet) is left to the directory watch, whose
-    /// create or move brings the follower back here.
-    fn watch_file(&mut self) {
-        let mut watches: Watches = self.events.watches();
-        if let Some(old) = self.file_watch.take() {
-            // Gone already when the old file was deleted.
-            let _ = watches.remove(old);
-        }
-        #[cfg(test)]
-        let added = match self.refuse_file_watch {
-            true => Err(std::io::Error::other("the inotify watch limit (a test)")),
-            false => watches.add(&self.path, FILE_MASK),
-        };
-        #[cfg(not(test))]
-        let added = watches.add(&self.path, FILE_MASK);
-        match added {
-            Ok(wd) => self.file_watch = Some(wd),
-            // Not there (yet): the directory watch sees it come.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) if !self.dir_reports_writes => {
-                // Never miss a write: the directory watch reports the
-                // writes of every file in it, as it did before file watches.
-                tracing::warn!(
-                    "cannot watch {} itself ({e}); watching the writes of its whole directory instead",
-                    self.path.display()
-                );
-                if watches.add(&self.dir, DIR_MASK | FILE_MASK).is_ok() {
-                    self.dir_reports_writes = true;
-                }
-            }
-            Err(_) => {}
-        }
     }
 
     /// Reads what is new into the buffer, following rotation and
@@ -186,7 +107,7 @@ impl Follower {
                     if Some(id) != self.identity {
                         // Rotated, or created (again): read the new file from
                         // its start, watched before it is read.
-                        self.watch_file();
+                        self.watch.rewatch();
                         match File::open(&self.path) {
                             Ok(file) => {
                                 self.file = Some(file);
@@ -229,23 +150,9 @@ impl Follower {
     /// `Ok(true)` when the change is a write to the open file and nothing
     /// else (no name came or went, no truncation seen yet).
     async fn changed(&mut self) -> Result<bool, String> {
-        loop {
-            match self.events.next().await {
-                Some(Ok(e)) => {
-                    #[cfg(test)]
-                    {
-                        self.seen += 1;
-                    }
-                    let ours = e.name.as_deref().is_none_or(|n| n == self.name.as_os_str());
-                    if ours || e.mask.contains(inotify::EventMask::Q_OVERFLOW) {
-                        return Ok(e.mask == inotify::EventMask::MODIFY);
-                    }
-                }
-                Some(Err(e)) => {
-                    return Err(format!("the watch on {} failed: {e}", self.path.display()))
-                }
-                None => return Err(format!("the watch on {} ended", self.path.display())),
-            }
+        match self.watch.changed().await {
+            Ok(c) => Ok(c == Change::Write),
+            Err(e) => Err(format!("the watch on {} failed: {e}", self.path.display())),
         }
     }
 }
@@ -306,10 +213,15 @@ mod tests {
     #[tokio::test]
     async fn without_a_watch_on_the_file_its_directory_reports_the_writes() {
         let (_dir, ours, mut f) = following("ours.log", "before\n");
+        let Some(w) = f.watch.inotify() else {
+            // The posix backend polls: it has no watch to run out of.
+            assert_eq!(f.watch.kind(), "poll");
+            return;
+        };
         // As if the watch limit had been reached when the file was watched.
-        f.refuse_file_watch = true;
-        f.watch_file();
-        assert!(f.file_watch.is_none() && f.dir_reports_writes);
+        w.refuse_file_watch();
+        w.watch_file();
+        assert!(!w.watches_file() && w.dir_reports_writes());
         // The old watch's removal is an event: taken first, so that only a
         // write can wake the follower below.
         f.changed().await.unwrap();
@@ -351,7 +263,9 @@ mod tests {
         assert_eq!(got, "line\n");
         // The two creations of other files are name events; the 20 writes
         // to them are not seen at all.
-        assert!(f.seen <= 4, "{} inotify events read", f.seen);
+        if let Some(w) = f.watch.inotify() {
+            assert!(w.seen() <= 4, "{} inotify events read", w.seen());
+        }
     }
 
     #[tokio::test]
@@ -383,7 +297,9 @@ mod tests {
         let (_dir, ours, mut f) = following("app.log", "before\n");
         // Each write is read once its event came: the follower does not
         // read again after a short read, it waits for the next event.
-        for i in 0..200 {
+        // (Polled every 100 ms, the posix backend takes longer a write.)
+        let rounds = if f.watch.kind() == "poll" { 20 } else { 200 };
+        for i in 0..rounds {
             let line = format!("line {i}\n");
             let (got, ()) = tokio::join!(next_text(&mut f), async { append(&ours, &line) });
             assert_eq!(got, line);

@@ -1,4 +1,4 @@
-//! The Linux backend: `/proc`, `prctl` and cgroup v2.
+//! The Linux backend: `/proc`, `prctl`, cgroup v2 and inotify.
 //!
 //! Linux facts it relies on, read from `/proc`:
 //! - a process's group and state are fields 5 and 3 of `/proc/PID/stat`;
@@ -10,6 +10,8 @@
 //!   (`PR_SET_CHILD_SUBREAPER`).
 
 pub mod cgroup;
+#[cfg(feature = "follow")]
+pub mod follow;
 pub mod proc;
 
 use std::os::fd::OwnedFd;

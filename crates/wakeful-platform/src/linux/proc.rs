@@ -37,6 +37,31 @@ pub fn all_processes() -> Vec<ProcInfo> {
         .collect()
 }
 
+/// The kernel's table of file locks, `/proc/locks`.
+pub fn locks_table() -> Option<String> {
+    std::fs::read_to_string("/proc/locks").ok()
+}
+
+/// A pidfd of process `pid` (`pidfd_open`): readable once it exits.
+pub fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new
+    // descriptor (or -1); no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
+    Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// The executable of process `pid` (`/proc/PID/exe`), when readable.
+pub fn exe(pid: i32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// The path of descriptor `fd` of process `pid`: `/proc/PID/fd/N`.
+pub fn fd_path(pid: i32, fd: i32) -> std::path::PathBuf {
+    format!("/proc/{pid}/fd/{fd}").into()
+}
+
 /// Whether process `pid`'s environment contains `NAME=VALUE` exactly
 /// (false when it cannot be read: gone, or another user's).
 pub fn has_env(pid: i32, name: &str, value: &str) -> bool {
