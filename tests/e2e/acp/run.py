@@ -177,6 +177,7 @@ def main():
     ap.add_argument("--only", action="append")
     args = ap.parse_args()
     args.wakeful = os.path.abspath(args.wakeful)
+    args.npm = os.path.abspath(args.npm)
     os.makedirs(args.out, exist_ok=True)
     names = args.only or ["codex-acp", "claude-agent-acp"]
     failed = 0
