@@ -12,7 +12,8 @@
 //! - [`opencode`]: the wake adapter that posts a prompt to OpenCode.
 //!
 //! What the agents share: [`hook`] (hook input, the session's order, taking
-//! a batch of events), [`process_record`] (one session per agent process),
+//! a batch of events), [`agent_process`] (finding an agent's process),
+//! [`process_record`] (one session per agent process),
 //! [`install`] and, for the daemon, [`wake`] (the adapters behind a wake
 //! route, exec and webhook among them).
 //!
@@ -20,6 +21,8 @@
 //! hooks, probes and installers, run by the `wakeful` command) and `daemon`
 //! (the wake adapters, run by the daemon). Both are on by default.
 
+#[cfg(feature = "hooks")]
+pub mod agent_process;
 #[cfg(feature = "hooks")]
 pub mod claude_code;
 pub mod codex;

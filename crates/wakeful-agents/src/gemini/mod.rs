@@ -57,7 +57,7 @@ use std::io::Write;
 use serde_json::json;
 use wakeful_client::{connect_existing, Paths};
 
-use crate::claude_code::mode::{nearest_ancestor, AgentProgram};
+use crate::agent_process::{nearest_ancestor, AgentProgram};
 use crate::hook::{self, HookInput};
 use crate::{process_record, Error};
 
@@ -212,7 +212,7 @@ pub async fn after_agent(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude_code::mode::is_agent;
+    use crate::agent_process::is_agent;
 
     #[test]
     fn outputs_are_gemini_hook_json() {
