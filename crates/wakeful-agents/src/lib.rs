@@ -14,7 +14,7 @@
 //! What the agents share: [`hook`] (hook input, the session's order, taking
 //! a batch of events), [`agent_process`] (finding an agent's process),
 //! [`process_record`] (one session per agent process),
-//! [`install`] and, for the daemon, [`wake`] (the adapters behind a wake
+//! [`install`], [`doctor`] (the findings of `wakeful doctor`) and, for the daemon, [`wake`] (the adapters behind a wake
 //! route, exec and webhook among them).
 //!
 //! Two features, as the two sides that use them: `hooks` (the client side:
@@ -28,6 +28,7 @@ pub mod claude_code;
 pub mod codex;
 #[cfg(feature = "daemon")]
 mod delivery;
+pub mod doctor;
 #[cfg(feature = "hooks")]
 mod error;
 #[cfg(feature = "hooks")]

@@ -7,54 +7,15 @@
 //! count as a way a wake arrives).
 
 use std::path::Path;
-use std::time::Duration;
 
-use serde::Serialize;
+use wakeful_agents::doctor::{Check, Level, PROBE};
 use wakeful_client::{connect_existing, Paths};
 use wakeful_protocol::{ConsumerInfo, Status, WakeAdapter, WakeReport, WakeStatus};
 
 use crate::{exit, Failure};
 
-/// How long a probe of a route's target may take.
-const PROBE: Duration = Duration::from_secs(3);
 /// Less free space than this in the state directory is a problem.
 const LOW_SPACE: u64 = 100 * 1024 * 1024;
-
-/// What one check found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Level {
-    Ok,
-    Problem,
-    Info,
-}
-
-#[derive(Debug, Serialize)]
-struct Check {
-    name: String,
-    level: Level,
-    detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fix: Option<String>,
-}
-
-impl Check {
-    fn new(name: &str, level: Level, detail: impl Into<String>) -> Self {
-        Check {
-            name: name.to_string(),
-            level,
-            detail: detail.into(),
-            fix: None,
-        }
-    }
-
-    fn problem(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Check {
-            fix: Some(fix.into()),
-            ..Check::new(name, Level::Problem, detail)
-        }
-    }
-}
 
 /// `wakeful doctor [--session S] [--json]`.
 pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
@@ -122,7 +83,9 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
     let claude = consumers
         .iter()
         .find(|c| c.consumer == wakeful_agents::claude_code::CONSUMER);
-    checks.extend(claude_code(paths, &session, claude));
+    checks.extend(wakeful_agents::claude_code::doctor::checks(
+        paths, &session, claude,
+    ));
     let live = report.as_ref().is_some_and(|r| r.wake.live);
     let verdict = match &report {
         Some(r) if r.wake.live => Check::new(
@@ -387,51 +350,22 @@ async fn route_target(route: &WakeStatus) -> Vec<Check> {
                 return out;
             }
             if let WakeAdapter::Codex {
-                thread, codex_home, ..
+                thread,
+                codex_home,
+                binary,
+                ..
             } = adapter
             {
                 let thread = thread.clone().unwrap_or_else(|| route.session.clone());
-                out.extend(codex_target(codex_home.as_deref(), &thread).await);
-            }
-            if let WakeAdapter::Codex { binary, thread, .. } = adapter {
-                let program = binary
-                    .clone()
-                    .unwrap_or_else(|| std::path::PathBuf::from("codex"));
-                let version = tokio::time::timeout(
-                    PROBE,
-                    tokio::process::Command::new(&program)
-                        .arg("--version")
-                        .kill_on_drop(true)
-                        .output(),
-                )
-                .await;
-                let thread = thread.clone().unwrap_or_else(|| route.session.clone());
-                match version {
-                    Ok(Ok(o)) if o.status.success() => out.push(Check::new(
+                out.extend(
+                    wakeful_agents::codex::doctor::route(
                         &name,
-                        Level::Ok,
-                        format!(
-                            "{} runs ({}); thread {thread}",
-                            program.display(),
-                            String::from_utf8_lossy(&o.stdout).trim()
-                        ),
-                    )),
-                    Ok(Ok(o)) => out.push(Check::problem(
-                        &name,
-                        format!("`{} --version` exited with {}", program.display(), o.status),
-                        "reinstall Codex (`npm install -g @openai/codex`) or give its path: `wakeful wake set codex --binary PATH`",
-                    )),
-                    Ok(Err(e)) => out.push(Check::problem(
-                        &name,
-                        format!("cannot run {}: {e}", program.display()),
-                        "install Codex or give its path: `wakeful wake set codex --binary PATH`",
-                    )),
-                    Err(_) => out.push(Check::problem(
-                        &name,
-                        format!("`{} --version` did not answer within {} s", program.display(), PROBE.as_secs()),
-                        "check the Codex installation",
-                    )),
-                }
+                        binary.as_deref(),
+                        codex_home.as_deref(),
+                        &thread,
+                    )
+                    .await,
+                );
             } else {
                 out.push(Check::new(&name, Level::Ok, "its program is installed"));
             }
@@ -467,132 +401,6 @@ async fn route_target(route: &WakeStatus) -> Vec<Check> {
                 )),
             }
         }
-    }
-    out
-}
-
-/// Codex's side of a codex route: its app-server control socket (through
-/// which a wake starts a turn) and who holds the thread.
-async fn codex_target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
-    use wakeful_agents::codex::probe as codex;
-    let name = "codex app-server";
-    let Some(home) = codex::codex_home(route_home) else {
-        return vec![Check::new(
-            name,
-            Level::Info,
-            "no CODEX_HOME and no HOME: cannot look for Codex's app-server",
-        )];
-    };
-    let socket = codex::control_socket(&home);
-    let mut out = Vec::new();
-    let up = tokio::time::timeout(PROBE, tokio::net::UnixStream::connect(&socket)).await;
-    out.push(match up {
-        Ok(Ok(_)) => Check::new(name, Level::Ok, format!("{} accepts connections: a wake starts a turn and is acknowledged when it has", socket.display())),
-        _ => Check::new(
-            name,
-            Level::Info,
-            format!("nothing listens at {}: wakes go to `codex queue` and wait (state `queued`) until Codex's app-server runs", socket.display()),
-        ),
-    });
-    if let Some(holder) = codex::thread_holder(&home, thread) {
-        if holder.is_exec() {
-            out.push(Check::problem(
-                "codex thread",
-                format!("thread {thread} is written by a `codex exec` run (pid {}): wakes into it are refused, since exec drops queued messages", holder.pid),
-                "route the session to an interactive thread (`wakeful wake set codex --thread ID`), or wait for the exec run to end",
-            ));
-        }
-    }
-    out
-}
-
-/// The Claude Code plugin: written by `integrate claude-code`, current,
-/// and which of its paths serves this session.
-fn claude_code(paths: &Paths, session: &str, claude: Option<&ConsumerInfo>) -> Vec<Check> {
-    let mut out = Vec::new();
-    let name = "claude code plugin";
-    match wakeful_agents::claude_code::plugin::written_plugin_is_current(paths) {
-        None => out.push(Check::new(
-            name,
-            Level::Info,
-            "not written to the state directory (`wakeful integrate claude-code` writes it; `claude --plugin-dir integrations/claude-code` loads it from a checkout)",
-        )),
-        Some(false) => out.push(Check::problem(
-            name,
-            "the copy in the state directory is older than this wakeful",
-            "run `wakeful integrate claude-code` again (and restart Claude Code)",
-        )),
-        Some(true) => out.push(Check::new(name, Level::Ok, "written and current")),
-    }
-    let bridge = wakeful_agents::claude_code::bridge_alive(
-        paths,
-        session,
-        wakeful_agents::claude_code::CONSUMER,
-    );
-    // Waiters of consumer `claude` that do not stand by: rewake hooks.
-    let hooks = claude.map_or(0, |c| c.waiters.saturating_sub(c.fallback_waiters));
-    let active = match (bridge, hooks > 0) {
-        (true, true) => Some("the rewake hook waits (it wakes an idle session) and the plugin's monitor bridge stands by (it delivers during a turn)"),
-        (true, false) => Some("only the plugin's monitor bridge waits: during a turn (the rewake hook starts again at its end), or where Claude Code runs no asyncRewake hooks"),
-        (false, true) => Some("the rewake hook waits and no plugin monitor runs (a project-scope install, Bedrock/Vertex/Foundry, or a Claude Code without monitors): the hooks wake the session"),
-        (false, false) => None,
-    };
-    if let Some(active) = active {
-        out.push(Check::new("claude code path", Level::Info, active));
-    }
-    out.extend(project_scope());
-    out
-}
-
-/// The plugin installed at project scope (`.claude/skills/<name>/` with a
-/// `.claude-plugin/` of the wakeful plugin) in the current directory: Claude
-/// Code then runs its hooks and MCP server but arms no plugin monitor, and
-/// asks once at startup to approve the MCP server.
-fn project_scope() -> Vec<Check> {
-    let Ok(cwd) = std::env::current_dir() else {
-        return vec![];
-    };
-    let claude = cwd.join(".claude");
-    let Ok(skills) = std::fs::read_dir(claude.join("skills")) else {
-        return vec![];
-    };
-    let installed = skills.flatten().any(|d| {
-        std::fs::read_to_string(d.path().join(".claude-plugin/plugin.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|v| v["name"] == "wakeful")
-    });
-    if !installed {
-        return vec![];
-    }
-    let mut out = vec![Check::new(
-        "claude code scope",
-        Level::Info,
-        format!(
-            "installed at project scope in {}: Claude Code arms no plugin monitor there, the rewake and Stop hooks deliver",
-            claude.join("skills").display()
-        ),
-    )];
-    let answered = ["settings.local.json", "settings.json"].iter().any(|f| {
-        std::fs::read_to_string(claude.join(f))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|v| {
-                ["enabledMcpjsonServers", "disabledMcpjsonServers"]
-                    .iter()
-                    .any(|k| {
-                        v[*k]
-                            .as_array()
-                            .is_some_and(|a| a.iter().any(|s| s == "plugin:wakeful:wakeful"))
-                    })
-            })
-    });
-    if !answered {
-        out.push(Check::new(
-            "claude code mcp",
-            Level::Info,
-            "Claude Code will ask once at startup whether to use the project's MCP server plugin:wakeful:wakeful; no hook runs until it is answered (add it to enabledMcpjsonServers in .claude/settings.local.json to answer ahead)",
-        ));
     }
     out
 }
