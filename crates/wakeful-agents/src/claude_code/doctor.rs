@@ -2,6 +2,8 @@
 //! directory is current, which of its paths (the rewake hook, the monitor
 //! bridge) serves the session, and what a project-scope install changes.
 
+use std::path::Path;
+
 use wakeful_client::Paths;
 use wakeful_protocol::ConsumerInfo;
 
@@ -38,18 +40,17 @@ pub fn checks(paths: &Paths, session: &str, claude: Option<&ConsumerInfo>) -> Ve
     if let Some(active) = active {
         out.push(Check::new("claude code path", Level::Info, active));
     }
-    out.extend(project_scope());
+    if let Ok(cwd) = std::env::current_dir() {
+        out.extend(project_scope(&cwd));
+    }
     out
 }
 
 /// The plugin installed at project scope (`.claude/skills/<name>/` with a
-/// `.claude-plugin/` of the wakeful plugin) in the current directory: Claude
+/// `.claude-plugin/` of the wakeful plugin) in the project at `cwd`: Claude
 /// Code then runs its hooks and MCP server but arms no plugin monitor, and
 /// asks once at startup to approve the MCP server.
-fn project_scope() -> Vec<Check> {
-    let Ok(cwd) = std::env::current_dir() else {
-        return vec![];
-    };
+fn project_scope(cwd: &Path) -> Vec<Check> {
     let claude = cwd.join(".claude");
     let Ok(skills) = std::fs::read_dir(claude.join("skills")) else {
         return vec![];
@@ -93,4 +94,57 @@ fn project_scope() -> Vec<Check> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project with the wakeful plugin under `.claude/skills/wakeful/`.
+    fn project_with_plugin() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join(".claude/skills/wakeful/.claude-plugin");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::write(meta.join("plugin.json"), r#"{"name":"wakeful"}"#).unwrap();
+        dir
+    }
+
+    fn names(checks: &[Check]) -> Vec<&str> {
+        checks.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn no_project_install_says_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(project_scope(dir.path()).is_empty());
+        // Another plugin under skills/ is not wakeful's.
+        let meta = dir.path().join(".claude/skills/other/.claude-plugin");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::write(meta.join("plugin.json"), r#"{"name":"other"}"#).unwrap();
+        assert!(project_scope(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_project_install_tells_of_the_scope_and_the_unanswered_mcp_question() {
+        let dir = project_with_plugin();
+        let checks = project_scope(dir.path());
+        assert_eq!(
+            names(&checks),
+            ["claude code scope", "claude code mcp"],
+            "{checks:?}"
+        );
+        assert!(checks.iter().all(|c| c.level == Level::Info));
+    }
+
+    #[test]
+    fn an_answered_mcp_question_is_not_repeated() {
+        let dir = project_with_plugin();
+        std::fs::write(
+            dir.path().join(".claude/settings.local.json"),
+            r#"{"enabledMcpjsonServers":["plugin:wakeful:wakeful"]}"#,
+        )
+        .unwrap();
+        let checks = project_scope(dir.path());
+        assert_eq!(names(&checks), ["claude code scope"], "{checks:?}");
+    }
 }

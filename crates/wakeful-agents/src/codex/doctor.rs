@@ -116,16 +116,15 @@ async fn target(route_home: Option<&Path>, thread: &str) -> Vec<Check> {
 mod tests {
     use super::*;
 
+    /// The route's checks for `program`, with a fresh `CODEX_HOME`.
+    async fn checks_for(program: &str, home: &Path) -> Vec<Check> {
+        route("route codex", Some(Path::new(program)), Some(home), "t1").await
+    }
+
     #[tokio::test]
     async fn a_missing_program_is_a_problem_and_no_socket_is_info() {
         let home = tempfile::tempdir().unwrap();
-        let checks = route(
-            "route codex",
-            Some(Path::new("/nonexistent/codex")),
-            Some(home.path()),
-            "t1",
-        )
-        .await;
+        let checks = checks_for("/nonexistent/codex", home.path()).await;
         assert_eq!(checks[0].name, "codex app-server");
         assert_eq!(checks[0].level, Level::Info, "{checks:?}");
         assert_eq!(checks[1].level, Level::Problem, "{checks:?}");
@@ -140,15 +139,24 @@ mod tests {
     async fn a_program_that_runs_is_ok() {
         // `true --version` exits 0 and prints nothing.
         let home = tempfile::tempdir().unwrap();
-        let checks = route(
-            "route codex",
-            Some(Path::new("true")),
-            Some(home.path()),
-            "t1",
-        )
-        .await;
+        let checks = checks_for("true", home.path()).await;
         let last = checks.last().unwrap();
         assert_eq!(last.level, Level::Ok, "{checks:?}");
         assert!(last.detail.contains("thread t1"), "{last:?}");
+    }
+
+    #[tokio::test]
+    async fn a_listening_app_server_socket_is_ok() {
+        let home = tempfile::tempdir().unwrap();
+        let socket = probe::control_socket(home.path());
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        let _listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let checks = checks_for("true", home.path()).await;
+        assert_eq!(checks[0].name, "codex app-server");
+        assert_eq!(checks[0].level, Level::Ok, "{checks:?}");
+        assert!(
+            checks[0].detail.contains("accepts connections"),
+            "{checks:?}"
+        );
     }
 }
