@@ -9,8 +9,8 @@ use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Incoming,
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{
-    OutputForm, Reply, Request, RunResult, SessionEndResult, ShutdownResult, StartResult, Status,
-    WakeClearResult, WakeDelivery, WakeStatus,
+    OutputForm, Reply, Request, RunResult, SessionEndResult, StartResult, Status, WakeClearResult,
+    WakeDelivery, WakeStatus,
 };
 
 use crate::cli::{
@@ -900,51 +900,25 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
 
 async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failure> {
     match args.action {
-        Some(DaemonAction::Stop) => {
-            let Ok(mut conn) = connect_existing(&paths).await else {
+        Some(DaemonAction::Stop) => match wakeful_client::stop_daemon(&paths).await? {
+            None => {
                 outln!(
                     "no wakeful daemon is running for {}",
                     paths.runtime_dir.display()
                 )?;
-                return Ok(0);
-            };
-            let v: ShutdownResult = conn.call(wakeful_protocol::Shutdown {}).await?;
-            // The daemon holds its lock until it has stopped every monitor and
-            // exited: taking the lock is the notification that it is gone.
-            let lock = paths.lock_file();
-            let gone = tokio::time::timeout(
-                std::time::Duration::from_secs(30),
-                tokio::task::spawn_blocking(move || {
-                    let file = std::fs::File::options().write(true).open(lock)?;
-                    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-                        .map(drop)
-                        .map_err(|(_, e)| std::io::Error::from(e))
-                }),
-            )
-            .await;
-            if !matches!(gone, Ok(Ok(Ok(())))) {
-                return Err(Failure::new(
-                    exit::FAILURE,
-                    "the daemon did not stop within 30 s; see `wakeful status`",
-                ));
+                Ok(0)
             }
-            if json {
+            Some(v) if json => {
                 print_json(&v)?;
-            } else {
+                Ok(0)
+            }
+            Some(v) => {
                 outln!("stopped the wakeful daemon (pid {})", v.pid)?;
+                Ok(0)
             }
-            Ok(0)
-        }
+        },
         Some(DaemonAction::Install { dir, format, print }) => {
-            let launchd = match format.as_deref() {
-                Some(f) => f == "launchd",
-                None => cfg!(target_os = "macos"),
-            };
-            match (launchd, print) {
-                (true, _) => crate::package::launchd_install(dir, print, json),
-                (false, true) => crate::package::unit_print(),
-                (false, false) => crate::package::daemon_install(dir, json),
-            }
+            crate::package::daemon_install(format.as_deref(), dir, print, json)
         }
         None if args.foreground => {
             // Started by a client: the log file only (stdio is /dev/null).

@@ -24,6 +24,10 @@ use wakeful_protocol::{
 /// How long a client waits for a daemon it started to accept connections.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long [`stop_daemon`] waits for the daemon to be gone: as long as a
+/// service manager gives it between SIGTERM and SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -46,6 +50,10 @@ pub enum ClientError {
         "unexpected reply from the daemon: {0}; is the daemon the same version (`wakeful status`)?"
     )]
     Protocol(String),
+    /// The daemon was asked to stop and had not stopped after
+    /// [`STOP_TIMEOUT`].
+    #[error("the daemon did not stop within {} s; see `wakeful status` and the daemon log", STOP_TIMEOUT.as_secs())]
+    NotStopped,
     /// The daemon refused the request.
     #[error("{message}")]
     Refused {
@@ -361,4 +369,32 @@ pub async fn digest(paths: &Paths, session: &str) -> Option<wakeful_protocol::Di
     })
     .await
     .ok()
+}
+
+/// Asks a running daemon to stop and waits until it has stopped every
+/// monitor and exited (at most [`STOP_TIMEOUT`]); `None` when no daemon was
+/// running. The daemon holds its lock file until it exits, so taking the
+/// lock is the notice that it is gone: no polling.
+pub async fn stop_daemon(
+    paths: &Paths,
+) -> Result<Option<wakeful_protocol::ShutdownResult>, ClientError> {
+    let Ok(mut conn) = connect_existing(paths).await else {
+        return Ok(None);
+    };
+    let stopped = conn.call(wakeful_protocol::Shutdown {}).await?;
+    let lock = paths.lock_file();
+    let gone = tokio::time::timeout(
+        STOP_TIMEOUT,
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::options().write(true).open(lock)?;
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                .map(drop)
+                .map_err(|(_, e)| std::io::Error::from(e))
+        }),
+    )
+    .await;
+    match gone {
+        Ok(Ok(Ok(()))) => Ok(Some(stopped)),
+        _ => Err(ClientError::NotStopped),
+    }
 }

@@ -11,5 +11,7 @@ pub mod client;
 pub mod describe;
 pub mod handover;
 
-pub use client::{connect, connect_existing, digest, ClientError, Connection, Incoming};
+pub use client::{
+    connect, connect_existing, digest, stop_daemon, ClientError, Connection, Incoming,
+};
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

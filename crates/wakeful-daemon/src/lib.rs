@@ -15,6 +15,8 @@
 //!   lock).
 //! - [`import`]: keeping events and monitors recorded elsewhere.
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
+//! - [`service`]: the systemd unit and launchd agent that keep the daemon
+//!   up from login.
 //! - [`storage`]: the store's share of the disk: pruning, the caps, and
 //!   refusing writes while the disk is full.
 //! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
@@ -30,6 +32,7 @@ pub mod log;
 mod quiet;
 pub mod recovery;
 pub mod server;
+pub mod service;
 pub mod state;
 pub mod storage;
 pub mod wake;
