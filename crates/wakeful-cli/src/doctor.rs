@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use wakeful_agents::doctor::{Check, Level, PROBE};
+use wakeful_agents::doctor::{Check, Level};
 use wakeful_client::{connect_existing, Paths};
-use wakeful_protocol::{ConsumerInfo, Status, WakeAdapter, WakeReport, WakeStatus};
+use wakeful_protocol::{ConsumerInfo, Status, WakeReport, WakeStatus};
 
 use crate::{exit, Failure};
 
@@ -31,7 +31,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
             // whatever its last delivery said.
             let mut target = Vec::new();
             if let Some(route) = &route {
-                target = route_target(route).await;
+                target = wakeful_agents::doctor::route(&route.session, &route.route).await;
                 if let Some(broken) = target.iter().find(|c| c.level == Level::Problem) {
                     let name = route.route.name();
                     for p in report.paths.iter_mut().filter(|p| p.path == name && p.live) {
@@ -327,80 +327,4 @@ fn store_check(s: &wakeful_protocol::StorageStatus) -> Check {
         .map(|p| format!("; last prune: {p}"))
         .unwrap_or_default();
     Check::new("store", Level::Ok, format!("{taken}{pruned}"))
-}
-
-/// Probes the target of the session's wake route.
-async fn route_target(route: &WakeStatus) -> Vec<Check> {
-    let name = format!("route {}", route.route.name());
-    let adapter = &route.route;
-    let path = std::env::var_os("PATH");
-    let mut out = Vec::new();
-    match adapter {
-        WakeAdapter::Exec { .. } | WakeAdapter::Codex { .. } => {
-            if let Err(e) = adapter.check_programs(path.as_deref()) {
-                out.push(Check::problem(
-                    &name,
-                    e,
-                    format!(
-                        "install the program or set the route again with its path: `wakeful wake set {} --session {} …`",
-                        adapter.name(),
-                        route.session
-                    ),
-                ));
-                return out;
-            }
-            if let WakeAdapter::Codex {
-                thread,
-                codex_home,
-                binary,
-                ..
-            } = adapter
-            {
-                let thread = thread.clone().unwrap_or_else(|| route.session.clone());
-                out.extend(
-                    wakeful_agents::codex::doctor::route(
-                        &name,
-                        binary.as_deref(),
-                        codex_home.as_deref(),
-                        &thread,
-                    )
-                    .await,
-                );
-            } else {
-                out.push(Check::new(&name, Level::Ok, "its program is installed"));
-            }
-        }
-        WakeAdapter::Opencode { .. } | WakeAdapter::Webhook { .. } => {
-            let Some((host, port)) = adapter.endpoint() else {
-                out.push(Check::problem(
-                    &name,
-                    "its URL does not parse",
-                    "set the route again with a valid URL",
-                ));
-                return out;
-            };
-            let probe =
-                tokio::time::timeout(PROBE, tokio::net::TcpStream::connect((host.as_str(), port)))
-                    .await;
-            let target = format!("{host}:{port}");
-            match probe {
-                Ok(Ok(_)) => out.push(Check::new(&name, Level::Ok, format!("{target} accepts connections"))),
-                Ok(Err(e)) => out.push(Check::problem(
-                    &name,
-                    format!("nothing answers at {target}: {e}"),
-                    if adapter.name() == "opencode" {
-                        "start the OpenCode server (`opencode serve --port PORT`) or set the route with its URL: `wakeful wake set opencode --url URL`"
-                    } else {
-                        "start the webhook's receiver or set the route with the right URL"
-                    },
-                )),
-                Err(_) => out.push(Check::problem(
-                    &name,
-                    format!("{target} did not answer within {} s", PROBE.as_secs()),
-                    "check that the server runs and that the network allows it",
-                )),
-            }
-        }
-    }
-    out
 }
