@@ -6,19 +6,15 @@ use std::os::fd::AsFd;
 
 use serde_json::json;
 use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Incoming, Paths};
-use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::{EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
-use wakeful_protocol::{
-    OutputForm, Reply, Request, RunResult, SessionEndResult, StartResult, Status, WakeClearResult,
-    WakeDelivery, WakeStatus,
-};
+use wakeful_protocol::{OutputForm, Reply, Request, StartResult, WakeDelivery, WakeStatus};
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, HookCommand, PluginCommand, SessionCommand,
     TerminalCommand, WaitArgs, WakeAdapterArgs, WakeCommand,
 };
-use crate::render::{print_json, print_list};
-use crate::{exit, render, Failure};
+use crate::render::{print_json, print_list, show};
+use crate::{ask, exit, render, Failure};
 
 /// Runs the parsed command line; returns the exit code.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -577,62 +573,25 @@ async fn list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, 
 }
 
 async fn list_all_hosts(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let list: Vec<wakeful_protocol::HostMonitor> = conn
-        .call(wakeful_protocol::ListClusterMonitors { session })
-        .await?;
-    if json {
-        print_json(&list)?;
-    } else if list.is_empty() {
-        outln!("no monitors on any host (active, or ended within the last hour)")?;
-    } else {
-        render::host_monitor_table(&mut std::io::stdout().lock(), &list)?;
-    }
+    let list = ask(paths, wakeful_protocol::ListClusterMonitors { session }).await?;
+    print_list(
+        &list,
+        json,
+        "no monitors on any host (active, or ended within the last hour)",
+        render::host_monitor_table,
+    )?;
     Ok(0)
 }
 
 async fn cluster_status(paths: &Paths, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let s: wakeful_protocol::ClusterStatus =
-        conn.call(wakeful_protocol::GetClusterStatus {}).await?;
-    if json {
-        print_json(&s)?;
-    } else {
-        render::link_lines(&mut std::io::stdout().lock(), &s.link)?;
-        outln!(
-            "{:<16} {:<6} {:>12} {:>10} {:>8} {:>8}  REMOTE",
-            "HOST",
-            "ALIVE",
-            "HEARTBEAT",
-            "TO SHIP",
-            "LAG",
-            "RUNNING"
-        )?;
-        for h in &s.hosts {
-            outln!(
-                "{:<16} {:<6} {:>10}ms {:>10} {:>8} {:>8}  {}",
-                render::cell(&h.host),
-                if h.alive { "yes" } else { "no" },
-                h.age_ms,
-                h.waiting_to_ship,
-                h.import_lag.map_or("?".to_string(), |l| l.to_string()),
-                h.monitors_running,
-                if h.accept_remote {
-                    "accepted"
-                } else {
-                    "refused"
-                }
-            )?;
-        }
-    }
-    Ok(0)
+    let s = ask(paths, wakeful_protocol::GetClusterStatus {}).await?;
+    show(&s, json, |s| {
+        render::cluster_status(&mut std::io::stdout().lock(), s)
+    })
 }
 
 async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let list: Vec<wakeful_protocol::ConsumerInfo> = conn
-        .call(wakeful_protocol::ListConsumers { session })
-        .await?;
+    let list = ask(paths, wakeful_protocol::ListConsumers { session }).await?;
     print_list(
         &list,
         json,
@@ -643,14 +602,8 @@ async fn consumers(paths: &Paths, session: Option<String>, json: bool) -> Result
 }
 
 async fn stop(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let info: MonitorInfo = conn.call(wakeful_protocol::StopMonitor { id }).await?;
-    if json {
-        print_json(&info)?;
-    } else {
-        outln!("stopped {}", info.id)?;
-    }
-    Ok(0)
+    let info = ask(paths, wakeful_protocol::StopMonitor { id }).await?;
+    show(&info, json, |i| outln!("stopped {}", i.id))
 }
 
 async fn events(
@@ -810,40 +763,33 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
 }
 
 async fn digest(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let d: wakeful_protocol::Digest = conn.call(wakeful_protocol::GetDigest { session }).await?;
-    if json {
-        print_json(&d)?;
-    } else if let Some(text) = d.text(wakeful_core::digest::Reader::Cli) {
-        outln!("{text}")?;
-    }
-    Ok(0)
+    let d = ask(paths, wakeful_protocol::GetDigest { session }).await?;
+    show(&d, json, |d| {
+        match d.text(wakeful_core::digest::Reader::Cli) {
+            Some(text) => outln!("{text}"),
+            None => Ok(()),
+        }
+    })
 }
 
 async fn session_end(paths: &Paths, session: String, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let v: SessionEndResult = conn
-        .call(wakeful_protocol::EndSession {
-            session: session.clone(),
-        })
-        .await?;
-    if json {
-        print_json(&v)?;
-    } else {
-        let ids = v.stopped;
+    let request = wakeful_protocol::EndSession {
+        session: session.clone(),
+    };
+    let v = ask(paths, request).await?;
+    show(&v, json, |v| {
+        let ids = &v.stopped;
         outln!(
             "session {session}: stopped {} monitor(s){}{}",
             ids.len(),
             if ids.is_empty() { "" } else { ": " },
             ids.join(", ")
-        )?;
-    }
-    Ok(0)
+        )
+    })
 }
 
 async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let s: Status = conn.call(wakeful_protocol::GetStatus {}).await?;
+    let s = ask(paths, wakeful_protocol::GetStatus {}).await?;
     if json {
         print_json(&s)?;
     } else {
@@ -966,17 +912,15 @@ async fn run_terminal(
         ));
     }
     let cwd = std::env::current_dir()?;
-    let mut conn = connect(paths).await?;
-    let r: RunResult = conn
-        .call(wakeful_protocol::RunRequest {
-            session,
-            command,
-            env: client_env(),
-            cwd,
-            until,
-            description,
-        })
-        .await?;
+    let request = wakeful_protocol::RunRequest {
+        session,
+        command,
+        env: client_env(),
+        cwd,
+        until,
+        description,
+    };
+    let r = ask(paths, request).await?;
     if json {
         print_json(&r)?;
     } else {
@@ -992,23 +936,14 @@ async fn run_terminal(
 }
 
 async fn terminal_list(paths: &Paths, session: Option<String>, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let list: Vec<TerminalInfo> = conn
-        .call(wakeful_protocol::ListTerminals { session })
-        .await?;
+    let list = ask(paths, wakeful_protocol::ListTerminals { session }).await?;
     print_list(&list, json, "no terminals", render::terminal_table)?;
     Ok(0)
 }
 
 async fn terminal_kill(paths: &Paths, id: String, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let t: TerminalInfo = conn.call(wakeful_protocol::KillTerminal { id }).await?;
-    if json {
-        print_json(&t)?;
-    } else {
-        outln!("killed {}", t.id)?;
-    }
-    Ok(0)
+    let t = ask(paths, wakeful_protocol::KillTerminal { id }).await?;
+    show(&t, json, |t| outln!("killed {}", t.id))
 }
 
 /// The route `wake set` asks for, checked here (exit 2, the daemon is not
@@ -1071,42 +1006,32 @@ fn wake_route(adapter: WakeAdapterArgs) -> Result<wakeful_protocol::WakeAdapter,
 async fn wake(paths: &Paths, session: String, cmd: WakeCommand, json: bool) -> Result<u8, Failure> {
     match cmd {
         WakeCommand::Clear => {
-            let mut conn = connect(paths).await?;
-            let v: WakeClearResult = conn
-                .call(wakeful_protocol::ClearWake {
-                    session: session.clone(),
-                })
-                .await?;
-            if json {
-                print_json(&v)?;
-            } else {
-                outln!(
-                    "session {session}: route {}",
-                    if v.cleared { "cleared" } else { "was not set" }
-                )?;
-            }
+            let request = wakeful_protocol::ClearWake {
+                session: session.clone(),
+            };
+            let v = ask(paths, request).await?;
+            show(&v, json, |v| {
+                let done = if v.cleared { "cleared" } else { "was not set" };
+                outln!("session {session}: route {done}")
+            })?;
         }
         WakeCommand::Set { adapter } => {
             let route = wake_route(adapter)?;
             route.check_session(&session).map_err(|e| {
                 Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name()))
             })?;
-            let mut conn = connect(paths).await?;
-            let v: WakeStatus = conn
-                .call(wakeful_protocol::SetWake {
-                    session: session.clone(),
-                    route,
-                })
-                .await?;
+            let request = wakeful_protocol::SetWake {
+                session: session.clone(),
+                route,
+            };
+            let v = ask(paths, request).await?;
             print_wake(Some(&v), &session, json)?;
         }
         WakeCommand::Show => {
-            let mut conn = connect(paths).await?;
-            let v: Option<WakeStatus> = conn
-                .call(wakeful_protocol::ShowWake {
-                    session: session.clone(),
-                })
-                .await?;
+            let request = wakeful_protocol::ShowWake {
+                session: session.clone(),
+            };
+            let v = ask(paths, request).await?;
             print_wake(v.as_ref(), &session, json)?;
         }
     }

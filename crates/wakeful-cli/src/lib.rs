@@ -46,6 +46,14 @@ fn stdout_line(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
+/// Connects to the daemon (starting it if needed) and asks one question.
+async fn ask<C: wakeful_protocol::Call>(
+    paths: &wakeful_client::Paths,
+    request: C,
+) -> Result<C::Reply, Failure> {
+    Ok(wakeful_client::connect(paths).await?.call(request).await?)
+}
+
 /// A failure with its exit code (docs/CONTRACT.md §7) and what to tell the user.
 pub struct Failure {
     code: u8,

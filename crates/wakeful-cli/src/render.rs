@@ -138,6 +138,37 @@ fn table<'a>(
     Ok(())
 }
 
+/// `cluster status`: the link's lines, then a row per host.
+pub fn cluster_status(
+    out: &mut impl Write,
+    s: &wakeful_protocol::ClusterStatus,
+) -> std::io::Result<()> {
+    link_lines(out, &s.link)?;
+    writeln!(
+        out,
+        "{:<16} {:<6} {:>12} {:>10} {:>8} {:>8}  REMOTE",
+        "HOST", "ALIVE", "HEARTBEAT", "TO SHIP", "LAG", "RUNNING"
+    )?;
+    for h in &s.hosts {
+        writeln!(
+            out,
+            "{:<16} {:<6} {:>10}ms {:>10} {:>8} {:>8}  {}",
+            cell(&h.host),
+            if h.alive { "yes" } else { "no" },
+            h.age_ms,
+            h.waiting_to_ship,
+            h.import_lag.map_or("?".to_string(), |l| l.to_string()),
+            h.monitors_running,
+            if h.accept_remote {
+                "accepted"
+            } else {
+                "refused"
+            }
+        )?;
+    }
+    Ok(())
+}
+
 /// The cluster link's lines of `status` and `cluster status`.
 pub fn link_lines(out: &mut impl Write, l: &wakeful_protocol::LinkStatus) -> std::io::Result<()> {
     writeln!(
@@ -241,6 +272,20 @@ pub fn consumer_table(
 pub fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     let s = serde_json::to_string(v).map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     Ok(outln!("{s}")?)
+}
+
+/// Prints a reply as JSON, or as `human` says; the command's exit code (0).
+pub fn show<T: serde::Serialize>(
+    v: &T,
+    json: bool,
+    human: impl FnOnce(&T) -> std::io::Result<()>,
+) -> Result<u8, Failure> {
+    if json {
+        print_json(v)?;
+    } else {
+        human(v)?;
+    }
+    Ok(0)
 }
 
 /// Prints a list as JSON, or `empty` when it has nothing, or its table.

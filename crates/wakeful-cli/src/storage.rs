@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use wakeful_client::{connect, Paths};
+use wakeful_client::Paths;
 use wakeful_core::storage::ByteSize;
 use wakeful_protocol::{PruneResult, StorageStatus};
 
@@ -11,15 +11,8 @@ use crate::Failure;
 
 /// Runs `wakeful prune [--dry-run]`.
 pub async fn prune(paths: &Paths, dry_run: bool, json: bool) -> Result<u8, Failure> {
-    let mut conn = connect(paths).await?;
-    let r: PruneResult = conn.call(wakeful_protocol::Prune { dry_run }).await?;
-    if json {
-        crate::render::print_json(&r)?;
-        return Ok(0);
-    }
-    let mut out = std::io::stdout().lock();
-    prune_lines(&mut out, &r)?;
-    Ok(0)
+    let r = crate::ask(paths, wakeful_protocol::Prune { dry_run }).await?;
+    crate::render::show(&r, json, |r| prune_lines(&mut std::io::stdout().lock(), r))
 }
 
 /// What a prune did (or would do), for a person.
