@@ -449,15 +449,7 @@ fn kill_9_during_flood_then_restart_keeps_the_log_and_cursors() {
         home.json_lines(&["--session", "b1", "events"]).len() > seen + 2
     }));
 
-    let pid = home.daemon_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(eventually(Duration::from_secs(5), || {
-        wakeful_engine::process::proc_info(pid).is_none_or(|p| !p.is_live())
-    }));
+    let pid = home.kill_daemon();
 
     // The next command starts a new daemon.
     let t0 = Instant::now();

@@ -439,9 +439,7 @@ fn an_event_a_reader_saw_survives_kill_9_before_it_reached_the_tables() {
             break v;
         }
     };
-    let pid = home.daemon_pid().unwrap();
-    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
-    assert!(eventually(Duration::from_secs(10), || !alive(pid)));
+    home.kill_daemon();
     let _ = follower.kill();
     let _ = follower.wait();
 

@@ -678,15 +678,7 @@ fn a_daemon_restart_during_a_retry_loses_nothing_and_duplicates_nothing() {
     // Refused at least twice: the daemon is retrying.
     assert!(eventually(Duration::from_secs(10), || calls(&fake).len() >= 2));
     assert_eq!(home.json(&["wake", "show"])["state"], "retrying");
-    let pid = home.daemon_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(eventually(Duration::from_secs(5), || {
-        wakeful_engine::process::proc_info(pid).is_none_or(|p| !p.is_live())
-    }));
+    home.kill_daemon();
     // Codex's app-server is up now; a new daemon picks the route and the
     // cursor up and goes through it.
     let app = FakeAppServer::start(&codex_home, Some(&fake.join("calls")));
