@@ -89,7 +89,7 @@ pub(crate) fn env(k: &str) -> Option<String> {
 }
 
 /// Reads the hook input from stdin (not from a terminal, and not longer
-/// than [`STDIN_TIMEOUT`]).
+/// than 5 s).
 pub async fn read_input() -> Result<HookInput, Error> {
     if std::io::stdin().is_terminal() {
         return Ok(HookInput::default());

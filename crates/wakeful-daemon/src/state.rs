@@ -2,7 +2,7 @@
 //! the store's reader, the wake routes, the consumers' slots, the socket's
 //! health, and the cluster link once it runs. The socket server
 //! ([`crate::server`]) and the cluster link's side of the daemon
-//! ([`crate::cluster`]) both use it; it uses neither.
+//! (`crate::cluster`) both use it; it uses neither.
 
 use std::collections::HashMap;
 use std::sync::Arc;

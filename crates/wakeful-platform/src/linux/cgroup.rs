@@ -8,7 +8,7 @@
 //! `<our cgroup>/wakeful/<id>`: its members are listed by `cgroup.procs` and
 //! killed at once by `cgroup.kill`. Where no cgroup can be created, nothing
 //! changes: the process tree and the marker still find the command's
-//! processes ([`super::Target`]).
+//! processes (the engine's `process::Target`).
 
 use std::fs::File;
 use std::io::Write;
