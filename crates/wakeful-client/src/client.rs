@@ -50,10 +50,9 @@ pub enum ClientError {
         "unexpected reply from the daemon: {0}; is the daemon the same version (`wakeful status`)?"
     )]
     Protocol(String),
-    /// The daemon was asked to stop and had not stopped after
-    /// [`STOP_TIMEOUT`].
-    #[error("the daemon did not stop within {} s; see `wakeful status` and the daemon log", STOP_TIMEOUT.as_secs())]
-    NotStopped,
+    /// The daemon still held its lock after this long ([`wait_gone`]).
+    #[error("the daemon did not stop within {:?}; see `wakeful status` and the daemon log", .0)]
+    NotStopped(Duration),
     /// The daemon refused the request.
     #[error("{message}")]
     Refused {
@@ -372,9 +371,8 @@ pub async fn digest(paths: &Paths, session: &str) -> Option<wakeful_protocol::Di
 }
 
 /// Asks a running daemon to stop and waits until it has stopped every
-/// monitor and exited (at most [`STOP_TIMEOUT`]); `None` when no daemon was
-/// running. The daemon holds its lock file until it exits, so taking the
-/// lock is the notice that it is gone: no polling.
+/// monitor and exited ([`wait_gone`], at most [`STOP_TIMEOUT`]); `None`
+/// when no daemon was running.
 pub async fn stop_daemon(
     paths: &Paths,
 ) -> Result<Option<wakeful_protocol::ShutdownResult>, ClientError> {
@@ -382,19 +380,98 @@ pub async fn stop_daemon(
         return Ok(None);
     };
     let stopped = conn.call(wakeful_protocol::Shutdown {}).await?;
-    let lock = paths.lock_file();
-    let gone = tokio::time::timeout(
-        STOP_TIMEOUT,
-        tokio::task::spawn_blocking(move || {
-            let file = std::fs::File::options().write(true).open(lock)?;
-            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+    wait_gone(paths, STOP_TIMEOUT).await?;
+    Ok(Some(stopped))
+}
+
+/// Waits until no daemon holds this state directory's lock file, at most
+/// `limit`. A daemon holds it until its last thread has exited (after its
+/// socket is closed and its monitors are stopped), so a lock that can be
+/// taken is the notice that the daemon is gone, with no polling; no lock
+/// file means no daemon ever ran. The lock is let go at once.
+///
+/// The wait blocks in `flock(2)` on a thread of its own, not on the
+/// runtime's blocking pool: past `limit` that thread is left to end when
+/// the daemon does, and a runtime being dropped never waits for it.
+pub async fn wait_gone(paths: &Paths, limit: Duration) -> Result<(), ClientError> {
+    let file = match std::fs::File::options().write(true).open(paths.lock_file()) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("wakeful-wait-gone".into())
+        .spawn(move || {
+            let taken = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map(drop)
-                .map_err(|(_, e)| std::io::Error::from(e))
-        }),
-    )
-    .await;
-    match gone {
-        Ok(Ok(Ok(()))) => Ok(Some(stopped)),
-        _ => Err(ClientError::NotStopped),
+                .map_err(|(_, e)| std::io::Error::from(e));
+            let _ = tx.send(taken);
+        })?;
+    match tokio::time::timeout(limit, rx).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(e.into()),
+        Ok(Err(_)) | Err(_) => Err(ClientError::NotStopped(limit)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths_in(dir: &std::path::Path) -> Paths {
+        let home = dir.to_path_buf();
+        Paths::from_vars(|k| (k == "WAKEFUL_HOME").then(|| home.clone())).unwrap()
+    }
+
+    /// Holds the lock file as a running daemon does.
+    fn hold_lock(paths: &Paths) -> nix::fcntl::Flock<std::fs::File> {
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(paths.lock_file())
+            .unwrap();
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap()
+    }
+
+    #[test]
+    fn wait_gone_ends_when_the_lock_is_free_and_never_holds_up_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = paths_in(dir.path());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // No lock file: no daemon ever ran here.
+        rt.block_on(wait_gone(&paths, Duration::from_secs(5)))
+            .unwrap();
+        // A daemon that does not let go: the limit, then an error that says
+        // how long it waited.
+        let held = hold_lock(&paths);
+        let e = rt
+            .block_on(wait_gone(&paths, Duration::from_millis(200)))
+            .unwrap_err();
+        assert!(matches!(e, ClientError::NotStopped(d) if d == Duration::from_millis(200)));
+        assert!(e.to_string().contains("did not stop within 200ms"), "{e}");
+        // The runtime goes away at once though the waiting thread is still
+        // blocked on the held lock.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(rt);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("dropping the runtime waited for the blocked thread");
+        // Let go: the next wait ends without reaching its limit.
+        drop(held);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        rt.block_on(wait_gone(&paths, Duration::from_secs(10)))
+            .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 }

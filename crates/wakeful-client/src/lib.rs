@@ -12,6 +12,6 @@ pub mod describe;
 pub mod handover;
 
 pub use client::{
-    connect, connect_existing, digest, stop_daemon, ClientError, Connection, Incoming,
+    connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection, Incoming,
 };
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

@@ -91,32 +91,28 @@ impl Home {
     }
 
     /// SIGKILLs the daemon and waits (at most 10 s) until it is gone
-    /// entirely: its lock is free, so its last thread has exited and its
-    /// socket is closed. Its pid is not enough: the leader is a zombie
-    /// while the other threads still exit, and a client that connects then
-    /// lands in the backlog of a socket about to close (reset by peer).
-    /// Returns the pid.
+    /// entirely ([`wakeful_client::wait_gone`]: its lock is free, so its
+    /// last thread has exited and its socket is closed). Its pid is not
+    /// enough: the leader is a zombie while the other threads still exit,
+    /// and a client that connects then lands in the backlog of a socket
+    /// about to close (reset by peer). Returns the pid.
     pub fn kill_daemon(&self) -> i32 {
         let pid = self.daemon_pid().expect("a daemon to kill");
-        let lock = std::fs::File::options()
-            .write(true)
-            .open(self.path().join("daemon.lock"))
-            .unwrap();
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         )
         .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let taken = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive);
-            let _ = tx.send(taken.is_ok());
-        });
-        assert_eq!(
-            rx.recv_timeout(Duration::from_secs(10)),
-            Ok(true),
-            "daemon {pid} still holds its lock 10 s after SIGKILL"
-        );
+        let home = self.path().to_path_buf();
+        let paths =
+            wakeful_client::Paths::from_vars(|k| (k == "WAKEFUL_HOME").then(|| home.clone()))
+                .unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(wakeful_client::wait_gone(&paths, Duration::from_secs(10)))
+            .unwrap_or_else(|e| panic!("daemon {pid}: {e}"));
         pid
     }
 
