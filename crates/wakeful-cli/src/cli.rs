@@ -348,6 +348,15 @@ pub enum Command {
     },
 }
 
+/// What `wakeful daemon install` writes (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceFormat {
+    /// A systemd user unit.
+    Systemd,
+    /// A launchd agent plist.
+    Launchd,
+}
+
 /// What `wakeful export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
@@ -548,8 +557,8 @@ pub enum DaemonAction {
         dir: Option<std::path::PathBuf>,
         /// What to write: a systemd user unit or a launchd agent plist
         /// [default: launchd on macOS, systemd elsewhere].
-        #[arg(long, value_parser = ["systemd", "launchd"])]
-        format: Option<String>,
+        #[arg(long)]
+        format: Option<ServiceFormat>,
         /// Print it on stdout instead of writing it.
         #[arg(long)]
         print: bool,

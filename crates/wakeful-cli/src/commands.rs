@@ -864,7 +864,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
             }
         },
         Some(DaemonAction::Install { dir, format, print }) => {
-            crate::package::daemon_install(format.as_deref(), dir, print, json)
+            crate::package::daemon_install(format, dir, print, json)
         }
         None if args.foreground => {
             // Started by a client: the log file only (stdio is /dev/null).

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 use wakeful_daemon::service::{Manager, ServiceFile};
 
+use crate::cli::ServiceFormat;
 use crate::{exit, Failure};
 
 /// `wakeful completions SHELL`.
@@ -88,14 +89,14 @@ fn installed_man_pages() -> Vec<&'static str> {
 /// the service file ([`wakeful_daemon::service`]) for this binary and
 /// `WAKEFUL_HOME`, on stdout or written where its manager looks.
 pub fn daemon_install(
-    format: Option<&str>,
+    format: Option<ServiceFormat>,
     dir: Option<PathBuf>,
     print: bool,
     json: bool,
 ) -> Result<u8, Failure> {
     let manager = match format {
-        Some("launchd") => Manager::Launchd,
-        Some(_) => Manager::Systemd,
+        Some(ServiceFormat::Launchd) => Manager::Launchd,
+        Some(ServiceFormat::Systemd) => Manager::Systemd,
         None => Manager::native(),
     };
     let exe = std::env::current_exe()?;
