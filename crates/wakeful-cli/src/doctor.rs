@@ -173,13 +173,21 @@ fn state_dir(paths: &Paths) -> Check {
     match free_space(dir) {
         Some(free) if free < LOW_SPACE => Check::problem(
             "state directory",
-            format!("{}: only {} free", dir.display(), human_bytes(free)),
+            format!(
+                "{}: only {} free",
+                dir.display(),
+                wakeful_core::storage::ByteSize(free)
+            ),
             "free disk space: events and output files are written there",
         ),
         Some(free) => Check::new(
             "state directory",
             Level::Ok,
-            format!("{} (writable, {} free)", dir.display(), human_bytes(free)),
+            format!(
+                "{} (writable, {} free)",
+                dir.display(),
+                wakeful_core::storage::ByteSize(free)
+            ),
         ),
         None => Check::new(
             "state directory",
@@ -227,15 +235,6 @@ fn platform(paths: &Paths) -> Check {
             e.to_string(),
             "set WAKEFUL_PLATFORM or config.toml's platform to linux or posix",
         ),
-    }
-}
-
-fn human_bytes(n: u64) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    if n as f64 >= GIB {
-        format!("{:.1} GiB", n as f64 / GIB)
-    } else {
-        format!("{:.0} MiB", n as f64 / (1024.0 * 1024.0))
     }
 }
 

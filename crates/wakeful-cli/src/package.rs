@@ -104,16 +104,16 @@ pub fn daemon_install(
         .filter(|h| !h.is_empty())
         .map(|h| std::path::absolute(PathBuf::from(h)))
         .transpose()?;
-    let pages = match manager {
-        Manager::Systemd => installed_man_pages(),
-        Manager::Launchd => vec![],
-    };
-    let file = match manager {
-        Manager::Systemd => ServiceFile::systemd(&exe, home.as_deref(), &pages),
+    let (file, pages) = match manager {
+        Manager::Systemd => {
+            let pages = installed_man_pages();
+            (ServiceFile::systemd(&exe, home.as_deref(), &pages), pages)
+        }
         Manager::Launchd => {
             let paths = wakeful_client::Paths::from_env()
                 .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
-            ServiceFile::launchd(&exe, home.as_deref(), &paths.state_dir.join("launchd.log"))
+            let log = paths.state_dir.join("launchd.log");
+            (ServiceFile::launchd(&exe, home.as_deref(), &log), vec![])
         }
     };
     if print {
