@@ -322,14 +322,25 @@ fn the_marketplace_and_the_plugin_name_this_version() {
 /// no locked package declares a newer one. (Only this machine's toolchain
 /// exists here, so it is checked from the packages' own declarations; the
 /// workspace's code is held to it by clippy's `incompatible_msrv` lint.)
+///
+/// `cargo metadata` reads the manifest of every locked package, for every
+/// target, so it downloads the ones this machine's builds never needed
+/// (`android_system_properties`, …) from the registry, as README's test
+/// command on a fresh machine must allow. Not `--offline`: that passed only
+/// where something else had fetched every target's crates first.
 #[test]
 fn no_locked_dependency_needs_a_newer_rust_than_the_declared_one() {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+        .args(["metadata", "--locked", "--format-version", "1"])
         .current_dir(repo())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.status.success(),
+        "cargo metadata --locked failed (it reads every locked package's manifest, \
+         from the registry where this machine has not fetched it):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // "1.88" is 1.88.0.
     let parse = |v: &str| -> [u32; 3] {
