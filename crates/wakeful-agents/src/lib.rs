@@ -14,8 +14,10 @@
 //! What the agents share: [`hook`] (hook input, the session's order, taking
 //! a batch of events), [`agent_process`] (finding an agent's process),
 //! [`process_record`] (one session per agent process),
-//! [`install`], [`doctor`] (the findings of `wakeful doctor`) and, for the daemon, [`wake`] (the adapters behind a wake
-//! route, exec and webhook among them).
+//! [`install`], [`doctor`] (the findings of `wakeful doctor`),
+//! [`route_probe`] (doctor's probe of a wake route's target) and, for the
+//! daemon, [`wake`] (the adapters behind a wake route, exec and webhook
+//! among them).
 //!
 //! Two features, as the two sides that use them: `hooks` (the client side:
 //! hooks, probes and installers, run by the `wakeful` command) and `daemon`
@@ -41,6 +43,7 @@ pub mod install;
 pub mod opencode;
 #[cfg(feature = "hooks")]
 pub mod process_record;
+pub mod route_probe;
 #[cfg(feature = "daemon")]
 pub mod wake;
 

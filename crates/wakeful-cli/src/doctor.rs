@@ -31,7 +31,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
             // whatever its last delivery said.
             let mut target = Vec::new();
             if let Some(route) = &route {
-                target = wakeful_agents::doctor::route(&route.session, &route.route).await;
+                target = wakeful_agents::route_probe::probe(&route.session, &route.route).await;
                 if let Some(broken) = target.iter().find(|c| c.level == Level::Problem) {
                     let name = route.route.name();
                     for p in report.paths.iter_mut().filter(|p| p.path == name && p.live) {

@@ -16,7 +16,7 @@ use notify::{RecursiveMode, Watcher};
 use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
-use wakeful_protocol::output::{Item, OutputIndex};
+use wakeful_client::output_file::{Item, OutputIndex};
 use wakeful_protocol::{Reply, Request};
 
 use crate::cli::LineRange;

@@ -3,13 +3,15 @@
 //! A program's side of talking to the wakeful daemon: a [`Connection`] that
 //! starts the daemon on demand ([`connect`]) and speaks the protocol of
 //! [`wakeful_protocol`], [`describe`]: monitor descriptions by id,
-//! cached, and [`handover`]: a stdout made ready for the daemon to write
-//! events to. The messages themselves are in `wakeful-protocol`, which the
+//! cached, [`handover`]: a stdout made ready for the daemon to write
+//! events to, and [`output_file`]: a monitor's output file read by line
+//! numbers, across its segments and dropped ranges. The messages themselves are in `wakeful-protocol`, which the
 //! daemon shares; this crate knows nothing of the daemon's insides.
 
 pub mod client;
 pub mod describe;
 pub mod handover;
+pub mod output_file;
 
 pub use client::{
     connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection, Incoming,

@@ -23,6 +23,8 @@
 //! The daemon starts a [`Link`] only when `config.toml` has `[cluster]`
 //! ([`ClusterConfig`]); without it nothing of this crate runs.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod control;
 pub mod diagnose;

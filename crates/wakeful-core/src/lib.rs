@@ -32,6 +32,8 @@
 //! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
 //!   prune removes ([`storage::plan`]).
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod channel;
 pub mod digest;

@@ -25,11 +25,9 @@
 mod cluster;
 pub mod config;
 mod digest;
-mod handed;
 pub mod import;
 mod liveness;
 pub mod log;
-mod quiet;
 pub mod recovery;
 pub mod server;
 pub mod service;

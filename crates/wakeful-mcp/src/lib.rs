@@ -19,6 +19,8 @@
 //!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod channel;
 pub mod era;

@@ -25,11 +25,12 @@
 //! The wire format is one JSON object a line in each direction over a Unix
 //! stream socket; `docs/PROTOCOL.md` documents every message with examples.
 
+#![forbid(unsafe_code)]
+
 pub mod cluster;
 pub mod frame;
 pub mod frame_lock;
 pub mod liveness;
-pub mod output;
 pub mod paths;
 pub mod reply;
 pub mod request;

@@ -41,6 +41,8 @@
 //! tables. Only an operating-system crash or power loss may lose the last
 //! events.
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -19,6 +19,8 @@
 //! agent. Every string that came from a monitor is drawn through
 //! [`wakeful_core::text::sanitize_for_model`].
 
+#![forbid(unsafe_code)]
+
 pub mod app;
 pub mod events;
 pub mod feed;

@@ -1,13 +1,13 @@
 //! A monitor's output file by line numbers (the numbers of `wakeful output
 //! --from-line`), for the output panes: a window of lines made safe for a
-//! terminal or a page, read through [`wakeful_protocol::output::OutputIndex`]
+//! terminal or a page, read through [`wakeful_client::output_file::OutputIndex`]
 //! (every segment of the file, and what it dropped: a dropped range is a
 //! row that says so).
 
 use std::path::Path;
 
-use wakeful_protocol::output::Item;
-pub use wakeful_protocol::output::OutputError;
+use wakeful_client::output_file::Item;
+pub use wakeful_client::output_file::OutputError;
 
 use crate::events::one_line;
 
@@ -17,14 +17,14 @@ pub const MAX_LINE_CHARS: usize = 4096;
 /// Where each line of an output file starts; see the module docs.
 #[derive(Debug, Clone)]
 pub struct OutputIndex {
-    inner: wakeful_protocol::output::OutputIndex,
+    inner: wakeful_client::output_file::OutputIndex,
 }
 
 impl OutputIndex {
     /// Indexes `path`.
     pub fn open(path: &Path) -> Result<Self, OutputError> {
         Ok(OutputIndex {
-            inner: wakeful_protocol::output::OutputIndex::open(path)?,
+            inner: wakeful_client::output_file::OutputIndex::open(path)?,
         })
     }
 

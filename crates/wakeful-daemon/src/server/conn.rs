@@ -7,7 +7,7 @@ use tokio::io::AsyncWriteExt;
 use wakeful_protocol::frame::{parse_request, FrameError, Framer, MAX_REQUEST_BYTES};
 use wakeful_protocol::{ErrorKind, Reply, Request};
 
-use crate::quiet::{QuietRead, QuietWrite};
+use crate::server::quiet::{QuietRead, QuietWrite};
 use crate::state::Failure;
 
 /// What a handler of request `C` returns: the result `C` names, or why
@@ -66,7 +66,7 @@ pub(crate) struct Conn {
     pub(crate) lines: ClientLines,
     pub(crate) out: QuietWrite,
     /// The descriptor the client sent with its request, if any.
-    pub(crate) passed: crate::quiet::Passed,
+    pub(crate) passed: crate::server::quiet::Passed,
 }
 
 impl Conn {

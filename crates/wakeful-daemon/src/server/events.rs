@@ -11,8 +11,8 @@ use wakeful_protocol::{ErrorKind, ReadAllEvents, ReadEvents, StreamEnd};
 
 use super::conn::Conn;
 use super::monitors::find;
-use crate::handed::Handed;
-use crate::quiet::QuietWrite;
+use crate::server::handed::Handed;
+use crate::server::quiet::QuietWrite;
 use crate::state::{Following, Pushing, State};
 
 /// `events`: the session's events (or one monitor's), to the connection or

@@ -16,6 +16,11 @@
 //! - [`cluster`]: `cluster_status`, `cluster_monitors`, and `start` or
 //!   `stop` of another host's monitor through the link.
 //!
+//! Beside them, the connection's own parts: `conn` (framing and replies),
+//! `quiet` (a socket polled for reading only, and the descriptors a
+//! client hands over) and `handed` (events written to such a descriptor
+//! in the form the client asked for).
+//!
 //! Followers never poll: each is a follower of the engine's hub.
 
 use std::sync::Arc;
@@ -30,7 +35,9 @@ pub mod admin;
 pub mod cluster;
 mod conn;
 pub mod events;
+mod handed;
 pub mod monitors;
+mod quiet;
 pub mod terminals;
 pub mod wait;
 pub mod wakes;
@@ -145,7 +152,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
             return Ok(());
         }
     };
-    let (r, w, passed) = crate::quiet::split(stream)?;
+    let (r, w, passed) = quiet::split(stream)?;
     let mut conn = Conn {
         lines: ClientLines::new(r),
         out: w,

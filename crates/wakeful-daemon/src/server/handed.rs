@@ -13,7 +13,7 @@
 //! ([`Handed::inline_writer`]): while its follower waits, caught up, the task
 //! that committed an event writes it there itself, at once, when that is
 //! one write of at most `PIPE_BUF` bytes that takes all or nothing
-//! ([`crate::quiet::Whole`]); else the follower's task writes it.
+//! ([`crate::server::quiet::Whole`]); else the follower's task writes it.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -25,7 +25,7 @@ use wakeful_engine::hub::{Committed, InlineWriter};
 use wakeful_engine::MonitorRegistry;
 use wakeful_protocol::{FrameLock, OutputForm};
 
-use crate::quiet::{QuietWrite, Whole};
+use crate::server::quiet::{QuietWrite, Whole};
 
 /// Most monitor descriptions a channel stream keeps (it starts over past
 /// this).
@@ -115,7 +115,7 @@ impl Handed {
                 })))
             }
         };
-        let out = crate::quiet::handed(out)?;
+        let out = crate::server::quiet::handed(out)?;
         Ok(Handed { out, form })
     }
 
