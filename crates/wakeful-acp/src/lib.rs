@@ -24,7 +24,7 @@ mod proxy;
 use wakeful_client::Paths;
 
 /// The consumer whose cursor the proxy's deliveries move.
-pub const CONSUMER: &str = "acp";
+pub const CONSUMER: &str = wakeful_protocol::consumer::ACP;
 /// Set in the agent's environment to the proxy's pid.
 pub const PROXY_ENV: &str = "WAKEFUL_ACP_PROXY";
 /// Set in the agent's environment to `--wake-on`'s rule, which `wakeful

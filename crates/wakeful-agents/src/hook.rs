@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use wakeful_client::{Connection, Paths};
 use wakeful_core::present;
+use wakeful_core::session::{self, Known};
 use wakeful_protocol::{ErrorKind, Reply, Request};
 
 use crate::Error;
@@ -65,23 +66,23 @@ pub fn stop_may_block(input: &HookInput) -> bool {
     !input.stop_hook_active
 }
 
-/// The session a hook or the bridge speaks for (see the module docs), or
-/// `None` when nothing names one. `recorded` is the session recorded for
-/// the agent's process, `agent_var` the agent's own session variable
-/// (`CLAUDE_CODE_SESSION_ID`, `GEMINI_SESSION_ID`).
+/// The session a hook or the bridge speaks for, by the hooks' order
+/// ([`wakeful_core::session::hook`]), or `None` when nothing names one.
+/// `recorded` looks up the session recorded for the agent's process (asked
+/// only when `--session` and `$WAKEFUL_SESSION` name none), `agent_var` is
+/// the agent's own session variable (`CLAUDE_CODE_SESSION_ID`,
+/// `GEMINI_SESSION_ID`).
 pub fn resolve_session(
     explicit: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
-    recorded: Option<&str>,
+    recorded: impl Fn() -> Option<String>,
     input: &HookInput,
-    agent_var: &str,
+    agent_var: &'static str,
 ) -> Option<String> {
-    let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(String::from);
-    non_empty(explicit)
-        .or_else(|| non_empty(env("WAKEFUL_SESSION").as_deref()))
-        .or_else(|| non_empty(recorded))
-        .or_else(|| non_empty(input.session_id.as_deref()))
-        .or_else(|| non_empty(env(agent_var).as_deref()))
+    let known = Known::new(explicit, &env)
+        .recorded(&recorded)
+        .hook_input(input.session_id.as_deref());
+    session::resolve(&session::hook(agent_var), &known).map(|(s, _)| s)
 }
 
 pub(crate) fn env(k: &str) -> Option<String> {

@@ -21,18 +21,17 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let paths = Paths::from_env().map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
     // In Gemini CLI's shell, where nothing names the session, it is the one
     // the Gemini process's hooks recorded (wakeful_agents::gemini).
-    let named = cli.session.as_deref().is_some_and(|s| !s.is_empty())
-        || wakeful_core::session::SESSION_ENV_VARS
-            .iter()
-            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty()));
-    let gemini_session = if named {
-        None
-    } else {
-        wakeful_agents::gemini::shell_session(&paths)
+    let (session, gemini_session) = {
+        use wakeful_core::session::{resolve, Known, Source, COMMAND, DEFAULT_SESSION};
+        let env = |k: &str| std::env::var(k).ok();
+        let recorded = || wakeful_agents::gemini::shell_session(&paths);
+        let known = Known::new(cli.session.as_deref(), &env).recorded(&recorded);
+        match resolve(&COMMAND, &known) {
+            Some((s, Source::Recorded)) => (s.clone(), Some(s)),
+            Some((s, _)) => (s, None),
+            None => (DEFAULT_SESSION.to_string(), None),
+        }
     };
-    let session = gemini_session.clone().unwrap_or_else(|| {
-        wakeful_core::session::resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok())
-    });
     let json = cli.json;
     match cli.command {
         Command::Start {
@@ -113,11 +112,10 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
         Command::AcpProxy { wake_on, agent } => {
-            let session = cli
-                .session
-                .clone()
-                .or_else(|| std::env::var("WAKEFUL_SESSION").ok())
-                .filter(|s| !s.is_empty())
+            let env = |k: &str| std::env::var(k).ok();
+            let known = wakeful_core::session::Known::new(cli.session.as_deref(), &env);
+            let session = wakeful_core::session::resolve(&wakeful_core::session::ACP, &known)
+                .map(|(s, _)| s)
                 .unwrap_or_else(wakeful_acp::new_session_name);
             let opts = wakeful_acp::Options {
                 agent,
@@ -711,7 +709,11 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
         all,
         monitor,
     } = args;
-    let consumer = consumer.unwrap_or_else(|| monitor.clone().unwrap_or_else(|| "default".into()));
+    let consumer = consumer.unwrap_or_else(|| {
+        monitor
+            .clone()
+            .unwrap_or_else(|| wakeful_protocol::consumer::DEFAULT.into())
+    });
     let mut conn = connect(paths).await?;
     conn.send(Request::Wait(wakeful_protocol::WaitEvents {
         session,

@@ -3,7 +3,7 @@
 //! notifications, and its wake route's last outcome. Pure: the server
 //! gathers the facts, [`assess`] judges them.
 
-use wakeful_protocol::{WakeDelivery, WakeInfo, WakePath, WakeReport, WakeStatus};
+use wakeful_protocol::{Consumer, WakeDelivery, WakeInfo, WakePath, WakeReport, WakeStatus};
 
 /// What is attached to a session now.
 #[derive(Debug, Default)]
@@ -17,13 +17,13 @@ pub struct Attached<'a> {
 }
 
 /// The path a consumer's waiters stand for.
-fn waiter_path(consumer: &str) -> (String, String) {
+fn waiter_path(consumer: &Consumer) -> (String, String) {
     match consumer {
-        "claude" => (
+        Consumer::Claude => (
             "claude-code".into(),
             "the Claude Code plugin (monitor bridge or rewake hook, consumer `claude`) is waiting: events wake the session".into(),
         ),
-        "mcp" => (
+        Consumer::Mcp => (
             "monitor_wait".into(),
             "a monitor_wait call (consumer `mcp`) is waiting: events end it".into(),
         ),
@@ -40,15 +40,16 @@ pub fn assess(session: &str, attached: &Attached<'_>) -> WakeReport {
     // The plugin first: it is what wakes an idle session.
     // A consumer named after a monitor (`wait --monitor`) waits for that
     // monitor only: it delivers nothing else of the session.
-    let mut waiters: Vec<&(String, usize)> = attached
+    let mut waiters: Vec<(Consumer, usize)> = attached
         .waiters
         .iter()
-        .filter(|(c, n)| *n > 0 && !c.starts_with("mon-"))
+        .map(|(c, n)| (Consumer::from_name(c), *n))
+        .filter(|(c, n)| *n > 0 && !c.is_one_monitor())
         .collect();
-    waiters.sort_by_key(|(c, _)| (c != "claude", c.clone()));
+    waiters.sort_by_key(|(c, _)| (*c != Consumer::Claude, c.name().to_string()));
     for (consumer, n) in waiters {
-        let (path, detail) = waiter_path(consumer);
-        let detail = if *n > 1 {
+        let (path, detail) = waiter_path(&consumer);
+        let detail = if n > 1 {
             format!("{detail} ({n} waiters)")
         } else {
             detail

@@ -24,7 +24,7 @@ use wakeful_store::StoreReader;
 use wakeful_agents::wake::{self as adapters, Adapter, Wake};
 
 /// The consumer whose cursor wakes move.
-pub const CONSUMER: &str = "wake";
+pub const CONSUMER: &str = wakeful_protocol::consumer::WAKE;
 /// Most events written out in one wake's text.
 const MAX_EVENTS_IN_TEXT: usize = 50;
 /// Longest wake text.

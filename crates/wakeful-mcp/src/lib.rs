@@ -38,7 +38,7 @@ pub use server::WakefulServer;
 pub use session::SessionChoice;
 
 /// The consumer whose cursor `monitor_wait` reads and moves.
-pub const CONSUMER: &str = "mcp";
+pub const CONSUMER: &str = wakeful_protocol::consumer::MCP;
 
 /// Why the MCP server could not run.
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,10 @@
 //! in for `CODEX_THREAD_ID` (which, inherited, can only be stale).
 
 use serde_json::{Map, Value};
+use wakeful_core::session::{self, resolve, Known, Source};
 
-/// The session rule of one server; see the module docs.
+/// The session rule of one server ([`wakeful_core::session::MCP`]); see
+/// the module docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionChoice {
     /// `--session`, `$WAKEFUL_SESSION` or `$CLAUDE_CODE_SESSION_ID`: wins
@@ -25,14 +27,23 @@ pub struct SessionChoice {
 }
 
 impl SessionChoice {
-    /// From `--session` and an environment lookup.
+    /// From `--session` and an environment lookup, read once: a server
+    /// lives as long as its client, and its environment does not change.
     pub fn new(explicit: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Self {
-        let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
-        let pinned = non_empty(explicit.map(String::from))
-            .or_else(|| non_empty(env("WAKEFUL_SESSION")))
-            .or_else(|| non_empty(env("CLAUDE_CODE_SESSION_ID")));
-        let fallback = non_empty(env("CODEX_THREAD_ID"))
-            .unwrap_or_else(|| wakeful_core::session::DEFAULT_SESSION.to_string());
+        let known = Known::new(explicit, &env);
+        let decided = |order: &[Source]| resolve(order, &known);
+        // The sources before the call's thread pin the session; those after
+        // it are the fallback.
+        let (before, after) = session::MCP.split_at(
+            session::MCP
+                .iter()
+                .position(|s| *s == Source::CallThread)
+                .unwrap_or(session::MCP.len()),
+        );
+        let pinned = decided(before).map(|(s, _)| s);
+        let fallback = decided(after)
+            .map(|(s, _)| s)
+            .unwrap_or_else(|| session::DEFAULT_SESSION.to_string());
         SessionChoice { pinned, fallback }
     }
 

@@ -9,6 +9,8 @@
 //!   the [`PROTOCOL_VERSION`]): one struct per request, each naming the
 //!   type of its result ([`Call`]) or of the `ok` that ends its stream
 //!   ([`Stream`]).
+//! - [`consumer`]: who reads a session's events with a cursor of its own
+//!   ([`Consumer`]).
 //! - [`cluster`]: what the cluster link shows (`status`'s `cluster`,
 //!   `cluster_status`, `cluster_monitors`).
 //! - [`reply`]: what the daemon answers ([`Reply`] lines, [`ErrorKind`]s
@@ -28,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster;
+pub mod consumer;
 pub mod frame;
 pub mod frame_lock;
 pub mod liveness;
@@ -38,6 +41,7 @@ pub mod route;
 pub mod view;
 
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
+pub use consumer::Consumer;
 pub use frame_lock::FrameLock;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};

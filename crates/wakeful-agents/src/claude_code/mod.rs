@@ -71,7 +71,7 @@ use crate::hook::{
 use crate::{process_record, Error};
 
 /// The consumer all three paths share.
-pub const CONSUMER: &str = "claude";
+pub const CONSUMER: &str = wakeful_protocol::consumer::CLAUDE;
 /// The rewake hook gives up (exit 0) after this long by default: a minute
 /// under the hook's `timeout` of 86400 s in `hooks/hooks.json`.
 pub const REWAKE_TIMEOUT_MS: u64 = 86_340_000;
@@ -83,7 +83,7 @@ const MAX_RETRY: Duration = Duration::from_secs(1);
 // ------------------------------------------------------------ pure parts
 
 /// Claude Code's session variable.
-const CLAUDE_VAR: &str = "CLAUDE_CODE_SESSION_ID";
+const CLAUDE_VAR: &str = wakeful_core::session::CLAUDE_CODE_SESSION_ID;
 
 /// The session id the hook or bridge itself runs in (not yet mapped to the
 /// process's recorded one).
@@ -91,7 +91,7 @@ fn current_session(env: impl Fn(&str) -> Option<String>, input: &HookInput) -> O
     input
         .session_id
         .clone()
-        .or_else(|| env("CLAUDE_CODE_SESSION_ID").filter(|s| !s.is_empty()))
+        .or_else(|| env(CLAUDE_VAR).filter(|s| !s.is_empty()))
 }
 
 /// The Stop hook's answer for framed events.
@@ -112,12 +112,9 @@ pub fn env_file_line(session: &str) -> String {
 /// The session for a hook with `input`, recording the Claude Code process's
 /// session when this is its first hook.
 fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
-    let recorded = if explicit.is_none() && env("WAKEFUL_SESSION").is_none_or(|s| s.is_empty()) {
-        current_session(env, input).and_then(|current| process_session(paths, &current))
-    } else {
-        None
-    };
-    resolve_session(explicit, env, recorded.as_deref(), input, CLAUDE_VAR).ok_or_else(|| {
+    let recorded =
+        || current_session(env, input).and_then(|current| process_session(paths, &current));
+    resolve_session(explicit, env, recorded, input, CLAUDE_VAR).ok_or_else(|| {
         Error::usage("no session: run this from a Claude Code hook or monitor (session_id on stdin, or $CLAUDE_CODE_SESSION_ID), or pass --session",
         )
     })
@@ -524,30 +521,31 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
+        let rec = || Some("rec".to_string());
         let all = vars(&[("WAKEFUL_SESSION", "w"), ("CLAUDE_CODE_SESSION_ID", "cc")]);
         assert_eq!(
-            resolve_session(Some("x"), all, Some("rec"), &input, CLAUDE_VAR).as_deref(),
+            resolve_session(Some("x"), all, rec, &input, CLAUDE_VAR).as_deref(),
             Some("x")
         );
         assert_eq!(
-            resolve_session(None, all, Some("rec"), &input, CLAUDE_VAR).as_deref(),
+            resolve_session(None, all, rec, &input, CLAUDE_VAR).as_deref(),
             Some("w")
         );
         let cc = vars(&[("CLAUDE_CODE_SESSION_ID", "cc"), ("WAKEFUL_SESSION", "")]);
         assert_eq!(
-            resolve_session(None, cc, Some("rec"), &input, CLAUDE_VAR).as_deref(),
+            resolve_session(None, cc, rec, &input, CLAUDE_VAR).as_deref(),
             Some("rec")
         );
         assert_eq!(
-            resolve_session(None, cc, None, &input, CLAUDE_VAR).as_deref(),
+            resolve_session(None, cc, || None, &input, CLAUDE_VAR).as_deref(),
             Some("stdin")
         );
         assert_eq!(
-            resolve_session(None, cc, None, &HookInput::default(), CLAUDE_VAR).as_deref(),
+            resolve_session(None, cc, || None, &HookInput::default(), CLAUDE_VAR).as_deref(),
             Some("cc")
         );
         assert_eq!(
-            resolve_session(None, vars(&[]), None, &HookInput::default(), CLAUDE_VAR),
+            resolve_session(None, vars(&[]), || None, &HookInput::default(), CLAUDE_VAR),
             None
         );
         assert_eq!(current_session(cc, &input).as_deref(), Some("stdin"));

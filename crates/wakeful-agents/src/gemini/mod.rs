@@ -60,9 +60,10 @@ use wakeful_client::{connect_existing, Paths};
 use crate::agent_process::{nearest_ancestor, AgentProgram};
 use crate::hook::{self, HookInput};
 use crate::{process_record, Error};
+use wakeful_core::session::GEMINI_SESSION_ID;
 
 /// The consumer the Gemini hooks share.
-pub const CONSUMER: &str = "gemini";
+pub const CONSUMER: &str = wakeful_protocol::consumer::GEMINI;
 /// The folder of Gemini process records under the state directory.
 const AGENT_DIR: &str = "gemini";
 
@@ -122,20 +123,17 @@ pub fn shell_session(paths: &Paths) -> Option<String> {
 /// The session for a hook with `input`, recording the Gemini process's
 /// session when this is its first hook.
 fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
-    let chosen = explicit.is_some() || env("WAKEFUL_SESSION").is_some_and(|s| !s.is_empty());
-    let recorded = if chosen {
-        None
-    } else {
+    let recorded = || {
         input
             .session_id
             .clone()
-            .or_else(|| env("GEMINI_SESSION_ID").filter(|s| !s.is_empty()))
+            .or_else(|| env(GEMINI_SESSION_ID).filter(|s| !s.is_empty()))
             .and_then(|current| {
                 let pid = gemini_ancestor()?;
                 process_record::recorded_or_record(paths, AGENT_DIR, pid, &current, "wakeful hook")
             })
     };
-    hook::resolve_session(explicit, env, recorded.as_deref(), input, "GEMINI_SESSION_ID").ok_or_else(|| {
+    hook::resolve_session(explicit, env, recorded, input, GEMINI_SESSION_ID).ok_or_else(|| {
         Error::usage("no session: run this from a Gemini CLI hook (session_id on stdin, or $GEMINI_SESSION_ID), or pass --session",
         )
     })
@@ -248,8 +246,9 @@ mod tests {
             session_id: Some("stdin".into()),
             ..HookInput::default()
         };
-        let resolve = |input: &HookInput, recorded| {
-            hook::resolve_session(None, g, recorded, input, "GEMINI_SESSION_ID")
+        let resolve = |input: &HookInput, recorded: Option<&str>| {
+            let recorded = || recorded.map(String::from);
+            hook::resolve_session(None, g, recorded, input, GEMINI_SESSION_ID)
         };
         assert_eq!(resolve(&input, Some("rec")).as_deref(), Some("rec"));
         assert_eq!(resolve(&input, None).as_deref(), Some("stdin"));
