@@ -32,17 +32,11 @@ pub(crate) async fn start_here(
     let after_seq = state.registry.hub().latest();
     // Inside Codex: route the session to its thread, unless it has a
     // route or the configuration says no.
-    let thread = env
+    if let Some(route) = env
         .as_ref()
-        .and_then(|e| e.get("CODEX_THREAD_ID"))
-        .filter(|t| !t.is_empty());
-    if let (Some(thread), Some(env)) = (thread, &env) {
+        .and_then(wakeful_agents::codex::auto_route::route_for)
+    {
         if state.wakes.auto_codex && !state.wakes.has_route(&session) && spec.validate().is_ok() {
-            let route = wakeful_protocol::WakeAdapter::Codex {
-                thread: Some(thread.clone()),
-                binary: None,
-                codex_home: env.get("CODEX_HOME").map(std::path::PathBuf::from),
-            };
             if let Err(e) = state
                 .wakes
                 .set(&session, route, wakeful_protocol::RouteSource::Auto)
