@@ -51,6 +51,7 @@ pub mod session;
 pub mod stop;
 pub mod storage;
 pub mod terminal;
+pub mod wait;
 pub mod wake;
 
 /// The presenter under its former name.

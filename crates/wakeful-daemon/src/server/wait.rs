@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use wakeful_core::journal::JournalEntry;
+use wakeful_core::wait::{self, Pending, WaitItem};
 use wakeful_engine::{Committed, Filter, FollowError};
 use wakeful_protocol::{Ack, Acked, ErrorKind, ListConsumers, Reply, Request, WaitEvents};
 
@@ -65,46 +66,15 @@ struct WaitOpts<'a> {
     monitor: Option<&'a str>,
 }
 
-/// What a wait read from the hub and has not handed out yet.
-///
-/// At most [`PAGE`] events are kept. Past that, events that do not wake are
-/// only counted as skipped; once one that wakes turns up, the wait reads
-/// again from the cursor (the hub catches up from the store), so a long run
-/// of quiet events costs no memory and none is lost.
-#[derive(Default)]
-struct Unhanded {
-    events: std::collections::VecDeque<Arc<Committed>>,
-    /// The last event that wakes, read but not yet acknowledged.
-    wake_at: Option<u64>,
-    /// Events were read past the page and not kept.
-    skipped: bool,
-}
+/// An event a wait read from the hub.
+struct Read(Arc<Committed>);
 
-impl Unhanded {
-    fn take(&mut self, e: Arc<Committed>) {
-        if e.event.wakes {
-            self.wake_at = Some(e.seq());
-        }
-        if self.events.len() < PAGE && !self.skipped {
-            self.events.push_back(e);
-        } else {
-            self.skipped = true;
-        }
+impl WaitItem for Read {
+    fn seq(&self) -> u64 {
+        self.0.seq()
     }
-
-    /// Forgets what was acknowledged (up to `seq`).
-    fn acked(&mut self, seq: u64) {
-        while self.events.front().is_some_and(|e| e.seq() <= seq) {
-            self.events.pop_front();
-        }
-        if self.wake_at.is_some_and(|w| w <= seq) {
-            self.wake_at = None;
-        }
-    }
-
-    /// Something to hand out now.
-    fn ready(&self, all: bool) -> bool {
-        !self.events.is_empty() && (all || self.wake_at.is_some())
+    fn wakes(&self) -> bool {
+        self.0.event.wakes
     }
 }
 
@@ -144,34 +114,32 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         .cursor(session, consumer)
         .map_err(store_error)?;
     let mut events = follow_from(cursor);
-    let mut pending = Unhanded::default();
+    let mut pending = Pending::new(PAGE);
     loop {
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
         }
         while let Some(e) = events.try_next().map_err(follow_error)? {
-            pending.take(e);
-            if pending.skipped && pending.wake_at.is_some() {
+            pending.take(Read(e));
+            if pending.stop_reading() {
                 break;
             }
         }
-        if pending.skipped && (pending.wake_at.is_some() || pending.events.is_empty()) {
+        if pending.needs_reread() {
             // Read again from the cursor: the events not kept come back
             // from the store, page by page.
             let acked = state
                 .reader
                 .cursor(session, consumer)
                 .map_err(store_error)?;
-            let wake_at = pending.wake_at;
             events = follow_from(acked);
-            pending = Unhanded::default();
-            while pending.events.len() < PAGE {
+            pending.restart();
+            while !pending.full() {
                 match events.try_next().map_err(follow_error)? {
-                    Some(e) => pending.take(e),
+                    Some(e) => pending.take(Read(e)),
                     None => break,
                 }
             }
-            pending.wake_at = pending.wake_at.max(wake_at);
         }
         let yielding = fallback && *first.borrow_and_update() > 0;
         if !pending.ready(all) || yielding {
@@ -183,12 +151,12 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
             };
             tokio::select! {
                 next = events.next() => match next {
-                    Ok(e) => pending.take(e),
+                    Ok(e) => pending.take(Read(e)),
                     Err(FollowError::Closed) => return Ok(()),
                     Err(e) => return Err(follow_error(e)),
                 },
                 _ = sleep => {
-                    let quiet = if pending.events.is_empty() { "" } else { " that wake (events that do not wake wait for one that does, or for `wait --all`)" };
+                    let quiet = if pending.is_empty() { "" } else { " that wake (events that do not wake wait for one that does, or for `wait --all`)" };
                     return conn
                         .error(
                             ErrorKind::Timeout,
@@ -227,26 +195,19 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
             .cursor(session, consumer)
             .map_err(store_error)?;
         pending.acked(acked);
-        if !pending.ready(all) {
-            continue;
-        }
         // Up to the last event that wakes; the quiet ones after it wait.
-        let n = match (all, pending.wake_at) {
-            (false, Some(w)) => pending.events.iter().take_while(|e| e.seq() <= w).count(),
-            _ => pending.events.len(),
-        };
-        let Some(last) = pending.events.get(n.wrapping_sub(1)).map(|e| e.seq()) else {
+        let Some(batch) = pending.batch(all) else {
             continue;
         };
-        let wakes = pending.events.iter().take(n).any(|e| e.event.wakes);
+        let last = batch.last_seq;
         let mut buf = Vec::new();
-        for e in pending.events.iter().take(n) {
+        for Read(e) in pending.events().take(batch.len) {
             buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
         }
         conn.out.write_all(&buf).await?;
         conn.reply(&Reply::Batch { last_seq: last }).await?;
         match conn.request().await? {
-            Some(Ok(Request::Ack(Ack { seq }))) if seq <= last && seq > acked => {
+            Some(Ok(Request::Ack(Ack { seq }))) if wait::ack_fits(seq, last, acked) => {
                 let ack = JournalEntry::Ack {
                     session: session.to_string(),
                     consumer: consumer.to_string(),
@@ -287,7 +248,7 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         }
         // Without follow, one batch ends the wait, unless the event that
         // wakes is still ahead (more than a page of quiet events before it).
-        if !follow && (all || wakes) {
+        if wait::ends_after(&batch, follow, all) {
             return conn.ok(&Acked { acked: last }).await;
         }
     }
