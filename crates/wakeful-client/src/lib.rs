@@ -2,16 +2,17 @@
 //!
 //! A program's side of talking to the wakeful daemon: a [`Connection`] that
 //! starts the daemon on demand ([`connect`]) and speaks the protocol of
-//! [`wakeful_protocol`], [`describe`]: monitor descriptions by id,
-//! cached, and [`handover`]: a stdout made ready for the daemon to write
-//! events to. The messages themselves are in `wakeful-protocol`, which the
+//! [`wakeful_protocol`], the typed [`stream`]s (events, a `wait`'s batches,
+//! a follower that outlives the daemon), and [`handover`]: a stdout made
+//! ready for the daemon to write events to. The messages themselves are in `wakeful-protocol`, which the
 //! daemon shares; this crate knows nothing of the daemon's insides.
 
 pub mod client;
-pub mod describe;
 pub mod handover;
+pub mod stream;
 
 pub use client::{
-    connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection, Incoming,
+    connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection,
 };
+pub use stream::{EventStream, Followed, Follower, StreamEvent, Waiter};
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

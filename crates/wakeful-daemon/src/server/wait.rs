@@ -7,7 +7,10 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use wakeful_core::journal::JournalEntry;
 use wakeful_engine::{Committed, Filter, FollowError};
-use wakeful_protocol::{Ack, Acked, ErrorKind, ListConsumers, Reply, Request, WaitEvents};
+use wakeful_protocol::{
+    described_event_reply_line, Ack, Acked, Descriptions, ErrorKind, ListConsumers, Reply, Request,
+    WaitEvents,
+};
 
 use super::conn::{Conn, Handled};
 use super::events::follow_error;
@@ -45,6 +48,7 @@ pub(crate) async fn wait(conn: &mut Conn, state: &State, r: WaitEvents) -> std::
         all: r.all,
         fallback: r.fallback,
         monitor: r.monitor.as_deref(),
+        describe: r.describe,
     };
     wait_batches(conn, state, opts).await
 }
@@ -63,6 +67,8 @@ struct WaitOpts<'a> {
     fallback: bool,
     /// Only this monitor's events.
     monitor: Option<&'a str>,
+    /// Send each monitor's description with its first event.
+    describe: bool,
 }
 
 /// What a wait read from the hub and has not handed out yet.
@@ -118,7 +124,9 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         all,
         fallback,
         monitor,
+        describe,
     } = opts;
+    let mut described = describe.then(Descriptions::default);
     let _following = Following::stream(state);
     let slot = state.consumer(session, consumer);
     let _attached = Following::new(&slot.waiters);
@@ -241,7 +249,14 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         let wakes = pending.events.iter().take(n).any(|e| e.event.wakes);
         let mut buf = Vec::new();
         for e in pending.events.iter().take(n) {
-            buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
+            let id = &e.event.monitor_id;
+            match described
+                .as_mut()
+                .and_then(|d| d.first(id, || find(state, id).map(|i| i.description)))
+            {
+                Some(d) => buf.extend_from_slice(&described_event_reply_line(e.json(), &d)),
+                None => buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json())),
+            }
         }
         conn.out.write_all(&buf).await?;
         conn.reply(&Reply::Batch { last_seq: last }).await?;
