@@ -195,7 +195,7 @@ pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
     }
 }
 
-async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
+pub(crate) async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
     let stream = UnixStream::connect(socket).await?;
     let (r, w) = stream.into_split();
     Ok(Connection {

@@ -50,49 +50,61 @@ enum Line {
     End,
 }
 
-/// Whether `request` asked for descriptions.
-fn describes(request: &Request) -> bool {
-    match request {
-        Request::Events(r) => r.describe,
-        Request::EventsAll(r) => r.describe,
-        Request::Wait(r) => r.describe,
-        _ => false,
-    }
-}
-
-/// Reads the next line of a stream: an `error` is [`ClientError::Refused`],
-/// the daemon closing the connection [`ClientError::Closed`].
-async fn read(
-    conn: &mut Connection,
-    described: &mut Option<Descriptions>,
-) -> Result<Line, ClientError> {
-    let line = conn.next_line().await?.ok_or(ClientError::Closed)?;
-    let (json, sent) = match wakeful_protocol::event_of_line(&line) {
-        Some((json, sent)) => (json.to_string(), sent),
-        None => match serde_json::from_str(&line)
-            .map_err(|e| ClientError::Protocol(format!("{e}: {line}")))?
-        {
-            Reply::Event { event, description } => (
-                serde_json::to_string(&event).map_err(|e| ClientError::Protocol(e.to_string()))?,
-                description,
-            ),
-            Reply::Batch { last_seq } => return Ok(Line::Batch(last_seq)),
-            Reply::Ok { .. } => return Ok(Line::End),
-            Reply::Error { kind, message } => return Err(ClientError::Refused { kind, message }),
-        },
-    };
-    let description = match described {
-        Some(d) => d.of(&decode(&json)?.monitor_id, sent),
-        None => None,
-    };
-    Ok(Line::Event(StreamEvent { json, description }))
-}
-
-/// The events of an `events` or `events_all` request, then its end.
-pub struct EventStream {
+/// A stream's connection, and the descriptions it carried when its
+/// request asked `describe`.
+struct Reader {
     conn: Connection,
     described: Option<Descriptions>,
 }
+
+impl Reader {
+    /// Sends `request` (with `fds`, if any); its stream follows.
+    async fn open(
+        mut conn: Connection,
+        request: Request,
+        fds: &[BorrowedFd<'_>],
+    ) -> Result<Reader, ClientError> {
+        let described = request.describes().then(Descriptions::default);
+        if fds.is_empty() {
+            conn.send(request).await?;
+        } else {
+            conn.send_with_fds(request, fds).await?;
+        }
+        Ok(Reader { conn, described })
+    }
+
+    /// The next line of the stream: an `error` is
+    /// [`ClientError::Refused`], the daemon closing the connection
+    /// [`ClientError::Closed`].
+    async fn read(&mut self) -> Result<Line, ClientError> {
+        let line = self.conn.next_line().await?.ok_or(ClientError::Closed)?;
+        let (json, sent) = match wakeful_protocol::event_of_line(&line) {
+            Some((json, sent)) => (json.to_string(), sent),
+            None => match serde_json::from_str(&line)
+                .map_err(|e| ClientError::Protocol(format!("{e}: {line}")))?
+            {
+                Reply::Event { event, description } => (
+                    serde_json::to_string(&event)
+                        .map_err(|e| ClientError::Protocol(e.to_string()))?,
+                    description,
+                ),
+                Reply::Batch { last_seq } => return Ok(Line::Batch(last_seq)),
+                Reply::Ok { .. } => return Ok(Line::End),
+                Reply::Error { kind, message } => {
+                    return Err(ClientError::Refused { kind, message })
+                }
+            },
+        };
+        let description = match &mut self.described {
+            Some(d) => d.of(&decode(&json)?.monitor_id, sent),
+            None => None,
+        };
+        Ok(Line::Event(StreamEvent { json, description }))
+    }
+}
+
+/// The events of an `events` or `events_all` request, then its end.
+pub struct EventStream(Reader);
 
 impl EventStream {
     /// The next event; `Ok(None)` once the stream ended (its `ok`). The
@@ -100,7 +112,7 @@ impl EventStream {
     /// daemon closed, [`ClientError::Closed`].
     pub async fn next(&mut self) -> Result<Option<StreamEvent>, ClientError> {
         loop {
-            match read(&mut self.conn, &mut self.described).await? {
+            match self.0.read().await? {
                 Line::Event(e) => return Ok(Some(e)),
                 Line::End => return Ok(None),
                 Line::Batch(_) => {}
@@ -111,20 +123,19 @@ impl EventStream {
     /// Whether more of the daemon's lines are already read and waiting (a
     /// reader can then write its output once for all of them).
     pub fn has_buffered(&mut self) -> bool {
-        self.conn.has_buffered()
+        self.0.conn.has_buffered()
     }
 
     /// The connection, to send another request on it.
     pub fn connection(&mut self) -> &mut Connection {
-        &mut self.conn
+        &mut self.0.conn
     }
 }
 
 /// The batches of a `wait`. Each comes from [`Waiter::wait`]; the daemon
 /// moves the consumer's cursor only when [`Waiter::ack`] acknowledges it.
 pub struct Waiter {
-    conn: Connection,
-    described: Option<Descriptions>,
+    reader: Reader,
     ended: bool,
 }
 
@@ -139,7 +150,7 @@ impl Waiter {
         }
         let mut batch = Batch::default();
         loop {
-            match read(&mut self.conn, &mut self.described).await? {
+            match self.reader.read().await? {
                 Line::Event(e) => {
                     batch.events.push((e.decode()?, e.description));
                     batch.json.push(e.json);
@@ -159,11 +170,8 @@ impl Waiter {
     /// Acknowledges `batch` (up to [`Batch::ack_seq`]): call it only once
     /// the batch's reader really got it.
     pub async fn ack(&mut self, batch: Batch) -> Result<(), ClientError> {
-        self.conn
-            .send(Ack {
-                seq: batch.ack_seq(),
-            })
-            .await
+        let seq = batch.ack_seq();
+        self.reader.conn.send(Ack { seq }).await
     }
 
     /// Acknowledges `batch` as [`Waiter::ack`] does and waits until the
@@ -171,7 +179,7 @@ impl Waiter {
     /// anything more, or closes the connection), then lets the wait go.
     pub async fn ack_last(mut self, batch: Batch) -> Result<(), ClientError> {
         self.ack(batch).await?;
-        let _ = self.conn.next_line().await;
+        let _ = self.reader.conn.next_line().await;
         Ok(())
     }
 }
@@ -189,34 +197,18 @@ impl Connection {
     /// to ([`Connection::send_with_fds`]); the stream then carries only its
     /// end (and a monitor's final event).
     pub async fn events_with_fds<S: Stream<Item = Event>>(
-        mut self,
+        self,
         request: S,
         fds: &[BorrowedFd<'_>],
     ) -> Result<EventStream, ClientError> {
-        let request: Request = request.into();
-        let described = describes(&request).then(Descriptions::default);
-        if fds.is_empty() {
-            self.send(request).await?;
-        } else {
-            self.send_with_fds(request, fds).await?;
-        }
-        Ok(EventStream {
-            conn: self,
-            described,
-        })
+        Ok(EventStream(Reader::open(self, request.into(), fds).await?))
     }
 
     /// Sends a `wait`; its batches follow.
-    pub async fn waiter<S: Stream<Item = Batch>>(
-        mut self,
-        request: S,
-    ) -> Result<Waiter, ClientError> {
-        let request: Request = request.into();
-        let described = describes(&request).then(Descriptions::default);
-        self.send(request).await?;
+    pub async fn waiter<S: Stream<Item = Batch>>(self, request: S) -> Result<Waiter, ClientError> {
+        let reader = Reader::open(self, request.into(), &[]).await?;
         Ok(Waiter {
-            conn: self,
-            described,
+            reader,
             ended: false,
         })
     }
@@ -360,5 +352,98 @@ impl Follower {
         self.stream = Some(conn.events_with_fds(request(after), fds).await?);
         self.lost = false;
         Ok(after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::UnixListener;
+
+    const EVENT: &str = r#"{"seq":SEQ,"session":"s","monitor_id":"mon-a","kind":"started","ts":"2026-01-01T00:00:00.000Z","text":"x"}"#;
+
+    fn event(seq: u64) -> String {
+        EVENT.replace("SEQ", &seq.to_string())
+    }
+
+    /// A daemon of one connection: it reads the request, writes `lines`
+    /// and closes its side, then returns every line the client sent after
+    /// the request.
+    async fn daemon(lines: Vec<Vec<u8>>) -> (Connection, tokio::task::JoinHandle<Vec<String>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let served = tokio::spawn(async move {
+            let _dir = dir;
+            let (stream, _) = listener.accept().await.unwrap();
+            let (r, mut w) = stream.into_split();
+            let mut r = BufReader::new(r).lines();
+            r.next_line().await.unwrap().unwrap();
+            for l in lines {
+                w.write_all(&l).await.unwrap();
+            }
+            // Then it closes its side.
+            drop(w);
+            let mut got = Vec::new();
+            while let Ok(Some(l)) = r.next_line().await {
+                got.push(l);
+            }
+            got
+        });
+        (crate::client::connect_at(&socket).await.unwrap(), served)
+    }
+
+    fn wait_request() -> wakeful_protocol::WaitEvents {
+        wakeful_protocol::WaitEvents {
+            session: "s".into(),
+            consumer: "c".into(),
+            describe: true,
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_acknowledged_up_to_what_was_kept_and_a_dropped_one_not_at_all() {
+        let lines = vec![
+            wakeful_protocol::described_event_reply_line(&event(3), "api"),
+            wakeful_protocol::event_reply_line(&event(4)),
+            b"{\"type\":\"batch\",\"last_seq\":4}\n".to_vec(),
+        ];
+        let (conn, served) = daemon(lines.clone()).await;
+        let mut waiter = conn.waiter(wait_request()).await.unwrap();
+        let mut batch = waiter.wait().await.unwrap().unwrap();
+        assert_eq!(batch.last_seq, 4);
+        assert_eq!(batch.json, [event(3), event(4)]);
+        // The description came once; the reader knows it for both.
+        assert!(batch
+            .events
+            .iter()
+            .all(|(_, d)| d.as_deref() == Some("api")));
+        batch.keep(1);
+        waiter.ack(batch).await.unwrap();
+        drop(waiter);
+        assert_eq!(served.await.unwrap(), [r#"{"v":1,"op":"ack","seq":3}"#]);
+
+        let (conn, served) = daemon(lines).await;
+        let mut waiter = conn.waiter(wait_request()).await.unwrap();
+        drop(waiter.wait().await.unwrap().unwrap());
+        drop(waiter);
+        assert!(served.await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_ends_with_ok_and_says_when_the_daemon_closed_it() {
+        let lines = vec![
+            wakeful_protocol::event_reply_line(&event(3)),
+            b"{\"type\":\"ok\",\"result\":{\"last_seq\":3}}\n".to_vec(),
+        ];
+        let (conn, _served) = daemon(lines).await;
+        let request = wakeful_protocol::ReadAllEvents::default();
+        let mut events = conn.events(request).await.unwrap();
+        let e = events.next().await.unwrap().unwrap();
+        assert_eq!((e.json.as_str(), e.description), (event(3).as_str(), None));
+        assert!(events.next().await.unwrap().is_none());
+        assert!(matches!(events.next().await, Err(ClientError::Closed)));
     }
 }

@@ -90,6 +90,19 @@ pub enum Request {
     Prunes(ListPrunes),
 }
 
+impl Request {
+    /// Whether this stream request asks for each monitor's description with
+    /// its first event ([`ReadEvents::describe`]).
+    pub fn describes(&self) -> bool {
+        match self {
+            Request::Events(r) => r.describe,
+            Request::EventsAll(r) => r.describe,
+            Request::Wait(r) => r.describe,
+            _ => false,
+        }
+    }
+}
+
 /// A request answered by one `ok` whose result is a [`Call::Reply`] (or an
 /// error). The compiler pairs the two: a client gets the result as that
 /// type ([`Call::decode`]), a daemon handler must produce it.

@@ -58,13 +58,8 @@ fn fold(request: &Request, lines: &[&str]) -> Folded {
                 assert_eq!(std::str::from_utf8(&again).unwrap(), format!("{line}\n"));
                 // The daemon's side: described the first time only, and
                 // only when the request asked.
-                let describes = match request {
-                    Request::Events(r) => r.describe,
-                    Request::EventsAll(r) => r.describe,
-                    Request::Wait(r) => r.describe,
-                    _ => false,
-                };
-                let first = describes
+                let first = request
+                    .describes()
                     .then(|| described.first(&event.monitor_id, || Some("d".into())))
                     .flatten();
                 assert_eq!(first.is_some(), sent.is_some(), "{line}");
