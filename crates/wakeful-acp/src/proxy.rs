@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use wakeful_client::{ClientError, Paths};
 use wakeful_core::present;
-use wakeful_protocol::{ErrorKind, Reply, Request};
+use wakeful_protocol::ErrorKind;
 
 use crate::state::{Action, Machine, Wake};
 use crate::{Error, Options};
@@ -224,45 +224,35 @@ async fn take_one(
     session: &str,
     offers: &mpsc::Sender<Offer>,
 ) -> Result<bool, Stop> {
-    let Ok(mut conn) = wakeful_client::connect(paths).await else {
-        return Ok(false);
-    };
-    let request = Request::Wait(wakeful_protocol::WaitEvents {
+    let request = wakeful_protocol::WaitEvents {
         session: session.to_string(),
         consumer: crate::CONSUMER.to_string(),
-        timeout_ms: None,
-        follow: false,
-        exclusive: false,
-        all: false,
-        fallback: false,
-        monitor: None,
-    });
-    if conn.send(request).await.is_err() {
+        describe: true,
+        ..Default::default()
+    };
+    let Ok(conn) = wakeful_client::connect(paths).await else {
         return Ok(false);
-    }
-    let mut events = Vec::new();
-    loop {
-        let reply: Result<Option<Reply>, ClientError> = tokio::select! {
-            r = conn.next() => r,
-            _ = offers.closed() => return Err(Stop),
-        };
-        match reply {
-            Ok(Some(Reply::Event { event })) => events.push(event),
-            Ok(Some(Reply::Batch { .. })) => break,
-            Ok(Some(Reply::Error {
-                kind: ErrorKind::Timeout | ErrorKind::Superseded,
-                ..
-            })) => return Ok(true),
-            Ok(Some(Reply::Error { message, .. })) => {
-                eprintln!("wakeful acp-proxy: wait: {message}");
-                return Ok(false);
-            }
-            Ok(Some(_)) | Ok(None) | Err(_) => return Ok(false),
+    };
+    let Ok(mut waiter) = conn.waiter(request).await else {
+        return Ok(false);
+    };
+    let waited = tokio::select! {
+        r = waiter.wait() => r,
+        _ = offers.closed() => return Err(Stop),
+    };
+    let mut batch = match waited {
+        Ok(Some(batch)) => batch,
+        Err(ClientError::Refused {
+            kind: ErrorKind::Timeout | ErrorKind::Superseded,
+            ..
+        }) => return Ok(true),
+        Err(ClientError::Refused { message, .. }) => {
+            eprintln!("wakeful acp-proxy: wait: {message}");
+            return Ok(false);
         }
-    }
-    let described = wakeful_client::describe::Descriptions::default()
-        .describe(paths, events)
-        .await;
+        _ => return Ok(false),
+    };
+    let described = &batch.events;
     let (Some(first), Some(_)) = (described.first(), described.last()) else {
         return Ok(false);
     };
@@ -270,7 +260,7 @@ async fn take_one(
     // The text holds the first `n` events; only those are acknowledged.
     let to_all = described.last().map_or(from, |(e, _)| e.seq);
     let (text, n) = present::batch(
-        &described,
+        described,
         MAX_TEXT,
         MAX_EVENT_TEXT,
         Some(&wakeful_core::wake::wake_id(from, to_all)),
@@ -303,16 +293,8 @@ async fn take_one(
     }
     match rx.await {
         Ok(true) => {
-            if conn
-                .send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
-                .await
-                .is_err()
-            {
-                return Ok(false);
-            }
-            // The daemon records the acknowledgement before it answers.
-            let _ = conn.next().await;
-            Ok(true)
+            batch.keep(n);
+            Ok(waiter.ack_last(batch).await.is_ok())
         }
         Ok(false) => Ok(false),
         Err(_) => Err(Stop),

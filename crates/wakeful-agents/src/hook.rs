@@ -6,10 +6,10 @@
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
-use wakeful_client::{Connection, Paths};
+use wakeful_client::{ClientError, Connection, Paths};
 use wakeful_core::present;
 use wakeful_core::session::{self, Known};
-use wakeful_protocol::{ErrorKind, Reply, Request};
+use wakeful_protocol::{ErrorKind, WaitEvents};
 
 use crate::Error;
 
@@ -195,74 +195,57 @@ impl AgentProcess {
 /// A `wait` for what `consumer` has now, without waiting (the hooks that
 /// run at a point of the turn); `all`: every unacknowledged event, not only
 /// up to the last one that wakes.
-pub fn take_now(session: String, consumer: &str, all: bool) -> Request {
-    Request::Wait(wakeful_protocol::WaitEvents {
+pub fn take_now(session: String, consumer: &str, all: bool) -> WaitEvents {
+    WaitEvents {
         session,
         consumer: consumer.to_string(),
         timeout_ms: Some(0),
-        follow: false,
-        exclusive: false,
         all,
-        fallback: false,
-        monitor: None,
-    })
+        ..Default::default()
+    }
 }
 
-/// One batch of the consumer's events, taken through `wait`: `Ok(None)`
-/// when there was nothing (timeout, superseded, or the daemon went away).
-/// `deliver` hands the framed text on; only when it succeeds, and `agent`
-/// (the process that reads it) is still there, are the events it held
-/// acknowledged.
+/// One batch of the consumer's events, taken through `wait` (with each
+/// monitor's description): `Ok(None)` when there was nothing (timeout,
+/// superseded, or the daemon went away). `deliver` hands the framed text
+/// on; only when it succeeds, and `agent` (the process that reads it) is
+/// still there, are the events it held acknowledged.
 pub async fn take_batch(
-    paths: &Paths,
-    mut conn: Connection,
-    request: Request,
+    conn: Connection,
+    request: WaitEvents,
     agent: AgentProcess,
     deliver: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<Option<usize>, Error> {
-    conn.send(request).await?;
-    let mut events = Vec::new();
-    let claude = agent;
-    let parent = claude.gone();
-    tokio::pin!(parent);
-    loop {
-        let reply = tokio::select! {
-            r = conn.next() => r,
-            _ = &mut parent => return Ok(None),
-        };
-        match reply {
-            Ok(Some(Reply::Event { event })) => events.push(event),
-            Ok(Some(Reply::Batch { .. })) => {
-                let described = wakeful_client::describe::Descriptions::default()
-                    .describe(paths, std::mem::take(&mut events))
-                    .await;
-                let (text, n) = present::batch(&described, MAX_FRAMED_BYTES, MAX_EVENT_BYTES, None);
-                let Some((last, _)) = described.get(n.wrapping_sub(1)) else {
-                    return Ok(None);
-                };
-                if claude.is_gone() {
-                    return Ok(None);
-                }
-                deliver(&text)?;
-                if claude.is_gone() {
-                    // Written after Claude Code left: nobody read it.
-                    return Ok(None);
-                }
-                conn.send(Request::Ack(wakeful_protocol::Ack { seq: last.seq }))
-                    .await?;
-                // The daemon records the acknowledgement before it answers.
-                let _ = conn.next().await;
-                return Ok(Some(n));
-            }
-            Ok(Some(Reply::Ok { .. })) | Ok(None) => return Ok(None),
-            Ok(Some(Reply::Error { kind, message })) => {
-                return match kind {
-                    ErrorKind::Timeout | ErrorKind::Superseded => Ok(None),
-                    _ => Err(Error::failed(message)),
-                }
-            }
-            // The daemon went away: the next hook or the bridge goes on.
-            Err(_) => return Ok(None),
+    let mut waiter = conn
+        .waiter(WaitEvents {
+            describe: true,
+            ..request
+        })
+        .await?;
+    let waited = tokio::select! {
+        r = waiter.wait() => r,
+        _ = agent.gone() => return Ok(None),
+    };
+    let mut batch = match waited {
+        Ok(Some(batch)) => batch,
+        Err(ClientError::Refused { kind, message })
+            if !matches!(kind, ErrorKind::Timeout | ErrorKind::Superseded) =>
+        {
+            return Err(Error::failed(message))
         }
+        // The daemon went away: the next hook or the bridge goes on.
+        _ => return Ok(None),
+    };
+    let (text, n) = present::batch(&batch.events, MAX_FRAMED_BYTES, MAX_EVENT_BYTES, None);
+    if n == 0 || agent.is_gone() {
+        return Ok(None);
     }
+    deliver(&text)?;
+    if agent.is_gone() {
+        // Written after the agent left: nobody read it.
+        return Ok(None);
+    }
+    batch.keep(n);
+    waiter.ack_last(batch).await?;
+    Ok(Some(n))
 }

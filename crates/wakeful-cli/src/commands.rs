@@ -5,9 +5,9 @@ use std::io::Write;
 use std::os::fd::AsFd;
 
 use serde_json::json;
-use wakeful_client::{connect, connect_existing, Connection, ErrorKind, Incoming, Paths};
+use wakeful_client::{connect, connect_existing, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::{EventBody, MonitorInfo, MonitorSpec, MonitorStopReason};
-use wakeful_protocol::{OutputForm, Reply, Request, StartResult, WakeDelivery, WakeStatus};
+use wakeful_protocol::{OutputForm, StartResult, WakeDelivery, WakeStatus};
 
 use crate::cli::{
     Cli, Command, DaemonAction, DaemonArgs, HookCommand, PluginCommand, SessionCommand,
@@ -386,37 +386,35 @@ async fn watch(
     // action (death without stopping the monitor).
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let (mut conn, started) = start_request(paths, session.clone(), spec, None).await?;
-    let request = |write_to| {
-        Request::Events(wakeful_protocol::ReadEvents {
-            session: session.clone(),
-            after: started.after_seq,
-            follow: true,
-            monitor: Some(started.id.clone()),
-            wakes_agent: false,
-            write_to,
-        })
+    let (conn, started) = start_request(paths, session.clone(), spec, None).await?;
+    let request = |write_to| wakeful_protocol::ReadEvents {
+        session: session.clone(),
+        after: started.after_seq,
+        follow: true,
+        monitor: Some(started.id.clone()),
+        write_to,
+        ..Default::default()
     };
     // A pipe or a socket: the daemon writes the monitor's output to it
     // itself, and sends its final event here too.
-    let mut handed = false;
-    match wakeful_client::handover::stdout_for_daemon() {
+    let handover = wakeful_client::handover::stdout_for_daemon();
+    let mut handed = handover.is_some();
+    let mut events = match &handover {
         Some(fd) => {
             let form = if json {
                 OutputForm::Json
             } else {
                 OutputForm::Watch
             };
-            conn.send_with_fds(request(Some(form)), &[fd.as_fd()])
-                .await?;
-            handed = true;
+            conn.events_with_fds(request(Some(form)), &[fd.as_fd()])
+                .await?
         }
-        None => conn.send(request(None)).await?,
-    }
-    let stdout = std::io::stdout();
+        None => conn.events(request(None)).await?,
+    };
+    drop(handover);
     loop {
-        let reply = tokio::select! {
-            r = conn.next_incoming() => r?,
+        let next = tokio::select! {
+            r = events.next() => r,
             _ = interrupt.recv() => {
                 let_go(paths, &started.id, detach_on_interrupt, true).await;
                 return Ok(watch_exit_code(WatchEnd::Interrupted));
@@ -426,36 +424,35 @@ async fn watch(
                 return Ok(watch_exit_code(WatchEnd::Terminated));
             }
         };
-        match reply {
-            Some(Incoming::Event(raw)) if handed => {
+        match next {
+            Ok(Some(e)) if handed => {
                 // The final event; the daemon has written it already.
-                let event = Incoming::event(&raw)?;
-                if let Some(code) = watch_end_code(&event) {
+                if let Some(code) = watch_end_code(&e.decode()?) {
                     return Ok(code);
                 }
             }
-            Some(Incoming::Reply(Reply::Error {
+            Err(ClientError::Refused {
                 kind: ErrorKind::OutputClosed,
                 ..
-            })) => {
+            }) => {
                 // Nobody reads our output any more: let the monitor go as on
                 // Ctrl-C, quietly (exit 141).
                 let_go(paths, &started.id, detach_on_interrupt, false).await;
                 return Ok(watch_exit_code(WatchEnd::StdoutClosed));
             }
-            Some(Incoming::Reply(Reply::Error {
+            Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,
                 ..
-            })) if handed => {
+            }) if handed => {
                 // A daemon that cannot write there: relay.
                 handed = false;
-                conn.send(request(None)).await?;
+                events.connection().send(request(None)).await?;
             }
-            Some(Incoming::Event(raw)) => {
-                let event = Incoming::event(&raw)?;
-                let mut out = stdout.lock();
+            Ok(Some(e)) => {
+                let event = e.decode()?;
+                let mut out = std::io::stdout().lock();
                 let written = if json {
-                    writeln!(out, "{raw}")
+                    writeln!(out, "{}", e.json)
                 } else {
                     render::watch_plain(&mut out, &event)
                 };
@@ -474,11 +471,8 @@ async fn watch(
                     return Ok(code);
                 }
             }
-            Some(Incoming::Reply(Reply::Error { kind, message })) => {
-                return Err(Failure::new(kind.exit_code(), message))
-            }
-            Some(Incoming::Reply(_)) => {}
-            None => {
+            Ok(None) => {}
+            Err(ClientError::Closed) => {
                 // A daemon that stops may close the stream before the final
                 // event reached it; a monitor that is not persistent ended
                 // with it (`daemon_stopped`).
@@ -499,6 +493,7 @@ async fn watch(
                     ),
                 ));
             }
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -611,15 +606,12 @@ async fn events(
     follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    let request = |write_to| {
-        Request::Events(wakeful_protocol::ReadEvents {
-            session: session.clone(),
-            after,
-            follow,
-            monitor: None,
-            wakes_agent: false,
-            write_to,
-        })
+    let request = |write_to| wakeful_protocol::ReadEvents {
+        session: session.clone(),
+        after,
+        follow,
+        write_to,
+        ..Default::default()
     };
     if let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
         let form = if json {
@@ -627,13 +619,14 @@ async fn events(
         } else {
             OutputForm::Plain
         };
-        let mut conn = connect(paths).await?;
-        conn.send_with_fds(request(Some(form)), &[stdout.as_fd()])
+        let mut handed = connect(paths)
+            .await?
+            .events_with_fds(request(Some(form)), &[stdout.as_fd()])
             .await?;
         drop(stdout);
-        match conn.next().await? {
-            Some(Reply::Ok { .. }) | None => return Ok(0),
-            Some(Reply::Error {
+        match handed.next().await {
+            Ok(None) | Err(ClientError::Closed) => return Ok(0),
+            Err(ClientError::Refused {
                 kind: ErrorKind::OutputClosed,
                 ..
             }) => {
@@ -642,47 +635,34 @@ async fn events(
             }
             // A daemon that cannot write there (or does not know how): this
             // process relays the events.
-            Some(Reply::Error {
+            Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,
                 ..
             }) => {}
-            Some(Reply::Error { kind, message }) => {
-                return Err(Failure::new(kind.exit_code(), message))
-            }
-            Some(other) => {
-                return Err(Failure::new(
-                    exit::FAILURE,
-                    format!("unexpected reply from the daemon: {other:?}"),
-                ))
+            Err(e) => return Err(e.into()),
+            Ok(Some(e)) => {
+                let m = format!("unexpected reply from the daemon: {e:?}");
+                return Err(Failure::new(exit::FAILURE, m));
             }
         }
     }
-    let mut conn = connect(paths).await?;
-    conn.send(request(None)).await?;
-    let stdout = std::io::stdout();
+    let mut events = connect(paths).await?.events(request(None)).await?;
     // Events that came together are written together.
     let mut ready = Vec::new();
     loop {
-        match conn.next_incoming().await? {
-            Some(Incoming::Event(event)) => {
-                add_event(&mut ready, &event, json)?;
-                if !conn.has_buffered() {
-                    let mut out = stdout.lock();
-                    out.write_all(&ready)?;
-                    out.flush()?;
-                    ready.clear();
-                }
-            }
-            Some(Incoming::Reply(Reply::Ok { .. })) | None => {
-                let mut out = stdout.lock();
-                out.write_all(&ready)?;
-                out.flush()?;
-                return Ok(0);
-            }
-            Some(Incoming::Reply(Reply::Error { kind, message })) => {
-                return Err(Failure::new(kind.exit_code(), message))
-            }
-            Some(Incoming::Reply(_)) => {}
+        let end = match events.next().await {
+            Ok(Some(e)) => add_event(&mut ready, &e.json, json).map(|()| false)?,
+            Ok(None) | Err(ClientError::Closed) => true,
+            Err(e) => return Err(e.into()),
+        };
+        if end || !events.has_buffered() {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&ready)?;
+            out.flush()?;
+            ready.clear();
+        }
+        if end {
+            return Ok(0);
         }
     }
 }
@@ -693,7 +673,7 @@ fn add_event(out: &mut Vec<u8>, json_text: &str, json: bool) -> Result<(), Failu
     if json {
         out.extend_from_slice(json_text.as_bytes());
     } else {
-        let e = Incoming::event(json_text)?;
+        let e = wakeful_client::stream::decode(json_text)?;
         out.extend_from_slice(wakeful_core::present::plain_line(&e).as_bytes());
     }
     out.push(b'\n');
@@ -714,53 +694,44 @@ async fn wait(paths: &Paths, session: String, args: WaitArgs, json: bool) -> Res
             .clone()
             .unwrap_or_else(|| wakeful_protocol::consumer::DEFAULT.into())
     });
-    let mut conn = connect(paths).await?;
-    conn.send(Request::Wait(wakeful_protocol::WaitEvents {
+    let request = wakeful_protocol::WaitEvents {
         session,
         consumer,
         timeout_ms,
         follow,
         exclusive,
         all,
-        fallback: false,
         monitor,
-    }))
-    .await?;
-    let stdout = std::io::stdout();
-    let mut batch = Vec::new();
+        ..Default::default()
+    };
+    let mut waiter = connect(paths).await?.waiter(request).await?;
     loop {
-        match conn.next_incoming().await? {
-            Some(Incoming::Event(event)) => add_event(&mut batch, &event, json)?,
-            Some(Incoming::Reply(Reply::Batch { last_seq })) => {
-                // Acknowledge only what has really been handed on: on a
-                // closed stdout nothing is acknowledged.
-                {
-                    let mut out = stdout.lock();
-                    out.write_all(&batch)?;
-                    out.flush()?;
-                }
-                batch.clear();
-                conn.send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
-                    .await?;
+        let batch = match waiter.wait().await {
+            Ok(Some(batch)) => batch,
+            Ok(None) => return Ok(0),
+            Err(ClientError::Refused { kind, message })
+                if kind == ErrorKind::Superseded || (kind == ErrorKind::Timeout && !json) =>
+            {
+                eprintln!("wakeful: {message}");
+                return Ok(kind.exit_code());
             }
-            Some(Incoming::Reply(Reply::Event { .. })) => {}
-            Some(Incoming::Reply(Reply::Ok { .. })) => return Ok(0),
-            Some(Incoming::Reply(Reply::Error { kind, message })) => {
-                if kind == ErrorKind::Superseded {
-                    eprintln!("wakeful: {message}");
-                    return Ok(0);
-                }
-                if kind == ErrorKind::Timeout && !json {
-                    eprintln!("wakeful: {message}");
-                    return Ok(kind.exit_code());
-                }
-                return Err(Failure::new(kind.exit_code(), message));
-            }
-            None => return Err(Failure::new(
+            Err(ClientError::Closed) => return Err(Failure::new(
                 exit::FAILURE,
                 "the daemon closed the connection; run wait again (nothing acknowledged is lost)",
             )),
+            Err(e) => return Err(e.into()),
+        };
+        let mut text = Vec::new();
+        for e in &batch.json {
+            add_event(&mut text, e, json)?;
         }
+        // Acknowledge only what has really been handed on: on a closed
+        // stdout nothing is acknowledged.
+        let mut out = std::io::stdout().lock();
+        out.write_all(&text)?;
+        out.flush()?;
+        drop(out);
+        waiter.ack(batch).await?;
     }
 }
 

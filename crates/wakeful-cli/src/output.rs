@@ -17,7 +17,6 @@ use wakeful_client::output_file::{Item, OutputIndex};
 use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
-use wakeful_protocol::{Reply, Request};
 
 use crate::cli::LineRange;
 use crate::{exit, Failure};
@@ -177,23 +176,23 @@ pub async fn output(paths: &Paths, id: String, range: &LineRange) -> Result<u8, 
         .call(wakeful_protocol::GetMonitor { id: id.clone() })
         .await?;
     let follow = range.follow && info.is_active();
-    if follow {
-        conn.send(Request::Events(wakeful_protocol::ReadEvents {
-            session: info.session.clone(),
-            after: 0,
-            follow: true,
-            monitor: Some(id),
-            wakes_agent: false,
-            write_to: None,
-        }))
-        .await?;
-    }
+    let request = wakeful_protocol::ReadEvents {
+        session: info.session.clone(),
+        follow: true,
+        monitor: Some(id),
+        ..Default::default()
+    };
+    let events = if follow {
+        Some(conn.events(request).await?)
+    } else {
+        None
+    };
     // The monitor's final event (or a broken connection) ends the follow.
     let end = async move {
-        while let Ok(Some(reply)) = conn.next().await {
-            match reply {
-                Reply::Event { event } if !event.kind().is_terminal() => {}
-                _ => return,
+        let Some(mut events) = events else { return };
+        while let Ok(Some(e)) = events.next().await {
+            if e.decode().map_or(true, |e| e.kind().is_terminal()) {
+                return;
             }
         }
     };

@@ -53,6 +53,9 @@ pub enum ClientError {
     /// The daemon still held its lock after this long ([`wait_gone`]).
     #[error("the daemon did not stop within {:?}; see `wakeful status` and the daemon log", .0)]
     NotStopped(Duration),
+    /// The daemon closed the connection before the end of its answer.
+    #[error("lost the connection to the wakeful daemon: the daemon closed the connection; run the command again (the daemon restarts on demand)")]
+    Closed,
     /// The daemon refused the request.
     #[error("{message}")]
     Refused {
@@ -70,23 +73,6 @@ impl ClientError {
             ClientError::Refused { kind, .. } => kind.exit_code(),
             _ => 1,
         }
-    }
-}
-
-/// One line from the daemon, with events kept as the JSON they came as.
-#[derive(Debug)]
-pub enum Incoming {
-    /// An event reply: the event's JSON, exactly as the daemon sent it
-    /// (what `events --json` prints), not decoded.
-    Event(String),
-    /// Any other reply.
-    Reply(Reply),
-}
-
-impl Incoming {
-    /// Decodes an event (for a reader that needs its fields).
-    pub fn event(json: &str) -> Result<wakeful_core::Event, ClientError> {
-        serde_json::from_str(json).map_err(|e| ClientError::Protocol(format!("{e}: {json}")))
     }
 }
 
@@ -161,26 +147,14 @@ impl Connection {
         }
     }
 
-    /// The next line, with an event's JSON passed through undecoded (the
-    /// daemon encoded it once; a `--json` reader prints it as it is).
-    /// `Ok(None)` when the daemon closed the connection.
-    pub async fn next_incoming(&mut self) -> Result<Option<Incoming>, ClientError> {
-        let Some(mut line) = self.reader.next_line().await? else {
-            return Ok(None);
-        };
-        if line.starts_with(wakeful_protocol::EVENT_REPLY_PREFIX) && line.ends_with('}') {
-            line.truncate(line.len() - 1);
-            line.drain(..wakeful_protocol::EVENT_REPLY_PREFIX.len());
-            return Ok(Some(Incoming::Event(line)));
-        }
-        serde_json::from_str(&line)
-            .map(|r| Some(Incoming::Reply(r)))
-            .map_err(|e| ClientError::Protocol(format!("{e}: {line}")))
+    /// The next line, undecoded; `Ok(None)` when the daemon closed the
+    /// connection.
+    pub(crate) async fn next_line(&mut self) -> Result<Option<String>, ClientError> {
+        Ok(self.reader.next_line().await?)
     }
 
-    /// Whether more of the daemon's lines are already read and waiting
-    /// (a reader can then write its output once for all of them).
-    pub fn has_buffered(&mut self) -> bool {
+    /// Whether more of the daemon's lines are already read and waiting.
+    pub(crate) fn has_buffered(&mut self) -> bool {
         !self.reader.get_mut().buffer().is_empty()
     }
 
@@ -221,7 +195,7 @@ pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
     }
 }
 
-async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
+pub(crate) async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
     let stream = UnixStream::connect(socket).await?;
     let (r, w) = stream.into_split();
     Ok(Connection {

@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use rmcp::model::{CustomNotification, ServerNotification};
 use rmcp::service::{Peer, RoleServer};
-use wakeful_client::{connect_existing, Connection, ErrorKind, Paths};
+use wakeful_client::{ClientError, ErrorKind, Followed, Follower, Paths};
 use wakeful_core::channel::Held;
 pub use wakeful_core::channel::{CAPABILITY, MAX_CONTENT_BYTES, METHOD};
-use wakeful_protocol::{FrameLock, OutputForm, Reply, Request};
+use wakeful_protocol::{FrameLock, OutputForm};
 
 /// Set to `1`, `wakeful mcp` relays every event itself instead of handing
 /// its stdout to the daemon (to rule the hand-over out when diagnosing a
@@ -72,165 +72,83 @@ pub struct Push {
 /// come back (any tool call or command starts it) and resumes after the
 /// last event sent.
 pub async fn forward(push: Push) {
-    let mut state = Following {
-        after: push.after,
-        held: Held::default(),
-        descriptions: Default::default(),
-        // Only what can be written without blocking is handed over;
-        // `WAKEFUL_MCP_RELAY=1` keeps every event on this process's way.
-        stdout: push
-            .handover
-            .as_ref()
-            .filter(|_| std::env::var_os(RELAY_ENV).is_none_or(|v| v.is_empty() || v == "0"))
-            .and_then(|_| wakeful_client::handover::stdout_for_daemon()),
-    };
-    let mut retry = MIN_RETRY;
+    // Relayed events that did not wake, read since the last notification;
+    // the follower resumes before them, so a reconnection reads them again.
+    let mut held = Held::default();
+    // Stdout, ready for the daemon; `None` once the daemon refused it (or
+    // when it cannot be handed over): events are relayed. Only what can be
+    // written without blocking is handed over; `WAKEFUL_MCP_RELAY=1` keeps
+    // every event on this process's way.
+    let mut stdout = push
+        .handover
+        .as_ref()
+        .filter(|_| std::env::var_os(RELAY_ENV).is_none_or(|v| v.is_empty() || v == "0"))
+        .and_then(|_| wakeful_client::handover::stdout_for_daemon());
+    let mut follower = Follower::new(push.paths.clone(), push.after, 0).retry(MIN_RETRY, MAX_RETRY);
     loop {
-        if let Ok(mut conn) = connect_existing(&push.paths).await {
-            match follow(&mut conn, &push, &mut state).await {
-                Followed::ClientGone => return,
-                Followed::Progress => retry = MIN_RETRY,
-                Followed::Nothing => {}
-            }
-        }
-        tokio::time::sleep(retry).await;
-        retry = (retry * 2).min(MAX_RETRY);
-    }
-}
-
-/// How one daemon connection ended.
-enum Followed {
-    /// The MCP client is gone: stop.
-    ClientGone,
-    /// At least one event was sent (or the stream was established).
-    Progress,
-    /// Nothing was achieved: back off before retrying.
-    Nothing,
-}
-
-/// What [`forward`] keeps across daemon connections.
-struct Following {
-    /// The last event sent.
-    after: Option<u64>,
-    /// Relayed events that did not wake, read since the last notification;
-    /// `after` stays before them, so a reconnection reads them again.
-    held: Held,
-    descriptions: wakeful_client::describe::Descriptions,
-    /// Stdout, ready for the daemon; `None` once the daemon refused it (or
-    /// when it cannot be handed over): events are relayed.
-    stdout: Option<OwnedFd>,
-}
-
-async fn follow(conn: &mut Connection, push: &Push, state: &mut Following) -> Followed {
-    let from = match state.after {
-        Some(seq) => seq,
-        None => match conn.call(wakeful_protocol::GetStatus {}).await {
-            Ok(status) => {
-                state.after = Some(status.last_seq);
-                status.last_seq
-            }
-            Err(_) => return Followed::Nothing,
-        },
-    };
-    let request = |write_to| {
-        Request::Events(wakeful_protocol::ReadEvents {
+        let handing = push.handover.as_ref().zip(stdout.as_ref());
+        let fds = handing.map(|(h, out)| [out.as_fd(), h.theirs.as_fd()]);
+        let request = |after| wakeful_protocol::ReadEvents {
             session: push.session.clone(),
-            after: from,
+            after,
             follow: true,
-            monitor: None,
             wakes_agent: push.shows,
-            write_to,
-        })
-    };
-    // A new connection starts a new stream: events held by the last one
-    // come again.
-    state.held = Held::default();
-    if let (Some(handover), Some(stdout)) = (&push.handover, &state.stdout) {
-        let fds = [stdout.as_fd(), handover.theirs.as_fd()];
-        if conn
-            .send_with_fds(request(Some(OutputForm::Channel)), &fds)
+            write_to: handing.map(|_| OutputForm::Channel),
+            describe: handing.is_none(),
+            ..Default::default()
+        };
+        match follower
+            .next(request, fds.as_ref().map_or(&[], |f| f))
             .await
-            .is_err()
         {
-            return Followed::Nothing;
-        }
-        return handed(conn, handover, state).await;
-    }
-    if conn.send(request(None)).await.is_err() {
-        return Followed::Nothing;
-    }
-    relay(conn, push, state).await
-}
-
-/// The daemon writes the notifications: wait for the stream's end, then
-/// take the last seq it wrote.
-async fn handed(conn: &mut Connection, handover: &Handover, state: &mut Following) -> Followed {
-    let end = conn.next().await;
-    let written = handover.mine.recorded().ok().flatten();
-    let progress = match written {
-        Some(seq) if state.after.is_none_or(|a| seq > a) => {
-            state.after = Some(seq);
-            Followed::Progress
-        }
-        _ => Followed::Nothing,
-    };
-    match end {
-        Ok(Some(Reply::Error {
-            kind: ErrorKind::OutputClosed,
-            ..
-        })) => Followed::ClientGone,
-        Ok(Some(Reply::Error {
-            kind: ErrorKind::Invalid,
-            message,
-        })) => {
-            // An older daemon, or a descriptor it will not write to: relay
-            // from now on.
-            eprintln!(
-                "wakeful mcp: the daemon does not write to this stdout ({message}); relaying events instead"
-            );
-            state.stdout = None;
-            Followed::Progress
-        }
-        Ok(Some(Reply::Error { message, .. })) => {
-            eprintln!("wakeful mcp: the daemon refused to stream events: {message}");
-            progress
-        }
-        _ => progress,
-    }
-}
-
-/// This process sends the notifications.
-async fn relay(conn: &mut Connection, push: &Push, state: &mut Following) -> Followed {
-    let mut result = Followed::Nothing;
-    loop {
-        match conn.next().await {
-            Ok(Some(Reply::Event { event })) => {
-                if state.after.is_some_and(|a| event.seq <= a) {
-                    continue;
-                }
-                let description = state.descriptions.get(&push.paths, &event.monitor_id).await;
-                let Some(notification) = state.held.offer(&event, description.as_deref()) else {
+            // A new connection starts a new stream: events held by the last
+            // one come again.
+            Followed::Live { .. } => held = Held::default(),
+            Followed::Event(event, description) => {
+                let Some(notification) = held.offer(&event, description.as_deref()) else {
                     continue;
                 };
                 let n = CustomNotification::new(METHOD, Some(notification.params()));
-                if push
+                let sent = push
                     .peer
                     .send_notification(ServerNotification::CustomNotification(n))
-                    .await
-                    .is_err()
-                {
-                    return Followed::ClientGone;
+                    .await;
+                if sent.is_err() {
+                    return;
                 }
-                state.after = Some(event.seq);
-                result = Followed::Progress;
+                follower.resume_after(event.seq);
             }
-            Ok(Some(Reply::Error { message, .. })) => {
-                eprintln!("wakeful mcp: the daemon refused to stream events: {message}");
-                return result;
+            Followed::Lost(end) => {
+                // The daemon wrote the notifications: the last seq it wrote.
+                let written = push.handover.as_ref().filter(|_| stdout.is_some());
+                if let Some(seq) = written.and_then(|h| h.mine.recorded().ok().flatten()) {
+                    if follower.after().is_none_or(|a| seq > a) {
+                        follower.resume_after(seq);
+                    }
+                }
+                match end {
+                    ClientError::Refused {
+                        kind: ErrorKind::OutputClosed,
+                        ..
+                    } => return,
+                    ClientError::Refused {
+                        kind: ErrorKind::Invalid,
+                        message,
+                    } if stdout.is_some() => {
+                        // An older daemon, or a descriptor it will not write
+                        // to: relay from now on.
+                        eprintln!("wakeful mcp: the daemon does not write to this stdout ({message}); relaying events instead");
+                        stdout = None;
+                        if let Some(after) = follower.after() {
+                            follower.resume_after(after);
+                        }
+                    }
+                    ClientError::Refused { message, .. } => {
+                        eprintln!("wakeful mcp: the daemon refused to stream events: {message}");
+                    }
+                    _ => {}
+                }
             }
-            // A follow stream does not end by itself; reconnect if it does.
-            Ok(Some(Reply::Ok { .. })) | Ok(None) | Err(_) => return result,
-            Ok(Some(Reply::Batch { .. })) => {}
         }
     }
 }

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wakeful_client::{connect, ClientError, Connection, ErrorKind, Paths};
 use wakeful_core::{Event, MonitorInfo};
-use wakeful_protocol::{Reply, Request, StartResult};
+use wakeful_protocol::StartResult;
 
 use crate::args::{
     MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
@@ -328,35 +328,28 @@ impl WakefulServer {
     async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorEventsArgs = parse(MONITOR_EVENTS, args)?;
         let (after, limit) = args.checked()?;
-        let mut conn = self.connect().await?;
-        conn.send(Request::Events(wakeful_protocol::ReadEvents {
+        let request = wakeful_protocol::ReadEvents {
             session: call.session.clone(),
             after,
-            follow: false,
-            monitor: None,
-            wakes_agent: false,
-            write_to: None,
-        }))
-        .await
-        .map_err(daemon_error)?;
+            ..Default::default()
+        };
+        let conn = self.connect().await?;
+        let mut events = conn.events(request).await.map_err(daemon_error)?;
         let mut page = Page::new(limit);
         let mut more = false;
         loop {
-            match conn.next().await.map_err(daemon_error)? {
-                Some(Reply::Event { event }) => {
-                    if !page.add(&event) {
+            match events.next().await {
+                Ok(Some(e)) => {
+                    if !page.add(&e.decode().map_err(daemon_error)?) {
                         // The rest stays for the next call; dropping the
                         // connection ends the daemon's stream.
                         more = true;
                         break;
                     }
                 }
-                Some(Reply::Ok { .. }) => break,
-                Some(Reply::Error { kind, message }) => {
-                    return Err(daemon_error(ClientError::Refused { kind, message }))
-                }
-                Some(Reply::Batch { .. }) => {}
-                None => return Err(closed()),
+                Ok(None) => break,
+                Err(ClientError::Closed) => return Err(closed()),
+                Err(e) => return Err(daemon_error(e)),
             }
         }
         results::to_value(&results::EventsPage {
@@ -373,95 +366,75 @@ impl WakefulServer {
     async fn monitor_wait(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorWaitArgs = parse(MONITOR_WAIT, args)?;
         let timeout_ms = args.timeout_ms()?;
-        let mut conn = self.connect().await?;
-        conn.send(Request::Wait(wakeful_protocol::WaitEvents {
+        let request = wakeful_protocol::WaitEvents {
             session: call.session.clone(),
             consumer: CONSUMER.to_string(),
             timeout_ms: Some(timeout_ms),
-            follow: false,
-            exclusive: false,
             all: args.all.unwrap_or(false),
-            fallback: false,
-            monitor: None,
-        }))
-        .await
-        .map_err(daemon_error)?;
-        let mut page = Page::new(usize::MAX);
-        let mut more = false;
+            ..Default::default()
+        };
+        let conn = self.connect().await?;
+        let mut waiter = conn.waiter(request).await.map_err(daemon_error)?;
         let gone = self.inner.receipts.client_gone();
         let started = tokio::time::Instant::now();
         let mut ticks = tokio::time::interval_at(started + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let reply = tokio::select! {
-                r = conn.next() => r.map_err(daemon_error)?,
-                // Cancelled, or the client closed stdin: dropping the
-                // connection acknowledges nothing.
-                _ = call.ct.cancelled() => return Err(cancelled()),
-                _ = gone.cancelled() => return Err(cancelled()),
-                // Still waiting: tell a client that asked for progress, so
-                // that its idle timer does not end the call. It
-                // acknowledges nothing.
-                _ = ticks.tick(), if call.progress.is_some() => {
-                    if let Some((token, peer)) = &call.progress {
-                        let note = progress_note(token.clone(), started.elapsed(), timeout_ms);
-                        // A client that cannot be told has gone: `gone` ends the wait.
-                        let _ = peer.notify_progress(note).await;
-                    }
-                    continue;
-                }
-            };
-            match reply {
-                Some(Reply::Event { event }) => {
-                    if !more && !page.add(&event) {
-                        more = true;
-                    }
-                }
-                Some(Reply::Batch { last_seq }) => {
-                    if call.ct.is_cancelled() || gone.is_cancelled() {
-                        return Err(cancelled());
-                    }
-                    // Events left out of this result stay unacknowledged
-                    // for the next call.
-                    let seq = page.last_seq.unwrap_or(last_seq);
-                    let receipt = self.inner.receipts.expect(call.id.clone());
-                    let receipts = self.inner.receipts.clone();
-                    let id = call.id.clone();
-                    tokio::spawn(async move {
-                        let written = matches!(
-                            tokio::time::timeout(RECEIPT_DEADLINE, receipt).await,
-                            Ok(Ok(()))
-                        );
-                        receipts.forget(&id);
-                        if written
-                            && conn
-                                .send(Request::Ack(wakeful_protocol::Ack { seq }))
-                                .await
-                                .is_ok()
-                        {
-                            // The daemon records it before it answers.
-                            let _ = conn.next().await;
+        let waited = {
+            let wait = waiter.wait();
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    r = &mut wait => break r,
+                    // Cancelled, or the client closed stdin: dropping the
+                    // connection acknowledges nothing.
+                    _ = call.ct.cancelled() => return Err(cancelled()),
+                    _ = gone.cancelled() => return Err(cancelled()),
+                    // Still waiting: tell a client that asked for progress, so
+                    // that its idle timer does not end the call. It
+                    // acknowledges nothing.
+                    _ = ticks.tick(), if call.progress.is_some() => {
+                        if let Some((token, peer)) = &call.progress {
+                            let note = progress_note(token.clone(), started.elapsed(), timeout_ms);
+                            // A client that cannot be told has gone: `gone` ends the wait.
+                            let _ = peer.notify_progress(note).await;
                         }
-                        // Otherwise the connection is dropped unacknowledged:
-                        // the daemon hands the batch to the next waiter.
-                    });
-                    return results::to_value(&results::Waited::batch(
-                        page.events,
-                        page.last_seq,
-                        more,
-                    ));
+                    }
                 }
-                Some(Reply::Ok { .. }) => break,
-                Some(Reply::Error {
-                    kind: ErrorKind::Timeout,
-                    ..
-                }) => return results::to_value(&results::Waited::timed_out(timeout_ms)),
-                Some(Reply::Error { kind, message }) => {
-                    return Err(daemon_error(ClientError::Refused { kind, message }))
-                }
-                None => return Err(closed()),
             }
+        };
+        let mut batch = match waited {
+            Ok(Some(batch)) => batch,
+            Ok(None) => return results::to_value(&results::Waited::batch(vec![], None, false)),
+            Err(ClientError::Refused {
+                kind: ErrorKind::Timeout,
+                ..
+            }) => return results::to_value(&results::Waited::timed_out(timeout_ms)),
+            Err(ClientError::Closed) => return Err(closed()),
+            Err(e) => return Err(daemon_error(e)),
+        };
+        if call.ct.is_cancelled() || gone.is_cancelled() {
+            return Err(cancelled());
         }
+        let mut page = Page::new(usize::MAX);
+        let more = !batch.events.iter().all(|(e, _)| page.add(e));
+        // Events left out of this result stay unacknowledged for the next
+        // call.
+        batch.keep(page.events.len());
+        let receipt = self.inner.receipts.expect(call.id.clone());
+        let receipts = self.inner.receipts.clone();
+        let id = call.id.clone();
+        tokio::spawn(async move {
+            let written = matches!(
+                tokio::time::timeout(RECEIPT_DEADLINE, receipt).await,
+                Ok(Ok(()))
+            );
+            receipts.forget(&id);
+            if written {
+                let _ = waiter.ack_last(batch).await;
+            }
+            // Otherwise the connection is dropped unacknowledged: the daemon
+            // hands the batch to the next waiter.
+        });
         results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
     }
 

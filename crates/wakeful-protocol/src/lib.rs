@@ -19,6 +19,8 @@
 //!   a request line ([`frame::Framer`], [`frame::parse_request`]).
 //! - [`frame_lock`]: the lock around each frame when `wakeful mcp` and the
 //!   daemon write to one stdout.
+//! - [`stream`]: the event lines of a stream, with each monitor's
+//!   description the first time ([`Descriptions`]).
 //! - [`paths`]: where state, socket and configuration live.
 //! - [`view`]: the `[view]` table of `config.toml` (the live views' settings).
 //! - Events travel in their wire shape, defined with the model in
@@ -38,6 +40,7 @@ pub mod paths;
 pub mod reply;
 pub mod request;
 pub mod route;
+pub mod stream;
 pub mod view;
 
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
@@ -51,12 +54,13 @@ pub use reply::{
     Status, StorageStatus, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{
-    decode_ok, Ack, Call, CheckWake, ClearWake, EndSession, Envelope, GetClusterStatus, GetDigest,
-    GetMonitor, GetStatus, GetTerminal, Import, ImportedEvent, KillTerminal, ListClusterMonitors,
-    ListConsumers, ListMonitors, ListPrunes, ListTerminals, OutputForm, Prune, ReadAllEvents,
-    ReadEvents, ReplyError, Request, RunRequest, SetWake, ShowWake, Shutdown, StartMonitor,
-    StopMonitor, Stream, WaitEvents, WaitTerminal, WakeAdapter,
+    decode_ok, Ack, Batch, Call, CheckWake, ClearWake, EndSession, Envelope, GetClusterStatus,
+    GetDigest, GetMonitor, GetStatus, GetTerminal, Import, ImportedEvent, KillTerminal,
+    ListClusterMonitors, ListConsumers, ListMonitors, ListPrunes, ListTerminals, OutputForm, Prune,
+    ReadAllEvents, ReadEvents, ReplyError, Request, RunRequest, SetWake, ShowWake, Shutdown,
+    StartMonitor, StopMonitor, Stream, WaitEvents, WaitTerminal, WakeAdapter,
 };
+pub use stream::{described_event_reply_line, event_of_line, Descriptions, MAX_DESCRIBED};
 pub use wakeful_core::digest::Digest;
 pub use wakeful_core::{Event, MonitorInfo};
 
@@ -135,7 +139,7 @@ mod tests {
         let line = event_reply_line(json);
         let text = std::str::from_utf8(&line).unwrap();
         let reply: Reply = serde_json::from_str(text).unwrap();
-        assert!(matches!(reply, Reply::Event { event } if event.seq == 3));
+        assert!(matches!(reply, Reply::Event { event, .. } if event.seq == 3));
         assert_eq!(event_json_of_line(text.trim_end()), Some(json));
         assert_eq!(event_json_of_line(r#"{"type":"ok","result":{}}"#), None);
     }

@@ -22,6 +22,10 @@ pub enum Reply {
     Event {
         /// The event.
         event: Event,
+        /// Its monitor's description, with the first event of each monitor
+        /// in a stream whose request asked for it (`describe`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
     },
     /// The end of a `wait` batch; answer with [`Request::Ack`](crate::Request::Ack).
     Batch {

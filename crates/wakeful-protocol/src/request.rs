@@ -25,7 +25,7 @@ pub use crate::route::WakeAdapter;
 #[allow(unused_imports)] // rustdoc links
 use crate::PROTOCOL_VERSION;
 use crate::{ErrorKind, Reply};
-use wakeful_core::MonitorInfo;
+use wakeful_core::{Event, MonitorInfo};
 
 /// A request, tagged by `op`, wrapped in an [`Envelope`]. Each variant
 /// holds the request's own struct, which says what answers it ([`Call`] or
@@ -90,6 +90,19 @@ pub enum Request {
     Prunes(ListPrunes),
 }
 
+impl Request {
+    /// Whether this stream request asks for each monitor's description with
+    /// its first event ([`ReadEvents::describe`]).
+    pub fn describes(&self) -> bool {
+        match self {
+            Request::Events(r) => r.describe,
+            Request::EventsAll(r) => r.describe,
+            Request::Wait(r) => r.describe,
+            _ => false,
+        }
+    }
+}
+
 /// A request answered by one `ok` whose result is a [`Call::Reply`] (or an
 /// error). The compiler pairs the two: a client gets the result as that
 /// type ([`Call::decode`]), a daemon handler must produce it.
@@ -108,8 +121,41 @@ pub trait Call: Into<Request> {
 /// lines), ended, when it ends by itself, by one `ok` whose result is a
 /// [`Stream::End`].
 pub trait Stream: Into<Request> {
+    /// What a reader of the stream takes at a time: an [`Event`] (`events`,
+    /// `events_all`), or a [`Batch`] that it acknowledges (`wait`).
+    type Item;
     /// The result of the `ok` that ends the stream.
     type End: Serialize + DeserializeOwned;
+}
+
+/// The item of a `wait` stream ([`Stream::Item`]): the `event` lines up to
+/// a `batch` line, which the client answers with an [`Ack`] of at most
+/// `last_seq` once it has handed them on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    /// Its events, in seq order, each with its monitor's description when
+    /// the stream carried one for it.
+    pub events: Vec<(Event, Option<String>)>,
+    /// Each event's JSON exactly as the daemon sent it (what `wait --json`
+    /// prints), in the same order.
+    pub json: Vec<String>,
+    /// The `batch` line's `last_seq`.
+    pub last_seq: u64,
+}
+
+impl Batch {
+    /// Keeps the first `n` events only: the rest are not acknowledged with
+    /// it, and the next wait hands them out again.
+    pub fn keep(&mut self, n: usize) {
+        self.events.truncate(n);
+        self.json.truncate(n);
+    }
+
+    /// The seq its [`Ack`] names: its last event's (its `last_seq`, unless
+    /// [`Batch::keep`] left some out).
+    pub fn ack_seq(&self) -> u64 {
+        self.events.last().map_or(self.last_seq, |(e, _)| e.seq)
+    }
 }
 
 /// Why a reply holds no result of the type asked for.
@@ -183,7 +229,7 @@ pairs! {
 }
 
 macro_rules! streams {
-    ($( $variant:ident($request:ty) => $end:ty; )*) => {
+    ($( $variant:ident($request:ty) => $item:ty, $end:ty; )*) => {
         $(
             impl From<$request> for Request {
                 fn from(r: $request) -> Request {
@@ -191,6 +237,7 @@ macro_rules! streams {
                 }
             }
             impl Stream for $request {
+                type Item = $item;
                 type End = $end;
             }
         )*
@@ -198,9 +245,9 @@ macro_rules! streams {
 }
 
 streams! {
-    Events(ReadEvents) => crate::StreamEnd;
-    EventsAll(ReadAllEvents) => crate::StreamEnd;
-    Wait(WaitEvents) => crate::Acked;
+    Events(ReadEvents) => Event, crate::StreamEnd;
+    EventsAll(ReadAllEvents) => Event, crate::StreamEnd;
+    Wait(WaitEvents) => Batch, crate::Acked;
 }
 
 impl From<Ack> for Request {
@@ -266,7 +313,7 @@ pub struct StopMonitor {
 
 /// Read events (never moves a cursor). Replies: `event` lines, then
 /// (without `follow`) `ok` with a [`StreamEnd`](crate::StreamEnd).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadEvents {
     /// The session.
@@ -293,25 +340,35 @@ pub struct ReadEvents {
     /// ([`crate::ErrorKind::OutputClosed`] once the reader is gone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_to: Option<OutputForm>,
+    /// Send each monitor's description with its first event in this
+    /// stream (the `event` reply's `description`), so that a reader that
+    /// shows it needs no `get` of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub describe: bool,
 }
 
 /// Read the events of every session (never moves a cursor): `events`
 /// without the session filter, for views that show all sessions.
 /// Replies as [`ReadEvents`] without `monitor`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadAllEvents {
     /// Only events with a greater seq.
     pub after: u64,
     /// Keep streaming new events until the client disconnects.
     pub follow: bool,
+    /// Send each monitor's description with its first event in this
+    /// stream (the `event` reply's `description`), so that a reader that
+    /// shows it needs no `get` of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub describe: bool,
 }
 
 /// Block until the session has events the consumer has not acknowledged;
 /// send them, then a `batch`; the client answers [`Ack`] once it has
 /// handed them on. Without `follow` the daemon then replies `ok` with an
 /// [`Acked`](crate::Acked); with it, it waits for the next batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaitEvents {
     /// The session.
@@ -346,6 +403,11 @@ pub struct WaitEvents {
     /// monitors: give such a wait a consumer of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<String>,
+    /// Send each monitor's description with its first event in this
+    /// stream (the `event` reply's `description`), so that a reader that
+    /// shows it needs no `get` of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub describe: bool,
 }
 
 /// Inside a `wait`: everything up to `seq` was handed on.

@@ -102,7 +102,7 @@ proptest! {
         id in "[a-z0-9-]{1,20}",
     ) {
         for request in [
-            Request::Events(ReadEvents { session: session.clone(), after, follow, monitor: None, wakes_agent: false, write_to: None }),
+            Request::Events(ReadEvents { session: session.clone(), after, follow, monitor: None, wakes_agent: false, write_to: None, describe: false }),
             Request::Stop(StopMonitor { id: id.clone() }),
             Request::WakeShow(ShowWake { session: session.clone() }),
         ] {

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use wakeful_client::{connect, connect_existing, ClientError, Connection, Paths};
+use wakeful_client::{connect_existing, ClientError, Connection, Followed, Follower, Paths};
 use wakeful_core::{Event, EventKind, MonitorInfo};
-use wakeful_protocol::{Reply, Request, Status};
+use wakeful_protocol::Status;
 
 /// Sends a `list` result and the store's status; `false` once the view is
 /// gone.
@@ -90,32 +90,44 @@ pub fn spawn(paths: Paths, scope: Scope, options: FeedOptions) -> mpsc::Receiver
 }
 
 async fn run(paths: Paths, scope: Scope, options: FeedOptions, tx: mpsc::Sender<FeedMsg>) {
-    let mut after: Option<u64> = None;
-    let mut backoff = Duration::from_millis(100);
-    let mut first = true;
+    let mut follower =
+        Follower::new(paths.clone(), None, options.history).start_daemon(options.start_daemon);
     loop {
-        let outcome = stream(&paths, &scope, &options, &mut after, first, &tx).await;
-        first = false;
+        let outcome = stream(&paths, &scope, &options, &mut follower, &tx).await;
         if tx.is_closed() {
             return;
         }
+        follower.reconnect();
         let why = match outcome {
-            Ok(()) => "the daemon closed the stream".to_string(),
+            Ok(()) | Err(ClientError::Closed) => "the daemon closed the stream".to_string(),
             Err(e) => e.to_string(),
         };
         if tx.send(FeedMsg::Lost(why)).await.is_err() {
             return;
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
     }
 }
 
-async fn open(paths: &Paths, start: bool) -> Result<Connection, ClientError> {
-    if start {
-        connect(paths).await
-    } else {
-        Ok(connect_existing(paths).await?)
+/// The follower's next event (or change of connection) for `scope`.
+async fn next(follower: &mut Follower, scope: &Scope) -> Followed {
+    match scope {
+        Scope::Session(session) => {
+            let request = |after| wakeful_protocol::ReadEvents {
+                session: session.clone(),
+                after,
+                follow: true,
+                ..Default::default()
+            };
+            follower.next(request, &[]).await
+        }
+        Scope::All => {
+            let request = |after| wakeful_protocol::ReadAllEvents {
+                after,
+                follow: true,
+                ..Default::default()
+            };
+            follower.next(request, &[]).await
+        }
     }
 }
 
@@ -124,42 +136,21 @@ async fn stream(
     paths: &Paths,
     scope: &Scope,
     options: &FeedOptions,
-    after: &mut Option<u64>,
-    first: bool,
+    follower: &mut Follower,
     tx: &mpsc::Sender<FeedMsg>,
 ) -> Result<(), ClientError> {
-    let mut control = open(paths, first && options.start_daemon).await?;
-    let mut events = connect_existing(paths).await?;
-    let from = match *after {
-        Some(seq) => seq,
-        None => {
-            let status: Status = control.call(wakeful_protocol::GetStatus {}).await?;
-            status.last_seq.saturating_sub(options.history)
-        }
+    let from = match next(follower, scope).await {
+        Followed::Live { after } => after,
+        Followed::Lost(e) => return Err(e),
+        Followed::Event(..) => return Ok(()),
     };
-    *after = Some(from);
+    let mut control = connect_existing(paths).await?;
     let list_request = || wakeful_protocol::ListMonitors {
         session: scope.session().map(String::from),
     };
     if !send_list(&mut control, list_request(), tx).await? {
         return Ok(());
     }
-    events
-        .send(match scope {
-            Scope::Session(session) => Request::Events(wakeful_protocol::ReadEvents {
-                session: session.clone(),
-                after: from,
-                follow: true,
-                monitor: None,
-                wakes_agent: false,
-                write_to: None,
-            }),
-            Scope::All => Request::EventsAll(wakeful_protocol::ReadAllEvents {
-                after: from,
-                follow: true,
-            }),
-        })
-        .await?;
     if tx.send(FeedMsg::Live { after: from }).await.is_err() {
         return Ok(());
     }
@@ -174,49 +165,40 @@ async fn stream(
             }
         };
         tokio::select! {
-            reply = events.next() => {
+            mut followed = next(follower, scope) => {
                 let mut batch = vec![];
                 let coalesce_until = tokio::time::Instant::now() + COALESCE;
-                let mut reply = reply?;
-                loop {
-                    match reply {
-                        Some(Reply::Event { event }) => {
-                            if after.is_none_or(|a| event.seq > a) {
-                                *after = Some(event.seq);
-                                if matches!(event.kind(), EventKind::Started | EventKind::Rearmed)
-                                    || event.kind().is_terminal()
-                                {
-                                    list_soon.get_or_insert(
-                                        tokio::time::Instant::now() + Duration::from_millis(100),
-                                    );
-                                }
-                                batch.push(event);
-                            }
-                        }
-                        Some(Reply::Error { kind, message }) => {
-                            return Err(ClientError::Refused { kind, message });
-                        }
-                        Some(_) => {}
-                        None => {
-                            if !batch.is_empty() {
-                                let _ = tx.send(FeedMsg::Events(batch)).await;
-                            }
-                            return Ok(());
-                        }
+                let end = loop {
+                    let Followed::Event(event, _) = followed else {
+                        break Some(followed);
+                    };
+                    follower.resume_after(event.seq);
+                    if matches!(event.kind(), EventKind::Started | EventKind::Rearmed)
+                        || event.kind().is_terminal()
+                    {
+                        list_soon.get_or_insert(
+                            tokio::time::Instant::now() + Duration::from_millis(100),
+                        );
                     }
+                    batch.push(event);
                     if batch.len() >= BATCH {
-                        break;
+                        break None;
                     }
                     // Take what comes within COALESCE: a view draws at most
                     // every 33 ms, and one message per event would wake it a
                     // thousand times a second under load.
-                    match tokio::time::timeout_at(coalesce_until, events.next()).await {
-                        Ok(next) => reply = next?,
-                        Err(_) => break,
+                    match tokio::time::timeout_at(coalesce_until, next(follower, scope)).await {
+                        Ok(next) => followed = next,
+                        Err(_) => break None,
                     }
-                }
+                };
                 if !batch.is_empty() && tx.send(FeedMsg::Events(batch)).await.is_err() {
                     return Ok(());
+                }
+                match end {
+                    Some(Followed::Lost(e)) => return Err(e),
+                    Some(_) => return Ok(()),
+                    None => {}
                 }
             }
             _ = list_tick.tick() => {

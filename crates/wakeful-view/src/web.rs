@@ -55,7 +55,6 @@ use tokio::sync::watch;
 use wakeful_client::{connect_existing, Paths};
 use wakeful_core::text::{sanitize_for_model, sanitize_json};
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorState};
-use wakeful_protocol::{Reply, Request as DaemonRequest};
 
 use crate::app::Scope;
 use crate::events::one_line;
@@ -652,7 +651,7 @@ struct Stream {
     pending: VecDeque<Arc<Frame>>,
     latest: watch::Receiver<u64>,
     /// Reading events that left the ring from the daemon.
-    backfill: Option<wakeful_client::Connection>,
+    backfill: Option<wakeful_client::EventStream>,
 }
 
 impl Stream {
@@ -708,9 +707,10 @@ impl Stream {
             if let Some(f) = self.pending.pop_front() {
                 return Some(f);
             }
-            if let Some(conn) = &mut self.backfill {
-                match conn.next().await {
-                    Ok(Some(Reply::Event { event })) => {
+            if let Some(events) = &mut self.backfill {
+                match events.next().await {
+                    Ok(Some(e)) => {
+                        let event = e.decode().ok()?;
                         if self.cursor.is_none_or(|c| event.seq > c) {
                             self.cursor = Some(event.seq);
                             let f = frame(&event, &self.shared.error_regex);
@@ -720,32 +720,34 @@ impl Stream {
                         }
                         continue;
                     }
-                    Ok(Some(Reply::Ok { .. })) => {
+                    Ok(None) => {
                         self.backfill = None;
                         continue;
                     }
-                    _ => return None,
+                    Err(_) => return None,
                 }
             }
             if self.take().is_err() {
-                let mut conn = connect_existing(&self.shared.paths).await.ok()?;
+                let conn = connect_existing(&self.shared.paths).await.ok()?;
                 let after = self.cursor.unwrap_or(0);
-                let request = match &self.session {
-                    Some(s) => DaemonRequest::Events(wakeful_protocol::ReadEvents {
-                        session: s.clone(),
-                        after,
-                        follow: false,
-                        monitor: None,
-                        wakes_agent: false,
-                        write_to: None,
-                    }),
-                    None => DaemonRequest::EventsAll(wakeful_protocol::ReadAllEvents {
-                        after,
-                        follow: false,
-                    }),
+                let events = match &self.session {
+                    Some(s) => {
+                        let request = wakeful_protocol::ReadEvents {
+                            session: s.clone(),
+                            after,
+                            ..Default::default()
+                        };
+                        conn.events(request).await
+                    }
+                    None => {
+                        let request = wakeful_protocol::ReadAllEvents {
+                            after,
+                            ..Default::default()
+                        };
+                        conn.events(request).await
+                    }
                 };
-                conn.send(request).await.ok()?;
-                self.backfill = Some(conn);
+                self.backfill = Some(events.ok()?);
                 continue;
             }
             if self.pending.is_empty() {

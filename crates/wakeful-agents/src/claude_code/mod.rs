@@ -58,9 +58,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use serde_json::json;
-use wakeful_client::{connect, connect_existing, Connection, Paths};
+use wakeful_client::{connect, connect_existing, ClientError, Connection, Paths};
 use wakeful_core::present::{self, sanitize_for_model};
-use wakeful_protocol::{Reply, Request};
 
 #[cfg(test)]
 use crate::hook::parse_input;
@@ -251,7 +250,6 @@ pub async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> R
     let claude = watch_claude();
     let parent = claude.gone();
     tokio::pin!(parent);
-    let mut descriptions = wakeful_client::describe::Descriptions::default();
     let mut reported: Option<String> = None;
     let mut first = true;
     let mut retry = MIN_RETRY;
@@ -276,9 +274,9 @@ pub async fn monitor(paths: &Paths, explicit: Option<&str>, consumer: &str) -> R
             }
         }
         first = false;
-        if let Ok(mut conn) = conn {
+        if let Ok(conn) = conn {
             let followed = tokio::select! {
-                f = follow(&mut conn, paths, &session, consumer, &mut descriptions, &claude) => f,
+                f = follow(conn, &session, consumer, &claude) => f,
                 _ = &mut parent => return Ok(0),
             };
             match followed {
@@ -330,79 +328,56 @@ enum Followed {
 }
 
 async fn follow(
-    conn: &mut Connection,
-    paths: &Paths,
+    conn: Connection,
     session: &str,
     consumer: &str,
-    descriptions: &mut wakeful_client::describe::Descriptions,
     claude: &AgentProcess,
 ) -> Followed {
-    let sent = conn
-        .send(Request::Wait(wakeful_protocol::WaitEvents {
-            session: session.to_string(),
-            consumer: consumer.to_string(),
-            timeout_ms: None,
-            follow: true,
-            exclusive: false,
-            all: false,
-            // The rewake hook goes first: its wake reaches an idle session
-            // ~200 ms sooner than a monitor notification.
-            fallback: true,
-            monitor: None,
-        }))
-        .await;
-    if sent.is_err() {
+    let request = wakeful_protocol::WaitEvents {
+        session: session.to_string(),
+        consumer: consumer.to_string(),
+        follow: true,
+        // The rewake hook goes first: its wake reaches an idle session
+        // ~200 ms sooner than a monitor notification.
+        fallback: true,
+        describe: true,
+        ..Default::default()
+    };
+    let Ok(mut waiter) = conn.waiter(request).await else {
         return Followed::Disconnected;
-    }
+    };
     let mut delivered = false;
-    let mut batch = Vec::new();
     loop {
-        match conn.next().await {
-            Ok(Some(Reply::Event { event })) => batch.push(event),
-            Ok(Some(Reply::Batch { last_seq })) => {
-                let events = descriptions
-                    .describe(paths, std::mem::take(&mut batch))
-                    .await;
-                if claude.is_gone() {
-                    // Nobody will read it: not acknowledged.
-                    return Followed::OutputClosed;
-                }
-                let mut out = std::io::stdout().lock();
-                let written = events
-                    .iter()
-                    .try_for_each(|(e, d)| {
-                        writeln!(
-                            out,
-                            "{}",
-                            present::notification_line(e, d.as_deref(), MAX_EVENT_BYTES)
-                        )
-                    })
-                    .and_then(|()| out.flush());
-                drop(out);
-                if written.is_err() || claude.is_gone() {
-                    // Not acknowledged: the next waiter gets these events
-                    // (Claude Code left while they were written: a file or
-                    // a pipe another process holds took them, not Claude).
-                    return Followed::OutputClosed;
-                }
-                if conn
-                    .send(Request::Ack(wakeful_protocol::Ack { seq: last_seq }))
-                    .await
-                    .is_err()
-                {
-                    return Followed::Disconnected;
-                }
-                delivered = true;
-            }
-            Ok(Some(Reply::Error { message, .. })) => return Followed::Refused(message),
-            Ok(Some(Reply::Ok { .. })) | Ok(None) | Err(_) => {
-                return if delivered {
-                    Followed::Delivered
-                } else {
-                    Followed::Disconnected
-                };
-            }
+        let batch = match waiter.wait().await {
+            Ok(Some(batch)) => batch,
+            Err(ClientError::Refused { message, .. }) => return Followed::Refused(message),
+            Ok(None) | Err(_) if delivered => return Followed::Delivered,
+            Ok(None) | Err(_) => return Followed::Disconnected,
+        };
+        if claude.is_gone() {
+            // Nobody will read it: not acknowledged.
+            return Followed::OutputClosed;
         }
+        let mut out = std::io::stdout().lock();
+        let written = batch
+            .events
+            .iter()
+            .try_for_each(|(e, d)| {
+                let line = present::notification_line(e, d.as_deref(), MAX_EVENT_BYTES);
+                writeln!(out, "{line}")
+            })
+            .and_then(|()| out.flush());
+        drop(out);
+        if written.is_err() || claude.is_gone() {
+            // Not acknowledged: the next waiter gets these events (Claude
+            // Code left while they were written: a file or a pipe another
+            // process holds took them, not Claude).
+            return Followed::OutputClosed;
+        }
+        if waiter.ack(batch).await.is_err() {
+            return Followed::Disconnected;
+        }
+        delivered = true;
     }
 }
 
@@ -423,18 +398,15 @@ pub async fn rewake(
     // The first path: a running bridge stands by (`fallback`) while this
     // waits, and takes over only when no rewake hook waits (during a turn,
     // or where Claude Code runs no hooks).
-    let request = Request::Wait(wakeful_protocol::WaitEvents {
+    let request = wakeful_protocol::WaitEvents {
         session,
         consumer: consumer.to_string(),
         timeout_ms: Some(timeout_ms),
-        follow: false,
         exclusive: true,
-        all: false,
-        fallback: false,
-        monitor: None,
-    });
+        ..Default::default()
+    };
     let conn = connect(paths).await?;
-    let taken = take_batch(paths, conn, request, watch_claude(), |text| {
+    let taken = take_batch(conn, request, watch_claude(), |text| {
         let mut err = std::io::stderr().lock();
         writeln!(err, "{text}")?;
         err.flush()
@@ -462,17 +434,11 @@ pub async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Resu
     let session = session_for(paths, explicit, &input)?;
     // The end of the turn: events that did not wake are read now.
     let request = take_now(session, consumer, true);
-    take_batch(
-        paths,
-        connect(paths).await?,
-        request,
-        watch_claude(),
-        |text| {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{}", stop_output(text))?;
-            out.flush()
-        },
-    )
+    take_batch(connect(paths).await?, request, watch_claude(), |text| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", stop_output(text))?;
+        out.flush()
+    })
     .await?;
     Ok(0)
 }

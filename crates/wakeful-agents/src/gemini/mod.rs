@@ -173,7 +173,7 @@ async fn drain(
     let Ok(conn) = connect_existing(paths).await else {
         return Ok(0);
     };
-    hook::take_batch(paths, conn, request, hook::AgentProcess::parent(), |text| {
+    hook::take_batch(conn, request, hook::AgentProcess::parent(), |text| {
         print_json(&render(text))
     })
     .await?;

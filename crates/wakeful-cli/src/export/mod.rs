@@ -12,10 +12,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use wakeful_client::{connect, Connection, Paths};
+use wakeful_client::{connect, ClientError, Connection, Paths};
 use wakeful_core::export::{origin, Export, ExportHeader, EXPORT_FORMAT_VERSION};
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, ReplaySpeed, Source};
-use wakeful_protocol::{ImportResult, ImportedEvent, Reply, Request, StartResult};
+use wakeful_protocol::{ImportResult, ImportedEvent, StartResult};
 
 use crate::cli::ExportFormat;
 use crate::{exit, Failure};
@@ -67,36 +67,32 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
         Some(id) => get_monitor(&mut conn, id).await?.session,
         None => sel.session.clone(),
     };
-    conn.send(Request::Events(wakeful_protocol::ReadEvents {
+    let request = wakeful_protocol::ReadEvents {
         session: session.clone(),
-        after: 0,
-        follow: false,
         monitor: sel.monitor.clone(),
-        wakes_agent: false,
-        write_to: None,
-    }))
-    .await?;
+        ..Default::default()
+    };
+    let mut stream = conn.events(request).await?;
     let mut events = Vec::new();
     loop {
-        match conn.next().await? {
-            Some(Reply::Event { event }) => {
+        match stream.next().await {
+            Ok(Some(e)) => {
+                let event = e.decode()?;
                 if sel.since.is_none_or(|t| event.ts >= t) {
                     events.push(event);
                 }
             }
-            Some(Reply::Ok { .. }) => break,
-            Some(Reply::Error { kind, message }) => {
-                return Err(Failure::new(kind.exit_code(), message))
-            }
-            Some(Reply::Batch { .. }) => {}
-            None => {
+            Ok(None) => break,
+            Err(ClientError::Closed) => {
                 return Err(Failure::new(
                     exit::FAILURE,
                     "the daemon closed the connection before the last event; export again",
                 ))
             }
+            Err(e) => return Err(e.into()),
         }
     }
+    let conn = stream.connection();
     let mut ids: Vec<&str> = Vec::new();
     for e in &events {
         if !ids.contains(&e.monitor_id.as_str()) {
@@ -106,7 +102,7 @@ pub async fn collect(paths: &Paths, sel: Selection) -> Result<Export, Failure> {
     let mut monitors = Vec::new();
     for id in ids {
         // A monitor the store no longer knows is exported with its events only.
-        if let Ok(m) = get_monitor(&mut conn, id).await {
+        if let Ok(m) = get_monitor(conn, id).await {
             monitors.push(m);
         }
     }

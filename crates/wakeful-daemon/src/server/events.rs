@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use wakeful_engine::{Committed, Filter, Follow, FollowError};
-use wakeful_protocol::{ErrorKind, ReadAllEvents, ReadEvents, StreamEnd};
+use wakeful_protocol::{
+    described_event_reply_line, event_reply_line, Descriptions, ErrorKind, ReadAllEvents,
+    ReadEvents, StreamEnd,
+};
 
 use super::conn::Conn;
 use super::monitors::find;
@@ -25,6 +28,7 @@ pub(crate) async fn read(conn: &mut Conn, state: &State, r: ReadEvents) -> std::
         monitor,
         wakes_agent,
         write_to,
+        describe,
     } = r;
     let output = match write_to {
         None => None,
@@ -45,6 +49,7 @@ pub(crate) async fn read(conn: &mut Conn, state: &State, r: ReadEvents) -> std::
         monitor: monitor.as_deref(),
         after,
         follow,
+        describe,
     };
     stream_events(conn, state, stream, output).await
 }
@@ -60,6 +65,7 @@ pub(crate) async fn read_all(
         monitor: None,
         after: r.after,
         follow: r.follow,
+        describe: r.describe,
     };
     stream_events(conn, state, stream, None).await
 }
@@ -67,10 +73,14 @@ pub(crate) async fn read_all(
 /// Bytes of event lines gathered into one socket write.
 const WRITE_BATCH: usize = 64 * 1024;
 
-/// Where a stream's events go: the connection, as event replies, or a
+/// Where a stream's events go: the connection, as event replies (with
+/// each monitor's description the first time, when the client asked), or a
 /// descriptor the client handed over.
 enum Output<'a> {
-    Connection(&'a mut QuietWrite),
+    Connection(
+        &'a mut QuietWrite,
+        Option<(&'a mut Descriptions, &'a State)>,
+    ),
     Handed(&'a mut Handed, &'a State),
 }
 
@@ -78,7 +88,14 @@ impl Output<'_> {
     /// Adds one event to what is about to be written.
     fn add(&mut self, buf: &mut Vec<u8>, e: &Committed) {
         match self {
-            Output::Connection(_) => {
+            Output::Connection(_, Some((described, state))) => {
+                let id = &e.event.monitor_id;
+                match described.first(id, || find(state, id).map(|i| i.description)) {
+                    Some(d) => buf.extend_from_slice(&described_event_reply_line(e.json(), &d)),
+                    None => buf.extend_from_slice(&event_reply_line(e.json())),
+                }
+            }
+            Output::Connection(_, None) => {
                 buf.extend_from_slice(wakeful_protocol::EVENT_REPLY_PREFIX.as_bytes());
                 buf.extend_from_slice(e.json().as_bytes());
                 buf.extend_from_slice(b"}\n");
@@ -91,7 +108,7 @@ impl Output<'_> {
 
     async fn write(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self {
-            Output::Connection(out) => out.write_all(buf).await,
+            Output::Connection(out, _) => out.write_all(buf).await,
             Output::Handed(out, _) => out.write(buf).await,
         }
     }
@@ -138,6 +155,8 @@ struct EventStream<'a> {
     after: u64,
     /// Keep sending new events as they come.
     follow: bool,
+    /// Send each monitor's description with its first event.
+    describe: bool,
 }
 
 /// Sends the session's events after `after` (only `monitor`'s, when given);
@@ -161,7 +180,9 @@ async fn stream_events(
         monitor,
         after,
         follow,
+        describe,
     } = stream;
+    let mut described = describe.then(Descriptions::default);
     let _following = follow.then(|| Following::stream(state));
     let filter = Filter {
         session: session.map(String::from),
@@ -177,11 +198,29 @@ async fn stream_events(
         {
             events.write_inline(w);
         }
-        follow_events(conn, state, &mut events, &mut output, monitor).await
+        follow_events(
+            conn,
+            state,
+            &mut events,
+            &mut output,
+            &mut described,
+            monitor,
+        )
+        .await
     } else {
         let mut written = Ok(Some(None));
         while let Some(e) = events.try_next().map_err(follow_error)? {
-            match write_watching(conn, state, &mut output, &mut events, e, monitor).await {
+            match write_watching(
+                conn,
+                state,
+                &mut output,
+                &mut described,
+                &mut events,
+                e,
+                monitor,
+            )
+            .await
+            {
                 Ok(Some((_, Some(last)))) => {
                     written = Ok(Some(Some(last)));
                     break;
@@ -235,14 +274,16 @@ async fn write_watching(
     conn: &mut Conn,
     state: &State,
     output: &mut Option<Handed>,
+    described: &mut Option<Descriptions>,
     events: &mut Follow,
     first: Arc<Committed>,
     monitor: Option<&str>,
 ) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     match output {
-        None => write_ready(Output::Connection(&mut conn.out), events, first, monitor)
-            .await
-            .map(Some),
+        None => {
+            let out = Output::Connection(&mut conn.out, described.as_mut().map(|d| (d, state)));
+            write_ready(out, events, first, monitor).await.map(Some)
+        }
         Some(out) => tokio::select! {
             written = write_ready(Output::Handed(out, state), events, first, monitor) => written.map(Some),
             // The client said something or left; either ends the stream.
@@ -259,6 +300,7 @@ async fn follow_events(
     state: &State,
     events: &mut Follow,
     output: &mut Option<Handed>,
+    described: &mut Option<Descriptions>,
     monitor: Option<&str>,
 ) -> std::io::Result<Option<(u64, Option<Arc<Committed>>)>> {
     loop {
@@ -269,7 +311,7 @@ async fn follow_events(
                     Err(FollowError::Closed) => return Ok(None),
                     Err(e) => return Err(follow_error(e)),
                 };
-                let Some((last, ended)) = write_watching(conn, state, output, events, e, monitor).await? else {
+                let Some((last, ended)) = write_watching(conn, state, output, described, events, e, monitor).await? else {
                     return Ok(None);
                 };
                 if ended.is_some() {

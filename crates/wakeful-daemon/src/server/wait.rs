@@ -8,7 +8,10 @@ use tokio::io::AsyncWriteExt;
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::wait::{self, Pending, WaitItem};
 use wakeful_engine::{Committed, Filter, FollowError};
-use wakeful_protocol::{Ack, Acked, ErrorKind, ListConsumers, Reply, Request, WaitEvents};
+use wakeful_protocol::{
+    described_event_reply_line, Ack, Acked, Descriptions, ErrorKind, ListConsumers, Reply, Request,
+    WaitEvents,
+};
 
 use super::conn::{Conn, Handled};
 use super::events::follow_error;
@@ -46,6 +49,7 @@ pub(crate) async fn wait(conn: &mut Conn, state: &State, r: WaitEvents) -> std::
         all: r.all,
         fallback: r.fallback,
         monitor: r.monitor.as_deref(),
+        describe: r.describe,
     };
     wait_batches(conn, state, opts).await
 }
@@ -64,6 +68,8 @@ struct WaitOpts<'a> {
     fallback: bool,
     /// Only this monitor's events.
     monitor: Option<&'a str>,
+    /// Send each monitor's description with its first event.
+    describe: bool,
 }
 
 /// An event a wait read from the hub.
@@ -88,7 +94,9 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         all,
         fallback,
         monitor,
+        describe,
     } = opts;
+    let mut described = describe.then(Descriptions::default);
     let _following = Following::stream(state);
     let slot = state.consumer(session, consumer);
     let _attached = Following::new(&slot.waiters);
@@ -202,7 +210,14 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         let last = batch.last_seq;
         let mut buf = Vec::new();
         for Read(e) in pending.events().take(batch.len) {
-            buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json()));
+            let id = &e.event.monitor_id;
+            match described
+                .as_mut()
+                .and_then(|d| d.first(id, || find(state, id).map(|i| i.description)))
+            {
+                Some(d) => buf.extend_from_slice(&described_event_reply_line(e.json(), &d)),
+                None => buf.extend_from_slice(&wakeful_protocol::event_reply_line(e.json())),
+            }
         }
         conn.out.write_all(&buf).await?;
         conn.reply(&Reply::Batch { last_seq: last }).await?;
