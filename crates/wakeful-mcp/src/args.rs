@@ -79,7 +79,7 @@ pub struct MonitorStartArgs {
     pub expect_within_ms: Option<u64>,
     /// Source (a timer, instead of command, ws, file, terminal): one event after this long, e.g. "20m", "90s", "1h30m" (units ms, s, m, h, d; at most 366 days). Use it instead of ScheduleWakeup or a `sleep` command: the deadline survives a daemon restart, and a timer that fell due while no daemon ran fires at the next start, saying how late.
     pub r#in: Option<String>,
-    /// Source (a timer): one event at this time: "HH:MM[:SS]" today or "YYYY-MM-DD HH:MM[:SS]" in local time, or RFC 3339 ("2026-12-06T15:00:00Z"). A time in the past is an error.
+    /// Source (a timer): one event at this time: `HH:MM[:SS]` today or `YYYY-MM-DD HH:MM[:SS]` in local time, or RFC 3339 ("2026-12-06T15:00:00Z"). A time in the past is an error.
     pub at: Option<String>,
     /// Source (a recurring timer): an event at every occurrence of this cron expression (five fields, local time, e.g. "0 9 * * MON-FRI"), until monitor_stop.
     pub cron: Option<String>,
