@@ -292,10 +292,12 @@ fn spec_of(
     source: &crate::monitor_args::SourceArgs,
     command: Vec<String>,
 ) -> Result<MonitorSpec, Failure> {
-    let source = source
+    let watched = source
         .to_source(command)
         .map_err(|e| Failure::new(exit::USAGE, e))?;
-    Ok(monitor.to_spec(source))
+    let mut spec = monitor.to_spec(watched);
+    source.timer.apply(&mut spec);
+    Ok(spec)
 }
 
 /// Checks the spec locally so that invalid input exits 2 without starting

@@ -29,6 +29,7 @@ mod package;
 mod plugin_cmd;
 mod render;
 mod storage;
+mod timer_args;
 
 pub use cli::Cli;
 

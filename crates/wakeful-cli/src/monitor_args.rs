@@ -148,6 +148,9 @@ pub struct SourceArgs {
     /// per terminal; stopping the monitor leaves the command running).
     #[arg(long, value_name = "ID")]
     pub terminal: Option<String>,
+    /// A timer instead of a source: --in, --at, --cron, --say.
+    #[command(flatten)]
+    pub timer: crate::timer_args::TimerArgs,
 }
 
 impl SourceArgs {
@@ -176,6 +179,13 @@ impl SourceArgs {
                 .map(|cwd| cwd.join(path))
                 .unwrap_or_else(|_| path.clone());
             return Ok(Source::File { path });
+        }
+        if let Some(timer) = self.timer.to_source()? {
+            no_command("--in, --at or --cron")?;
+            if self.ws.is_some() || self.file.is_some() || self.every.is_some() {
+                return Err("a timer (--in, --at, --cron) watches nothing else: drop --ws, --file or --every".into());
+            }
+            return Ok(timer);
         }
         if let Some(terminal_id) = &self.terminal {
             no_command("--terminal")?;

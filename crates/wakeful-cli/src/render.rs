@@ -63,7 +63,9 @@ pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
         MonitorStopReason::UserStopped
         | MonitorStopReason::SessionEnded
         | MonitorStopReason::DaemonStopped => exit::TERMINATED,
-        MonitorStopReason::Until | MonitorStopReason::MaxEvents => 0,
+        MonitorStopReason::Until
+        | MonitorStopReason::MaxEvents
+        | MonitorStopReason::Fired { .. } => 0,
         MonitorStopReason::WsClosed { code: 1000 | 1001 } => 0,
         MonitorStopReason::WsClosed { .. }
         | MonitorStopReason::WsFrameTooLarge
@@ -132,7 +134,11 @@ fn table<'a>(
             m.events,
             m.lines,
             m.suppressed_lines,
-            cell(&m.description)
+            cell(&format!(
+                "{}{}",
+                m.description,
+                crate::timer_args::time_left(m)
+            ))
         )?;
     }
     Ok(())
@@ -334,6 +340,13 @@ mod tests {
             (R::WsClosed { code: 1005 }, 1),
             (R::WsClosed { code: 1011 }, 1),
             (R::WsFrameTooLarge, 1),
+            (
+                R::Fired {
+                    due: chrono::Utc::now(),
+                    late_ms: 0,
+                },
+                0,
+            ),
         ];
         for (reason, code) in &table {
             assert_eq!(

@@ -69,6 +69,14 @@ pub enum MonitorStopReason {
     },
     /// A WebSocket frame exceeded 1 MiB.
     WsFrameTooLarge,
+    /// A one-shot timer fell due (its one event is this final one).
+    Fired {
+        /// Its deadline.
+        due: DateTime<Utc>,
+        /// How long after the deadline it fired (a daemon that was not
+        /// running, a machine asleep).
+        late_ms: u64,
+    },
     /// The source could not run or broke (spawn error, refused connection,
     /// unwritable output file). The event's kind is `failed`.
     Failed {
@@ -92,6 +100,7 @@ impl MonitorStopReason {
             MonitorStopReason::DaemonStopped => "daemon_stopped",
             MonitorStopReason::WsClosed { .. } => "ws_closed",
             MonitorStopReason::WsFrameTooLarge => "ws_frame_too_large",
+            MonitorStopReason::Fired { .. } => "fired",
             MonitorStopReason::Failed { .. } => "failed",
         }
     }
@@ -124,6 +133,15 @@ impl fmt::Display for MonitorStopReason {
             MonitorStopReason::DaemonStopped => f.write_str("daemon stopped"),
             MonitorStopReason::WsClosed { code } => write!(f, "WebSocket closed with code {code}"),
             MonitorStopReason::WsFrameTooLarge => f.write_str("WebSocket frame over 1 MiB"),
+            MonitorStopReason::Fired { due, late_ms } => f.write_str(
+                &crate::timer::Fire {
+                    due: *due,
+                    late: std::time::Duration::from_millis(*late_ms),
+                    missed: 0,
+                    last: true,
+                }
+                .text(),
+            ),
             MonitorStopReason::Failed { error } => write!(f, "failed: {error}"),
         }
     }

@@ -29,6 +29,8 @@
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
 //! - [`outlog`]: the layout of bounded output files (segments, dropped
 //!   ranges, the manifest) and the reports of what was dropped.
+//! - [`timer`]: `--in`, `--at` and `--cron` read into deadlines, and when a
+//!   timer fires ([`timer::TimerMachine`]).
 //! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
 //!   prune removes ([`storage::plan`]).
 
@@ -51,6 +53,7 @@ pub mod session;
 pub mod stop;
 pub mod storage;
 pub mod terminal;
+pub mod timer;
 pub mod wait;
 pub mod wake;
 

@@ -145,6 +145,8 @@ pub struct MonitorMachine {
     stop: Option<MonitorStopReason>,
     counters: Counters,
     wake_on: WakeOn,
+    /// A timer's `started` and `rearmed` do not wake: only its fire does.
+    quiet_start: bool,
     wake_match: Option<Regex>,
     expect_within: Option<Duration>,
     /// A `silent` event was emitted and no output came since.
@@ -181,6 +183,7 @@ impl MonitorMachine {
             stop: None,
             counters: Counters::default(),
             wake_on: spec.wake_on.clone(),
+            quiet_start: spec.source.is_durable(),
             wake_match: compiled.wake_match,
             expect_within: spec.expect_within_ms.map(Duration::from_millis),
             silent: false,
@@ -218,6 +221,10 @@ impl MonitorMachine {
     /// Whether an event with `body` wakes the agent under this monitor's
     /// `wake_on` (see [`WakeOn`]).
     pub fn wakes(&self, body: &EventBody) -> bool {
+        if self.quiet_start && matches!(body, EventBody::MonitorStarted | EventBody::MonitorRearmed)
+        {
+            return false;
+        }
         let failure = match body {
             EventBody::MonitorFailed { .. } | EventBody::MonitorSilent { .. } => true,
             EventBody::OutputDropped { reason, .. } => {

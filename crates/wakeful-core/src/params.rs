@@ -87,6 +87,18 @@ pub enum Source {
         /// How much faster than recorded (1 = the original timing).
         speed: ReplaySpeed,
     },
+    /// A timer (`--in`, `--at`, `--cron`): one event when it falls due
+    /// ([`crate::timer`]). Always persistent: the deadline survives a
+    /// daemon restart.
+    Timer {
+        /// When it falls due (RFC 3339, UTC): the deadline of a one-shot
+        /// timer, the first occurrence of a cron timer.
+        due: chrono::DateTime<chrono::Utc>,
+        /// A cron expression (five fields, the daemon's local time): the
+        /// timer fires at every occurrence from `due` on, until stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cron: Option<String>,
+    },
 }
 
 /// How fast a replay runs: the recorded time between two lines is divided
@@ -130,7 +142,23 @@ impl Source {
                 monitor,
                 speed,
             } => format!("replay of {monitor} from {} at {speed}x", file.display()),
+            Source::Timer { due, cron: None } => {
+                format!("timer due {}", due.format("%Y-%m-%d %H:%M:%S UTC"))
+            }
+            Source::Timer {
+                due,
+                cron: Some(cron),
+            } => format!(
+                "timer on cron `{cron}` (local time), first due {}",
+                due.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
         }
+    }
+
+    /// Whether this source lives across daemon restarts by nature (a
+    /// timer's deadline): its monitor must be persistent, without a timeout.
+    pub fn is_durable(&self) -> bool {
+        matches!(self, Source::Timer { .. })
     }
 
     /// The source kind as it appears on the wire (`"command"`, ...).
@@ -142,6 +170,7 @@ impl Source {
             Source::Poll { .. } => "poll",
             Source::Terminal { .. } => "terminal",
             Source::Replay { .. } => "replay",
+            Source::Timer { .. } => "timer",
         }
     }
 
@@ -153,6 +182,8 @@ impl Source {
             Source::File { path } => path.display().to_string(),
             Source::Terminal { terminal_id } => terminal_id.clone(),
             Source::Replay { monitor, .. } => format!("replay of {monitor}"),
+            Source::Timer { cron: None, .. } => "timer".to_string(),
+            Source::Timer { cron: Some(c), .. } => format!("timer on cron `{c}`"),
         };
         text.chars().take(MAX_DESCRIPTION_CHARS).collect()
     }
@@ -213,6 +244,12 @@ impl Source {
                 if !speed.0.is_finite() || !(MIN_REPLAY_SPEED..=MAX_REPLAY_SPEED).contains(&speed.0)
                 {
                     return Err(ParamError::ReplaySpeed(speed.0.to_string()));
+                }
+                Ok(())
+            }
+            Source::Timer { cron, .. } => {
+                if let Some(c) = cron {
+                    crate::timer::parse_cron(c)?;
                 }
                 Ok(())
             }
@@ -510,6 +547,9 @@ impl MonitorSpec {
             return Err(ParamError::Description(chars));
         }
         self.source.validate()?;
+        if self.source.is_durable() && (!self.persistent || self.timeout_ms.is_some()) {
+            return Err(ParamError::Durable(self.source.kind()));
+        }
         if self.persistent && self.timeout_ms.is_some() {
             return Err(ParamError::PersistentWithTimeout);
         }
@@ -673,6 +713,12 @@ pub enum ParamError {
     /// A replay speed out of range.
     #[error("the replay speed must be a number from {MIN_REPLAY_SPEED} to {MAX_REPLAY_SPEED} (got {0}); 1 keeps the recorded timing, 10 is ten times as fast")]
     ReplaySpeed(String),
+    /// A timer that cannot be.
+    #[error(transparent)]
+    Timer(#[from] crate::timer::TimerError),
+    /// A durable source (a timer) that is not persistent, or has a timeout.
+    #[error("a {0} monitor is persistent and has no timeout (it ends when it fires or is stopped): set persistent, leave timeout_ms out")]
+    Durable(&'static str),
     /// A malformed environment variable name.
     #[error(
         "environment variable name `{0}` is invalid; use --env NAME=VALUE with a name without `=`"

@@ -45,6 +45,7 @@ enum Prepared {
     Ws(Box<sources::ws::WsSource>),
     Terminal(crate::terminal::TerminalSource),
     Replay(Box<sources::replay::Replayer>),
+    Timer(Box<sources::timer::TimerSource>),
     Failed(String),
 }
 
@@ -143,6 +144,7 @@ pub(crate) async fn run(task: MonitorTask) {
         Prepared::Ws(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Terminal(src) => drive(&mut feed, &mut stop_rx, src).await,
         Prepared::Replay(src) => drive(&mut feed, &mut stop_rx, *src).await,
+        Prepared::Timer(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Failed(e) => feed.finish(SourceEnd::Failed(e)).await,
     }
 }
@@ -196,6 +198,12 @@ async fn prepare(
             let file = resolve(spec, launch, file);
             match sources::replay::Replayer::open(&file, monitor, speed.0).await {
                 Ok(src) => Prepared::Replay(Box::new(src)),
+                Err(e) => Prepared::Failed(e),
+            }
+        }
+        Source::Timer { due, cron } => {
+            match sources::timer::TimerSource::new(*due, cron.as_deref()) {
+                Ok(src) => Prepared::Timer(Box::new(src)),
                 Err(e) => Prepared::Failed(e),
             }
         }

@@ -77,6 +77,14 @@ pub struct MonitorStartArgs {
     /// After this many milliseconds without output (at least 1000), one `silent` event (the monitor keeps running); `resumed` when output comes again. Use it to hear about a watch that went quiet.
     #[schemars(range(min = 1000))]
     pub expect_within_ms: Option<u64>,
+    /// Source (a timer, instead of command, ws, file, terminal): one event after this long, e.g. "20m", "90s", "1h30m" (units ms, s, m, h, d; at most 366 days). Use it instead of ScheduleWakeup or a `sleep` command: the deadline survives a daemon restart, and a timer that fell due while no daemon ran fires at the next start, saying how late.
+    pub r#in: Option<String>,
+    /// Source (a timer): one event at this time: `HH:MM[:SS]` today or `YYYY-MM-DD HH:MM[:SS]` in local time, or RFC 3339 ("2026-12-06T15:00:00Z"). A time in the past is an error.
+    pub at: Option<String>,
+    /// Source (a recurring timer): an event at every occurrence of this cron expression (five fields, local time, e.g. "0 9 * * MON-FRI"), until monitor_stop.
+    pub cron: Option<String>,
+    /// With in, at or cron: what the timer's event says. Default: the description.
+    pub say: Option<String>,
 }
 
 impl MonitorStartArgs {
@@ -118,6 +126,9 @@ impl MonitorStartArgs {
             };
             sources.push(("file", Source::File { path }));
         }
+        if let Some(timer) = crate::timer::source(self)? {
+            sources.push(("in, at or cron", timer));
+        }
         if let Some(terminal_id) = &self.terminal {
             sources.push((
                 "terminal",
@@ -147,7 +158,7 @@ impl MonitorStartArgs {
     /// parameter, what was wrong and what is accepted.
     pub fn to_spec(&self) -> Result<MonitorSpec, String> {
         let source = self.source()?;
-        let description = self.description.clone().ok_or_else(|| {
+        let description = self.say.clone().or_else(|| self.description.clone()).ok_or_else(|| {
             "description is required: 1–200 characters saying what the monitor watches, e.g. \"test failures\"".to_string()
         })?;
         let until = self
@@ -167,7 +178,7 @@ impl MonitorStartArgs {
             source,
             description,
             timeout_ms: self.timeout_ms,
-            persistent: self.persistent.unwrap_or(false),
+            persistent: self.persistent.unwrap_or(false) || crate::timer::is_timer(self),
             idle_timeout_ms: self.idle_timeout_ms,
             max_events: self.max_events,
             filter: self.filter.clone(),
