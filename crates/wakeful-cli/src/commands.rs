@@ -126,9 +126,10 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 .await
                 .map_err(|e| Failure::new(e.exit_code(), e.to_string()))
         }
-        Command::Mcp => wakeful_mcp::serve_stdio(
+        Command::Mcp { protocol } => wakeful_mcp::serve_stdio(
             paths,
             wakeful_mcp::SessionChoice::new(cli.session.as_deref(), |k| std::env::var(k).ok()),
+            protocol,
         )
         .await
         .map(|()| 0)

@@ -1,12 +1,13 @@
-//! MCP 2026-07-28 over raw stdio. `wakeful mcp` is a legacy server (its
-//! channel push needs the session `initialize` opens; see
-//! `wakeful_mcp::era`): a client that opens with `server/discover` gets a
-//! JSON-RPC error that is not a modern one (`-32601`, naming the revisions
-//! to use with `initialize`), so a dual-era client falls back; after the
-//! probe, `initialize` opens the session with channel push; a malformed
-//! probe, or a stateless request naming 2026-07-28, gets a JSON-RPC error,
-//! never a hang; a client that only probes and leaves ends `wakeful mcp`
-//! cleanly.
+//! MCP 2026-07-28 over raw stdio, in each `--protocol` mode (see
+//! `wakeful_mcp::era`). A probe that the mode sends to the legacy handshake
+//! gets a JSON-RPC error that is not a modern one (`-32601`, naming the
+//! revisions to use with `initialize`), so a dual-era client falls back;
+//! after the probe, `initialize` opens the session with channel push; a
+//! malformed probe, or (in the legacy mode) a stateless request naming
+//! 2026-07-28, gets a JSON-RPC error, never a hang; a client that only
+//! probes and leaves ends `wakeful mcp` cleanly. A probe that stays modern
+//! gets a `DiscoverResult` with the tasks extension, and the tools are
+//! served per request, with `_meta` required.
 // A test's helpers may unwrap too: a failure is the test's (clippy.toml
 // allows it only inside #[test] functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -36,8 +37,14 @@ struct Raw {
 
 impl Raw {
     fn start(home: &Home, session: &str) -> Raw {
+        Raw::start_with(home, session, &[])
+    }
+
+    /// `wakeful mcp ARGS…`.
+    fn start_with(home: &Home, session: &str, args: &[&str]) -> Raw {
         let mut child = Command::new(common::BIN)
             .arg("mcp")
+            .args(args)
             .env("WAKEFUL_HOME", home.path())
             .env("WAKEFUL_SESSION", session)
             .env_remove("CLAUDE_CODE_SESSION_ID")
@@ -125,7 +132,7 @@ fn modern_meta(version: &str) -> Value {
 #[test]
 fn a_client_that_opens_with_server_discover_is_told_to_fall_back_to_initialize() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "modern");
+    let mut mcp = Raw::start_with(&home, "modern", &["--protocol", "2025-11-25"]);
 
     // Without the `_meta` 2026-07-28 requires: an error, and the server goes on.
     let r = mcp.request(1, "server/discover", json!({}));
@@ -224,6 +231,16 @@ fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() 
         r["result"]["capabilities"]["experimental"]["claude/channel"].is_object(),
         "{r}"
     );
+    // As before 2026-07-28 was served: no extensions on the legacy handshake.
+    assert_eq!(
+        r["result"]["capabilities"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["experimental", "tools"],
+        "{r}"
+    );
     mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let r = mcp.request(
         3,
@@ -268,4 +285,198 @@ fn a_client_that_only_probes_and_leaves_ends_wakeful_mcp_cleanly() {
     let (status, stderr) = mcp.close();
     assert!(!status.success());
     assert!(stderr.contains("handshake"), "{stderr}");
+}
+
+/// The `_meta` of a 2026-07-28 request from `client` with `capabilities`.
+fn meta_of(client: &str, capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+fn tasks() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+#[test]
+fn auto_keeps_claude_code_on_initialize_and_serves_a_tasks_client_2026_07_28() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "auto");
+    // Claude Code (its channel lives on the legacy handshake), a client
+    // that declares the channel, and one without the tasks extension: the
+    // legacy answer.
+    for (id, client, caps) in [
+        (1, "claude-code", tasks()),
+        (
+            2,
+            "other",
+            json!({"experimental": {"claude/channel": {}},
+                   "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        ),
+        (3, "other", json!({})),
+    ] {
+        let r = mcp.request(
+            id,
+            "server/discover",
+            json!({"_meta": meta_of(client, caps)}),
+        );
+        assert_eq!(r["error"]["code"], -32601, "{r}");
+    }
+    // A client that declares the tasks extension stays modern.
+    let r = mcp.request(
+        4,
+        "server/discover",
+        json!({"_meta": meta_of("other", tasks())}),
+    );
+    let found = &r["result"];
+    assert_eq!(
+        found["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        MODERN,
+        "{r}"
+    );
+    assert!(
+        found["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{r}"
+    );
+    assert!(found["capabilities"]["tools"].is_object(), "{r}");
+    assert!(found["capabilities"].get("experimental").is_none(), "{r}");
+    assert_eq!(found["ttlMs"], 0, "{r}");
+    assert_eq!(
+        found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "wakeful",
+        "{r}"
+    );
+
+    // Per-request `_meta`, no initialize.
+    let r = mcp.request(5, "tools/list", json!({"_meta": meta_of("other", tasks())}));
+    assert_eq!(r["result"]["ttlMs"], 0, "{r}");
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 6, "{r}");
+    let r = mcp.request(
+        6,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 0},
+               "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["timed_out"], true, "{r}");
+    // A modern request without `_meta`: a clear error, and the server goes on.
+    let r = mcp.request(7, "tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("_meta"), "{r}");
+    assert!(
+        message.contains("io.modelcontextprotocol/protocolVersion"),
+        "{r}"
+    );
+
+    // Tasks: an unknown id reveals nothing; a client that did not declare
+    // the extension is told which capability is missing.
+    let r = mcp.request(
+        8,
+        "tasks/get",
+        json!({"taskId": "nope", "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["message"], "unknown task id", "{r}");
+    let r = mcp.request(
+        9,
+        "tasks/get",
+        json!({"taskId": "nope", "_meta": meta_of("other", json!({}))}),
+    );
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+
+    // subscriptions/listen: acknowledged, then open until cancelled.
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "subscriptions/listen",
+                    "params": {"notifications": {"toolsListChanged": true},
+                               "_meta": meta_of("other", tasks())}}),
+    );
+    let r = mcp.request(
+        11,
+        "tools/list",
+        json!({"_meta": meta_of("other", tasks())}),
+    );
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    let ack = mcp
+        .seen
+        .iter()
+        .find(|f| f["method"] == "notifications/subscriptions/acknowledged")
+        .unwrap_or_else(|| panic!("no acknowledgement: {:?}", mcp.seen))
+        .clone();
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 10,
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["notifications"], json!({}), "{ack}");
+    assert!(
+        mcp.seen.iter().all(|f| f["id"] != 10),
+        "the listen request ended: {:?}",
+        mcp.seen
+    );
+    mcp.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 10,
+                               "_meta": meta_of("other", tasks())}}),
+    );
+    // Nothing but responses and the acknowledgement: no channel push.
+    let r = mcp.request(
+        12,
+        "tools/list",
+        json!({"_meta": meta_of("other", tasks())}),
+    );
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    assert!(
+        mcp.seen
+            .iter()
+            .all(|f| f.get("id").is_some()
+                || f["method"] == "notifications/subscriptions/acknowledged"),
+        "{:?}",
+        mcp.seen
+    );
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
+#[test]
+fn the_2026_07_28_mode_keeps_even_claude_code_modern() {
+    let home = Home::new();
+    let mut mcp = Raw::start_with(&home, "modern-only", &["--protocol", "2026-07-28"]);
+    let r = mcp.request(
+        1,
+        "server/discover",
+        json!({"_meta": meta_of("claude-code", tasks())}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert!(
+        r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{r}"
+    );
+    let r = mcp.request(
+        2,
+        "tools/list",
+        json!({"_meta": meta_of("claude-code", tasks())}),
+    );
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
+#[test]
+fn a_bad_protocol_mode_is_refused_with_the_accepted_ones() {
+    let out = Command::new(common::BIN)
+        .args(["mcp", "--protocol", "2024-01-01"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("auto, 2026-07-28 or 2025-11-25"),
+        "{stderr}"
+    );
 }

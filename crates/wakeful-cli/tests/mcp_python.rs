@@ -70,16 +70,29 @@ fn a_five_minute_monitor_wait_gets_progress_and_then_its_result() {
     assert_eq!(stdout.matches("ok   ").count(), 3, "{stdout}");
 }
 
+/// Runs `auto.py` in a `--protocol` mode and checks the protocol the dual-era
+/// client ended on and the number of checks that passed.
+fn auto(args: &[&str], protocol: &str, oks: usize) -> Option<String> {
+    let stdout = run_script("auto.py", args)?;
+    let last = format!(r#"{{"ok": true, "protocol": "{protocol}"}}"#);
+    assert!(stdout.trim_end().ends_with(&last), "{stdout}");
+    assert_eq!(stdout.matches("ok   ").count(), oks, "{stdout}");
+    Some(stdout)
+}
+
 #[test]
 fn the_mcp_python_sdks_dual_era_client_falls_back_to_initialize() {
-    let Some(stdout) = run_script("auto.py", &[]) else {
-        return;
-    };
-    assert!(
-        stdout
-            .trim_end()
-            .ends_with(r#"{"ok": true, "protocol": "2025-11-25"}"#),
-        "{stdout}"
-    );
-    assert_eq!(stdout.matches("ok   ").count(), 3, "{stdout}");
+    auto(&[], "2025-11-25", 3);
+}
+
+#[test]
+fn the_mcp_python_sdk_stays_on_2026_07_28_when_wakeful_mcp_is_told_to() {
+    auto(&["2026-07-28"], "2026-07-28", 2);
+}
+
+#[test]
+fn the_mcp_python_sdk_pinned_to_2026_07_28_is_refused_by_the_legacy_mode() {
+    if let Some(stdout) = auto(&["2025-11-25"], "2025-11-25", 3) {
+        assert!(stdout.contains("gets error -32022"), "{stdout}");
+    }
 }

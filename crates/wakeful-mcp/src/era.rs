@@ -1,30 +1,31 @@
-//! Which MCP era `wakeful mcp` speaks, and its answer to a 2026-07-28
-//! client's `server/discover` probe.
+//! Which MCP era `wakeful mcp` speaks: the legacy revisions that open with
+//! `initialize` (2024-11-05 to 2025-11-25), MCP 2026-07-28 (no
+//! `initialize`: every request carries its revision, client info and
+//! capabilities in `_meta`; discovery is `server/discover`; push only inside
+//! a `subscriptions/listen` stream), or, by default, whichever suits the
+//! client ([`Protocol`]).
 //!
-//! MCP 2026-07-28 has no `initialize` and no session: every request carries
-//! its version in `_meta`, and nothing reaches a client outside the
-//! responses to its requests (notifications flow only inside a
-//! `subscriptions/listen` stream). Channel push, the way wakeful wakes an
-//! idle Claude Code session, is an unsolicited notification of a session,
-//! so it needs a legacy (`initialize`) connection — Claude Code 2.1.332
-//! skips channels on a modern one ("connection negotiated a modern protocol
-//! revision with no unsolicited notification path"). Claude Code, like the
-//! MCP Python SDK 2.3 client, is dual-era: it probes with `server/discover`
-//! first and stays modern if the server answers with a `DiscoverResult`.
+//! Channel push, the way wakeful wakes an idle Claude Code session, is an
+//! unsolicited notification of a session, so it needs a legacy connection:
+//! Claude Code 2.1.332 skips channels on a modern one ("connection
+//! negotiated a modern protocol revision with no unsolicited notification
+//! path"), and its `server/discover` probe says nothing about whether
+//! channels are on (docs/agents/mcp.md, "Protocol eras and tasks"). Claude
+//! Code, like the MCP Python SDK 2.3 client, is dual-era: it probes with
+//! `server/discover` first, stays modern if the server answers with a
+//! `DiscoverResult`, and falls back to `initialize` on an error that is not
+//! a modern one (here `-32601`, method not found, whose message names the
+//! revisions to use with `initialize`).
 //!
-//! So `wakeful mcp` is a legacy server, and it answers the probe the way
-//! the 2026-07-28 stdio binding tells dual-era clients to recognise one: a
-//! JSON-RPC error that is not a modern error (here `-32601`, method not
-//! found, whose message names the revisions to use with `initialize`). A
-//! dual-era client falls back to `initialize` and gets the session with
-//! channel push; a modern-only client gets an error it can show. A probe
-//! without the `_meta` 2026-07-28 requires gets `-32602`, and a request
-//! other than `server/discover` that names a revision in `_meta` gets
-//! `-32022` with the supported revisions (both answered by [`rmcp`]).
+//! A probe without the `_meta` 2026-07-28 requires gets `-32602`; a request
+//! that names a revision the mode does not serve gets `-32022` with the
+//! supported revisions (both answered by [`rmcp`]).
 
 use std::borrow::Cow;
 
-use rmcp::model::{ClientRequest, ErrorCode, ProtocolVersion, ServerConfig, ServerResult};
+use rmcp::model::{
+    ClientRequest, ErrorCode, ProtocolVersion, RequestMetaObject, ServerConfig, ServerResult,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
 use rmcp::ErrorData;
 use serde_json::json;
@@ -34,10 +35,102 @@ use crate::server::WakefulServer;
 /// The message of the answer to `server/discover`.
 pub const DISCOVER_MESSAGE: &str = "Method not found: server/discover. wakeful speaks the MCP revisions that open with initialize (2024-11-05 to 2025-11-25): its channel push needs the session that initialize opens. Send initialize.";
 
+/// The name Claude Code gives itself in `clientInfo`.
+pub const CLAUDE_CODE: &str = "claude-code";
+
+/// Which revisions `wakeful mcp` serves (`wakeful mcp --protocol`, or
+/// `WAKEFUL_MCP_PROTOCOL`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// Both eras. A `server/discover` probe gets a `DiscoverResult` (the
+    /// client stays on 2026-07-28) when the client declares the tasks
+    /// extension and is not Claude Code, and the legacy answer otherwise
+    /// (see [`Protocol::modern_for`]); a request that names 2026-07-28 in
+    /// its `_meta` without probing is served.
+    #[default]
+    Auto,
+    /// Every revision up to 2026-07-28; the probe always gets a
+    /// `DiscoverResult`. Claude Code then runs without channel push.
+    Modern,
+    /// Only the revisions with `initialize` (up to 2025-11-25), as before
+    /// 2026-07-28 was served: the probe gets `-32601`.
+    Legacy,
+}
+
+/// A `--protocol` value that is not one of `auto`, `2026-07-28`, `2025-11-25`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown MCP protocol mode `{0}`: use auto, 2026-07-28 or 2025-11-25")]
+pub struct UnknownProtocol(pub String);
+
+impl std::str::FromStr for Protocol {
+    type Err = UnknownProtocol;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Protocol::Auto),
+            "2026-07-28" => Ok(Protocol::Modern),
+            "2025-11-25" => Ok(Protocol::Legacy),
+            other => Err(UnknownProtocol(other.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Protocol::Auto => "auto",
+            Protocol::Modern => "2026-07-28",
+            Protocol::Legacy => "2025-11-25",
+        })
+    }
+}
+
+impl Protocol {
+    /// The revisions this mode serves.
+    pub fn versions(self) -> &'static [ProtocolVersion] {
+        match self {
+            Protocol::Legacy => {
+                ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
+            }
+            Protocol::Auto | Protocol::Modern => {
+                ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
+            }
+        }
+    }
+
+    /// Whether a client whose probe carried `meta` stays on 2026-07-28.
+    ///
+    /// `auto` keeps Claude Code (client name `claude-code`) and any client
+    /// that declares `experimental["claude/channel"]` on the legacy
+    /// handshake: their channel needs it, and Claude Code's probe does not
+    /// say whether its channels are on. Another client stays modern when it
+    /// declares the tasks extension (what 2026-07-28 can give it that the
+    /// legacy handshake cannot); without it, nothing is gained, and the
+    /// legacy handshake it already speaks is kept.
+    pub fn modern_for(self, meta: &RequestMetaObject) -> bool {
+        match self {
+            Protocol::Legacy => false,
+            Protocol::Modern => true,
+            Protocol::Auto => {
+                let claude_code = meta
+                    .client_info()
+                    .is_some_and(|info| info.name == CLAUDE_CODE);
+                let caps = meta.client_capabilities();
+                let channel = caps
+                    .as_ref()
+                    .and_then(|c| c.experimental.as_ref())
+                    .is_some_and(|e| e.contains_key(crate::channel::CAPABILITY));
+                let tasks = caps.as_ref().is_some_and(|c| c.supports_tasks());
+                !claude_code && !channel && tasks
+            }
+        }
+    }
+}
+
 /// [`WakefulServer`] as the transport sees it: every request goes to the
-/// server, except `server/discover`, which gets the legacy answer (see the
-/// module docs).
-pub struct Legacy(pub WakefulServer);
+/// server, except a `server/discover` probe that [`Protocol::modern_for`]
+/// sends to the legacy handshake, which gets [`discover_error`].
+pub struct Era(pub WakefulServer);
 
 /// The error that answers `server/discover`.
 pub fn discover_error() -> ErrorData {
@@ -53,7 +146,7 @@ pub fn discover_error() -> ErrorData {
     )
 }
 
-impl Service<RoleServer> for Legacy {
+impl Service<RoleServer> for Era {
     async fn handle_request(
         &self,
         request: ClientRequest,
@@ -61,7 +154,9 @@ impl Service<RoleServer> for Legacy {
     ) -> Result<ServerResult, ErrorData> {
         if matches!(request, ClientRequest::DiscoverRequest(_)) {
             self.0.note_discovered();
-            return Err(discover_error());
+            if !self.0.protocol().modern_for(&context.meta) {
+                return Err(discover_error());
+            }
         }
         <WakefulServer as Service<RoleServer>>::handle_request(&self.0, request, context).await
     }
@@ -81,5 +176,51 @@ impl Service<RoleServer> for Legacy {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         <WakefulServer as Service<RoleServer>>::supported_protocol_versions(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(client: &str, capabilities: serde_json::Value) -> RequestMetaObject {
+        serde_json::from_value(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_modes_parse_and_print_as_the_flag_spells_them() {
+        for mode in ["auto", "2026-07-28", "2025-11-25"] {
+            assert_eq!(mode.parse::<Protocol>().unwrap().to_string(), mode);
+        }
+        let e = "2024-11-05".parse::<Protocol>().unwrap_err().to_string();
+        assert!(e.contains("auto, 2026-07-28 or 2025-11-25"), "{e}");
+        assert_eq!(Protocol::default(), Protocol::Auto);
+    }
+
+    #[test]
+    fn auto_keeps_claude_code_and_channel_clients_and_clients_without_tasks_legacy() {
+        let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let channel = json!({"experimental": {"claude/channel": {}},
+                             "extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let auto = Protocol::Auto;
+        assert!(!auto.modern_for(&meta("claude-code", tasks.clone())));
+        assert!(!auto.modern_for(&meta("codex", channel)));
+        assert!(!auto.modern_for(&meta("codex", json!({}))));
+        assert!(auto.modern_for(&meta("codex", tasks.clone())));
+        assert!(Protocol::Modern.modern_for(&meta("claude-code", tasks.clone())));
+        assert!(!Protocol::Legacy.modern_for(&meta("codex", tasks)));
+        assert_eq!(
+            Protocol::Legacy.versions().last().unwrap().as_str(),
+            "2025-11-25"
+        );
+        assert_eq!(
+            Protocol::Auto.versions().last().unwrap().as_str(),
+            "2026-07-28"
+        );
     }
 }

@@ -13,9 +13,9 @@
 //!   as a `notifications/claude/channel` notification ([`channel`]), by the
 //!   daemon itself when stdout could be handed to it ([`stdout`]).
 //!
-//! It speaks the MCP revisions that open with `initialize`; a 2026-07-28
-//! client's `server/discover` probe is answered so that it falls back to
-//! `initialize` ([`era`]).
+//! It speaks the MCP revisions that open with `initialize` and MCP
+//! 2026-07-28; which one a dual-era client gets is chosen by
+//! [`era::Protocol`] from what the client says about itself ([`era`]).
 //!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
@@ -57,10 +57,15 @@ pub enum McpError {
 }
 
 /// Serves MCP on this process's stdin/stdout until the client closes the
-/// connection, for the sessions `session` chooses. Monitors are started in
+/// connection, for the sessions `session` chooses, on the revisions of
+/// `protocol`. Monitors are started in
 /// the daemon of `paths`, with this process's environment and working
 /// directory as their base.
-pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), McpError> {
+pub async fn serve_stdio(
+    paths: Paths,
+    session: SessionChoice,
+    protocol: era::Protocol,
+) -> Result<(), McpError> {
     let cwd = std::env::current_dir().map_err(McpError::Cwd)?;
     // The frame lock lets the daemon write channel notifications to this
     // stdout between the frames this process writes; without it, events are
@@ -76,8 +81,9 @@ pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), Mcp
         }
     };
     let lock = handover.as_ref().map(|h| h.mine.clone());
-    let server =
-        WakefulServer::new(paths, session, std::env::vars().collect(), cwd).with_handover(handover);
+    let server = WakefulServer::new(paths, session, std::env::vars().collect(), cwd)
+        .with_protocol(protocol)
+        .with_handover(handover);
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = written::Written::new(
         rmcp::transport::async_rw::AsyncRwTransport::new_server(
@@ -86,7 +92,7 @@ pub async fn serve_stdio(paths: Paths, session: SessionChoice) -> Result<(), Mcp
         ),
         server.receipts(),
     );
-    let running = match era::Legacy(server.clone()).serve(transport).await {
+    let running = match era::Era(server.clone()).serve(transport).await {
         Ok(running) => running,
         // A 2026-07-28 client that probed with `server/discover` and left
         // (it may cache the answer) ended the connection normally.

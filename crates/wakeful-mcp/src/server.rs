@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ExperimentalCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    DiscoverResult, ExperimentalCapabilities, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -93,6 +94,8 @@ struct Inner {
     digested: Mutex<std::collections::HashSet<String>>,
     /// A `server/discover` was answered.
     discovered: std::sync::atomic::AtomicBool,
+    /// Which revisions are served.
+    protocol: crate::era::Protocol,
 }
 
 /// The state of channel push.
@@ -130,8 +133,23 @@ impl WakefulServer {
                 receipts: Receipts::default(),
                 digested: Mutex::new(Default::default()),
                 discovered: Default::default(),
+                protocol: Default::default(),
             }),
         }
+    }
+
+    /// The same server serving the revisions of `protocol` (the default is
+    /// [`crate::era::Protocol::Auto`]). Call it before the server is shared.
+    pub fn with_protocol(mut self, protocol: crate::era::Protocol) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.protocol = protocol;
+        }
+        self
+    }
+
+    /// Which revisions this server serves.
+    pub fn protocol(&self) -> crate::era::Protocol {
+        self.inner.protocol
     }
 
     /// Lets channel push hand stdout to the daemon, with `handover`'s frame
@@ -469,19 +487,18 @@ impl ServerHandler for WakefulServer {
             ServerCapabilities::builder()
                 .enable_experimental_with(experimental)
                 .enable_tools()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("wakeful", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
     }
 
-    /// Channel push needs a session: only the revisions with an
-    /// `initialize` handshake are offered (a `server/discover` probe is
-    /// answered by [`crate::era::Legacy`]).
+    /// The revisions of the server's [`crate::era::Protocol`] (a
+    /// `server/discover` probe that should fall back is answered by
+    /// [`crate::era::Era`]).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(self.inner.protocol.versions())
     }
 
     async fn initialize(
@@ -491,7 +508,55 @@ impl ServerHandler for WakefulServer {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         self.note_start_seq().await;
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        // Extensions are a 2026-07-28 matter: the legacy handshake answers
+        // as it always did.
+        result.capabilities.extensions = None;
+        Ok(result)
+    }
+
+    /// The answer to a probe that stays on 2026-07-28: the revisions served,
+    /// the tools and the tasks extension, without the channel capability
+    /// (a modern connection has no channel).
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = ServerHandler::get_info(self);
+        info.capabilities.experimental = None;
+        Ok(DiscoverResult::from_server_info(
+            self.inner.protocol.versions().to_vec(),
+            info,
+        ))
+    }
+
+    /// Opens a `subscriptions/listen` stream: it is acknowledged with the
+    /// categories wakeful sends (none yet: its tool list never changes) and
+    /// stays open until the client cancels it.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::default())
+    }
+
+    /// No task of this connection exists (tools are answered with plain
+    /// results): every task id is unknown, and the error says no more.
+    async fn get_task(
+        &self,
+        _request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Err(unknown_task())
+    }
+
+    /// See [`Self::get_task`].
+    async fn cancel_task(
+        &self,
+        _request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(unknown_task())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -600,6 +665,12 @@ fn progress_note(
             "monitor_wait: no event yet after {secs} s; still waiting (gives up after {} s)",
             timeout_ms / 1000
         ))
+}
+
+/// The error for a task id this server does not know (unknown, expired, or
+/// another client's): the same for all, so it reveals nothing.
+fn unknown_task() -> ErrorData {
+    ErrorData::invalid_params("unknown task id", None)
 }
 
 fn cancelled() -> String {
