@@ -172,10 +172,6 @@ impl Storage {
         let result = tokio::task::spawn_blocking(move || me.prune_blocking(now, dry_run))
             .await
             .map_err(|e| PruneError::Task(e.to_string()))??;
-        if !dry_run {
-            let gone: Vec<String> = result.monitors.iter().map(|m| m.id.clone()).collect();
-            self.registry.forget_ended(&gone);
-        }
         Ok(result)
     }
 
@@ -244,8 +240,10 @@ impl Storage {
         let ids: Vec<String> = plan.monitors.iter().map(|(id, _)| id.clone()).collect();
         let forgotten = self.pruner.forget(&ids)?;
         self.registry.hub().forget(&ids);
-        // The files go after the rows: a reader never finds a row whose
-        // files are gone without a word.
+        self.registry.forget_ended(&ids);
+        // The files go after the rows and the registry's entries: a reader
+        // (`list`, `get`) never finds a monitor whose files are gone without
+        // a word.
         for id in &ids {
             remove_output(&self.output_dir, id);
         }
