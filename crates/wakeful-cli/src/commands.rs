@@ -296,7 +296,7 @@ fn spec_of(
 ) -> Result<MonitorSpec, Failure> {
     let source = source
         .to_source(command)
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     Ok(monitor.to_spec(source))
 }
 
@@ -996,10 +996,13 @@ fn wake_route(adapter: WakeAdapterArgs) -> Result<wakeful_protocol::WakeAdapter,
         }
         WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
     };
+    let refused = |e: &dyn std::fmt::Display| {
+        Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name()))
+    };
+    route.validate().map_err(|e| refused(&e))?;
     route
-        .validate()
-        .and_then(|()| route.check_programs(std::env::var_os("PATH").as_deref()))
-        .map_err(|e| Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name())))?;
+        .check_programs(std::env::var_os("PATH").as_deref())
+        .map_err(|e| refused(&e))?;
     Ok(route)
 }
 

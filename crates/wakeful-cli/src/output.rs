@@ -13,10 +13,10 @@
 use std::io::{BufWriter, Write};
 
 use notify::{RecursiveMode, Watcher};
+use wakeful_client::output_file::{Item, OutputIndex};
 use wakeful_client::{connect, Paths};
 use wakeful_core::terminal::TerminalInfo;
 use wakeful_core::MonitorInfo;
-use wakeful_client::output_file::{Item, OutputIndex};
 use wakeful_protocol::{Reply, Request};
 
 use crate::cli::LineRange;
