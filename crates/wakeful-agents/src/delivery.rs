@@ -2,6 +2,7 @@
 //! a delivery command ([`run`]) and reading an HTTP refusal.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -35,13 +36,42 @@ pub(crate) fn http_refusal(what: &str, r: http::Response) -> Outcome {
     }
 }
 
+/// Why a wake's program did not run to its end ([`run`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunError {
+    /// It could not be started.
+    #[error("cannot run {}: {source}", program.display())]
+    Start {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It ran longer than [`COMMAND_TIMEOUT`].
+    #[error("{} did not finish within {}s", program.display(), COMMAND_TIMEOUT.as_secs())]
+    Timeout {
+        /// The program.
+        program: PathBuf,
+    },
+    /// Its exit could not be waited for.
+    #[error("waiting for {}: {source}", program.display())]
+    Wait {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Runs a program (no shell) with stdin closed; returns its exit code and
 /// the tail of its stderr.
 pub(crate) async fn run(
     program: &std::path::Path,
     args: &[String],
     env: &BTreeMap<String, String>,
-) -> Result<(i32, String), String> {
+) -> Result<(i32, String), RunError> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .envs(env)
@@ -50,8 +80,11 @@ pub(crate) async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     // Registered, so that the daemon's reaper leaves its exit status to us.
-    let (mut child, _managed) = wakeful_engine::process::spawn(&mut cmd)
-        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    let (mut child, _managed) =
+        wakeful_engine::process::spawn(&mut cmd).map_err(|source| RunError::Start {
+            program: program.to_path_buf(),
+            source,
+        })?;
     let mut stderr = child.stderr.take();
     let work = async {
         let mut err = Vec::new();
@@ -63,14 +96,13 @@ pub(crate) async fn run(
     };
     let (status, err) = tokio::time::timeout(COMMAND_TIMEOUT, work)
         .await
-        .map_err(|_| {
-            format!(
-                "{} did not finish within {}s",
-                program.display(),
-                COMMAND_TIMEOUT.as_secs()
-            )
+        .map_err(|_| RunError::Timeout {
+            program: program.to_path_buf(),
         })?;
-    let status = status.map_err(|e| format!("waiting for {}: {e}", program.display()))?;
+    let status = status.map_err(|source| RunError::Wait {
+        program: program.to_path_buf(),
+        source,
+    })?;
     let err = String::from_utf8_lossy(&err);
     let tail: String = err
         .trim()

@@ -33,16 +33,26 @@ pub struct HookInput {
     pub hook_event_name: Option<String>,
 }
 
+/// Why a hook's stdin is not a hook's input ([`parse_input`]).
+#[derive(Debug, thiserror::Error)]
+pub enum HookInputError {
+    /// Not JSON.
+    #[error("the hook input on stdin is not JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("the hook input on stdin is not a JSON object")]
+    NotAnObject,
+}
+
 /// Parses a hook's stdin. Empty input is no input; anything else must be a
 /// JSON object.
-pub fn parse_input(text: &str) -> Result<HookInput, String> {
+pub fn parse_input(text: &str) -> Result<HookInput, HookInputError> {
     if text.trim().is_empty() {
         return Ok(HookInput::default());
     }
-    let v: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| format!("the hook input on stdin is not JSON: {e}"))?;
+    let v: serde_json::Value = serde_json::from_str(text).map_err(HookInputError::Json)?;
     let Some(o) = v.as_object() else {
-        return Err("the hook input on stdin is not a JSON object".into());
+        return Err(HookInputError::NotAnObject);
     };
     let string = |k: &str| {
         o.get(k)
@@ -108,7 +118,7 @@ pub async fn read_input() -> Result<HookInput, Error> {
         Ok(Err(e)) => return Err(Error::failed(e.to_string())),
         Err(_) => String::new(),
     };
-    parse_input(&text).map_err(Error::failed)
+    parse_input(&text).map_err(|e| Error::failed(e.to_string()))
 }
 
 /// The session's resume digest for a shell-using agent, if there is

@@ -21,7 +21,7 @@ pub async fn probe(session: &str, adapter: &WakeAdapter) -> Vec<Check> {
             if let Err(e) = adapter.check_programs(path.as_deref()) {
                 out.push(Check::problem(
                     &name,
-                    e,
+                    e.to_string(),
                     format!(
                         "install the program or set the route again with its path: `wakeful wake set {} --session {} …`",
                         adapter.name(),

@@ -50,7 +50,7 @@ pub async fn deliver(
         } => {
             let args = match Adapter::exec_args(argv, wake.session, wake.wake_id, wake.text) {
                 Ok(args) => args,
-                Err(e) => return Outcome::Failed(e),
+                Err(e) => return Outcome::Failed(e.to_string()),
             };
             let Some((program, args)) = args.split_first() else {
                 return Outcome::Failed("the exec route has no program".into());
@@ -62,7 +62,7 @@ pub async fn deliver(
                     Outcome::Refused(format!("busy (exit {code}): {err}"))
                 }
                 Ok((code, err)) => Outcome::Failed(format!("exited {code}: {err}")),
-                Err(e) => Outcome::Failed(e),
+                Err(e) => Outcome::Failed(e.to_string()),
             }
         }
         Adapter::Opencode {

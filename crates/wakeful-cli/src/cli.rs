@@ -716,13 +716,21 @@ pub enum ClusterCommand {
     Status,
 }
 
+/// A `--since` value that is neither a time nor a duration ago.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is neither an RFC 3339 time (2026-11-30T12:00:00Z) nor a duration ago (90s, 30m, 2h, 7d)")]
+pub struct SinceError {
+    /// The value given.
+    pub text: String,
+}
+
 /// `--since`: RFC 3339, or a duration ago (`90s`, `30m`, `2h`, `7d`).
-pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+pub fn parse_since(s: &str) -> Result<DateTime<Utc>, SinceError> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }
-    let bad = || {
-        format!("`{s}` is neither an RFC 3339 time (2026-11-30T12:00:00Z) nor a duration ago (90s, 30m, 2h, 7d)")
+    let bad = || SinceError {
+        text: s.to_string(),
     };
     let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (n, unit) = s.split_at(split);

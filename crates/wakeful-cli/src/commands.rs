@@ -295,7 +295,7 @@ fn spec_of(
 ) -> Result<MonitorSpec, Failure> {
     let watched = source
         .to_source(command)
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let mut spec = monitor.to_spec(watched);
     source.timer.apply(&mut spec);
     Ok(spec)
@@ -972,10 +972,13 @@ fn wake_route(adapter: WakeAdapterArgs) -> Result<wakeful_protocol::WakeAdapter,
         }
         WakeAdapterArgs::Webhook { url } => WakeAdapter::Webhook { url },
     };
+    let refused = |e: &dyn std::fmt::Display| {
+        Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name()))
+    };
+    route.validate().map_err(|e| refused(&e))?;
     route
-        .validate()
-        .and_then(|()| route.check_programs(std::env::var_os("PATH").as_deref()))
-        .map_err(|e| Failure::new(exit::USAGE, format!("wake set {}: {e}", route.name())))?;
+        .check_programs(std::env::var_os("PATH").as_deref())
+        .map_err(|e| refused(&e))?;
     Ok(route)
 }
 

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use wakeful_agents::doctor::{Check, Level};
-use wakeful_client::{connect_existing, Paths};
+use wakeful_client::{connect_existing, ClientError, Paths};
 use wakeful_protocol::{ConsumerInfo, Status, WakeReport, WakeStatus};
 
 use crate::{exit, Failure};
@@ -242,30 +242,24 @@ fn platform(paths: &Paths) -> Check {
 /// consumers.
 type DaemonFacts = (Status, WakeReport, Option<WakeStatus>, Vec<ConsumerInfo>);
 
-async fn daemon(paths: &Paths, session: &str) -> Result<DaemonFacts, String> {
-    let mut conn = connect_existing(paths).await.map_err(|e| e.to_string())?;
-    let status: Status = conn
-        .call(wakeful_protocol::GetStatus {})
-        .await
-        .map_err(|e| e.to_string())?;
+async fn daemon(paths: &Paths, session: &str) -> Result<DaemonFacts, ClientError> {
+    let mut conn = connect_existing(paths).await?;
+    let status: Status = conn.call(wakeful_protocol::GetStatus {}).await?;
     let report: WakeReport = conn
         .call(wakeful_protocol::CheckWake {
             session: session.to_string(),
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let route: Option<WakeStatus> = conn
         .call(wakeful_protocol::ShowWake {
             session: session.to_string(),
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let consumers: Vec<ConsumerInfo> = conn
         .call(wakeful_protocol::ListConsumers {
             session: Some(session.to_string()),
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     Ok((status, report, route, consumers))
 }
 

@@ -70,34 +70,84 @@ pub struct MonitorArgs {
 /// A numeric flag's value: a non-negative whole number. Flags that take one
 /// also accept a leading `-` while parsing, so that `--timeout-ms -5` is
 /// refused by this message naming the flag, not taken for a flag of its own.
-pub fn non_negative(s: &str) -> Result<u64, String> {
+pub fn non_negative(s: &str) -> Result<u64, NumberArgError> {
     match s.parse::<u64>() {
         Ok(n) => Ok(n),
         Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-            Err(format!("{s} is too large (at most {})", u64::MAX))
+            Err(NumberArgError::TooLarge {
+                text: s.to_string(),
+            })
         }
-        Err(_) if s.starts_with('-') => {
-            Err("the value must be a non-negative number; negative values are not accepted".into())
-        }
-        Err(_) => Err("the value must be a non-negative whole number".into()),
+        Err(_) if s.starts_with('-') => Err(NumberArgError::Negative),
+        Err(_) => Err(NumberArgError::NotANumber),
     }
 }
 
 /// An exit code of a wake command that means "busy": 1–255.
-pub fn busy_exit_code(s: &str) -> Result<i32, String> {
+pub fn busy_exit_code(s: &str) -> Result<i32, NumberArgError> {
     match non_negative(s)? {
         n @ 1..=255 => Ok(n as i32),
-        _ => {
-            Err("an exit code that means busy is a number from 1 to 255 (0 means accepted)".into())
-        }
+        _ => Err(NumberArgError::BusyExitCode),
     }
 }
 
-fn parse_env(s: &str) -> Result<(String, String), String> {
+/// Why a numeric flag's value is refused ([`non_negative`],
+/// [`busy_exit_code`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NumberArgError {
+    /// Above `u64::MAX`.
+    #[error("{text} is too large (at most {})", u64::MAX)]
+    TooLarge {
+        /// The value given.
+        text: String,
+    },
+    /// Negative.
+    #[error("the value must be a non-negative number; negative values are not accepted")]
+    Negative,
+    /// Not a whole number.
+    #[error("the value must be a non-negative whole number")]
+    NotANumber,
+    /// A busy exit code outside 1–255.
+    #[error("an exit code that means busy is a number from 1 to 255 (0 means accepted)")]
+    BusyExitCode,
+}
+
+/// An `--env` value that is not `NAME=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not NAME=VALUE")]
+pub struct EnvArgError {
+    /// The value given.
+    pub text: String,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), EnvArgError> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("`{s}` is not NAME=VALUE")),
+        _ => Err(EnvArgError {
+            text: s.to_string(),
+        }),
     }
+}
+
+/// Why the source flags and command words name no source
+/// ([`SourceArgs::to_source`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceArgError {
+    /// Command words with a flag that takes none.
+    #[error("{flag} takes no command; remove the words after `--`")]
+    CommandWithFlag {
+        /// The flag (`--ws` …).
+        flag: &'static str,
+    },
+    /// No command and no source flag.
+    #[error("give the command to watch after `--` (or --ws, --file, --terminal)")]
+    NoCommand,
+    /// A timer flag that does not read.
+    #[error(transparent)]
+    Timer(#[from] wakeful_core::timer::TimerError),
+    /// A timer with another source's flag.
+    #[error("a timer (--in, --at, --cron) watches nothing else: drop --ws, --file or --every")]
+    TimerWithSource,
 }
 
 impl MonitorArgs {
@@ -155,15 +205,13 @@ pub struct SourceArgs {
 
 impl SourceArgs {
     /// The source these flags and the trailing command words name.
-    pub fn to_source(&self, command: Vec<String>) -> Result<Source, String> {
+    pub fn to_source(&self, command: Vec<String>) -> Result<Source, SourceArgError> {
         let command = command.join(" ");
-        let no_command = |flag: &str| {
+        let no_command = |flag: &'static str| {
             if command.is_empty() {
                 Ok(())
             } else {
-                Err(format!(
-                    "{flag} takes no command; remove the words after `--`"
-                ))
+                Err(SourceArgError::CommandWithFlag { flag })
             }
         };
         if let Some(url) = &self.ws {
@@ -183,7 +231,7 @@ impl SourceArgs {
         if let Some(timer) = self.timer.to_source()? {
             no_command("--in, --at or --cron")?;
             if self.ws.is_some() || self.file.is_some() || self.every.is_some() {
-                return Err("a timer (--in, --at, --cron) watches nothing else: drop --ws, --file or --every".into());
+                return Err(SourceArgError::TimerWithSource);
             }
             return Ok(timer);
         }
@@ -194,9 +242,7 @@ impl SourceArgs {
             });
         }
         if command.trim().is_empty() {
-            return Err(
-                "give the command to watch after `--` (or --ws, --file, --terminal)".into(),
-            );
+            return Err(SourceArgError::NoCommand);
         }
         Ok(match self.every {
             Some(every_ms) => Source::Poll { command, every_ms },
@@ -213,14 +259,24 @@ mod tests {
     fn numeric_values() {
         assert_eq!(non_negative("0"), Ok(0));
         assert_eq!(non_negative("300000"), Ok(300_000));
-        assert!(non_negative("-5").unwrap_err().contains("non-negative"));
-        assert!(non_negative("5ms").unwrap_err().contains("non-negative"));
+        assert!(non_negative("-5")
+            .unwrap_err()
+            .to_string()
+            .contains("non-negative"));
+        assert!(non_negative("5ms")
+            .unwrap_err()
+            .to_string()
+            .contains("non-negative"));
         assert!(non_negative("99999999999999999999")
             .unwrap_err()
+            .to_string()
             .contains("too large"));
         assert_eq!(busy_exit_code("75"), Ok(75));
         assert!(busy_exit_code("0").is_err());
         assert!(busy_exit_code("256").is_err());
-        assert!(busy_exit_code("-1").unwrap_err().contains("non-negative"));
+        assert!(busy_exit_code("-1")
+            .unwrap_err()
+            .to_string()
+            .contains("non-negative"));
     }
 }

@@ -31,7 +31,7 @@ pub struct TimerArgs {
 
 impl TimerArgs {
     /// The timer these flags name, if any; `--say` alone is an error.
-    pub fn to_source(&self) -> Result<Option<Source>, String> {
+    pub fn to_source(&self) -> Result<Option<Source>, wakeful_core::timer::TimerError> {
         wakeful_core::timer::source_of(
             self.in_.as_deref(),
             self.at.as_deref(),
@@ -40,7 +40,6 @@ impl TimerArgs {
             Utc::now(),
             &Local,
         )
-        .map_err(|e| e.to_string())
     }
 
     /// A timer's spec made whole: persistent (its deadline outlives the

@@ -83,19 +83,21 @@ fn default_retention_hours() -> u64 {
 impl ClusterConfig {
     /// Checks what can be checked without a network: URLs, the host name,
     /// credentials and TLS files, ranges. The message says what to fix.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ClusterConfigError> {
         let urls = self.urls();
         if urls.is_empty() {
-            return Err("[cluster] url is empty: give the NATS server, e.g. url = \"nats://127.0.0.1:4222\"".into());
+            return Err(ClusterConfigError::NoUrl);
         }
         for u in &urls {
-            u.parse::<async_nats::ServerAddr>().map_err(|e| {
-                format!("[cluster] url {u:?} is not a NATS server address ({e}); e.g. nats://host:4222 or tls://host:4222")
-            })?;
+            u.parse::<async_nats::ServerAddr>()
+                .map_err(|source| ClusterConfigError::Url {
+                    url: u.clone(),
+                    source,
+                })?;
         }
-        check_host(&self.host()).map_err(|e| format!("[cluster] {e}"))?;
+        check_host(&self.host()).map_err(ClusterConfigError::Host)?;
         if self.creds.is_some() && self.token.is_some() {
-            return Err("[cluster] has both creds and token: keep one".into());
+            return Err(ClusterConfigError::CredsAndToken);
         }
         if let Some(d) = &self.domain {
             if d.is_empty()
@@ -103,20 +105,18 @@ impl ClusterConfig {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             {
-                return Err(format!("[cluster] domain {d:?} must be letters, digits, `_` or `-` (the hub's `jetstream {{ domain: … }}`)"));
+                return Err(ClusterConfigError::Domain { domain: d.clone() });
             }
         }
         if self.token.as_deref() == Some("") {
-            return Err("[cluster] token is empty".into());
+            return Err(ClusterConfigError::EmptyToken);
         }
         if let Some(creds) = &self.creds {
             readable(creds, "creds")?;
         }
         if let Some(tls) = &self.tls {
             match (&tls.cert, &tls.key) {
-                (Some(_), None) | (None, Some(_)) => {
-                    return Err("[cluster.tls] needs both cert and key, or neither".into())
-                }
+                (Some(_), None) | (None, Some(_)) => return Err(ClusterConfigError::CertAndKey),
                 _ => {}
             }
             for (what, path) in [("ca", &tls.ca), ("cert", &tls.cert), ("key", &tls.key)] {
@@ -126,13 +126,12 @@ impl ClusterConfig {
             }
         }
         if !(100..=60_000).contains(&self.heartbeat_ms) {
-            return Err(format!(
-                "[cluster] heartbeat_ms must be within 100–60000, not {}",
-                self.heartbeat_ms
-            ));
+            return Err(ClusterConfigError::Heartbeat {
+                ms: self.heartbeat_ms,
+            });
         }
         if self.retention_hours == 0 {
-            return Err("[cluster] retention_hours must be at least 1".into());
+            return Err(ClusterConfigError::Retention);
         }
         Ok(())
     }
@@ -153,10 +152,71 @@ impl ClusterConfig {
     }
 }
 
-fn readable(path: &std::path::Path, what: &str) -> Result<(), String> {
+fn readable(path: &std::path::Path, what: &str) -> Result<(), ClusterConfigError> {
     std::fs::File::open(path)
         .map(|_| ())
-        .map_err(|e| format!("[cluster] {what} {}: {e}", path.display()))
+        .map_err(|source| ClusterConfigError::Unreadable {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Why `[cluster]` cannot be used ([`ClusterConfig::validate`]); each says
+/// what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterConfigError {
+    /// No URL.
+    #[error("[cluster] url is empty: give the NATS server, e.g. url = \"nats://127.0.0.1:4222\"")]
+    NoUrl,
+    /// A URL that is not a NATS server address.
+    #[error("[cluster] url {url:?} is not a NATS server address ({source}); e.g. nats://host:4222 or tls://host:4222")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A host name that cannot be used.
+    #[error("[cluster] {0}")]
+    Host(#[source] wakeful_core::export::HostError),
+    /// Both `creds` and `token`.
+    #[error("[cluster] has both creds and token: keep one")]
+    CredsAndToken,
+    /// A JetStream domain that is not one.
+    #[error("[cluster] domain {domain:?} must be letters, digits, `_` or `-` (the hub's `jetstream {{ domain: … }}`)")]
+    Domain {
+        /// The domain given.
+        domain: String,
+    },
+    /// An empty token.
+    #[error("[cluster] token is empty")]
+    EmptyToken,
+    /// A credentials or TLS file that cannot be read.
+    #[error("[cluster] {what} {}: {source}", path.display())]
+    Unreadable {
+        /// Which setting (`creds`, `tls.ca` …).
+        what: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A client certificate without its key, or a key without its
+    /// certificate.
+    #[error("[cluster.tls] needs both cert and key, or neither")]
+    CertAndKey,
+    /// A heartbeat outside 100–60000 ms.
+    #[error("[cluster] heartbeat_ms must be within 100–60000, not {ms}")]
+    Heartbeat {
+        /// The value given.
+        ms: u64,
+    },
+    /// A retention of 0 hours.
+    #[error("[cluster] retention_hours must be at least 1")]
+    Retention,
 }
 
 /// The machine's hostname (`localhost` when it has none).
@@ -174,7 +234,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<ClusterConfig, String> {
         let c: ClusterConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        c.validate()?;
+        c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
 

@@ -22,14 +22,32 @@ use crate::subject;
 /// monitor's processes to end).
 pub const TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Why a host refuses a request of another host (see [`admit`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Its config does not accept remote control.
+    #[error("host {host} refuses remote control: its config.toml has no `accept_remote = true` under [cluster]")]
+    NotAccepted {
+        /// The host refusing.
+        host: String,
+    },
+    /// A request other than `start` and `stop`.
+    #[error("host {host} takes only start and stop from other hosts, not {op}")]
+    Op {
+        /// The host refusing.
+        host: String,
+        /// The request's op.
+        op: &'static str,
+    },
+}
+
 /// What host `host` runs of `request`, or why it refuses it (an error of
 /// kind `refused`).
-pub fn admit(host: &str, accept_remote: bool, request: Request) -> Result<Request, String> {
-    let refuse = |message: String| message;
+pub fn admit(host: &str, accept_remote: bool, request: Request) -> Result<Request, Refusal> {
     if !accept_remote {
-        return Err(refuse(format!(
-            "host {host} refuses remote control: its config.toml has no `accept_remote = true` under [cluster]"
-        )));
+        return Err(Refusal::NotAccepted {
+            host: host.to_string(),
+        });
     }
     match request {
         Request::Start(wakeful_protocol::StartMonitor { session, spec, .. }) => {
@@ -44,10 +62,10 @@ pub fn admit(host: &str, accept_remote: bool, request: Request) -> Result<Reques
         Request::Stop(wakeful_protocol::StopMonitor { id }) => {
             Ok(Request::Stop(wakeful_protocol::StopMonitor { id }))
         }
-        other => Err(refuse(format!(
-            "host {host} takes only start and stop from other hosts, not {}",
-            other.op()
-        ))),
+        other => Err(Refusal::Op {
+            host: host.to_string(),
+            op: other.op(),
+        }),
     }
 }
 
@@ -86,9 +104,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, client: async_nats::Client, node:
                     tracing::info!("cluster: remote {} accepted", request.op());
                     node.control(request).await
                 }
-                Err(message) => Reply::Error {
+                Err(refusal) => Reply::Error {
                     kind: ErrorKind::Refused,
-                    message,
+                    message: refusal.to_string(),
                 },
             },
         };
@@ -152,7 +170,7 @@ mod tests {
 
     #[test]
     fn only_start_and_stop_and_only_when_accepted() {
-        let refused = admit("b", false, start()).unwrap_err();
+        let refused = admit("b", false, start()).unwrap_err().to_string();
         assert!(refused.contains("accept_remote = true"), "{refused}");
         let Ok(Request::Start(wakeful_protocol::StartMonitor { env, cwd, host, .. })) =
             admit("b", true, start())
@@ -169,6 +187,7 @@ mod tests {
         assert!(
             admit("b", true, Request::Shutdown(wakeful_protocol::Shutdown {}))
                 .unwrap_err()
+                .to_string()
                 .contains("only start and stop")
         );
     }

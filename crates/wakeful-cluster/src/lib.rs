@@ -37,4 +37,4 @@ pub mod subject;
 
 pub use config::{ClusterConfig, TlsConfig};
 pub use link::Link;
-pub use shared::{BoxFuture, LinkError, Node};
+pub use shared::{BoxFuture, LinkError, Node, NodeImportError};

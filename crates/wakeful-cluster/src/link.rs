@@ -184,7 +184,7 @@ async fn connect(
         // (status's `down_reason` and the log), and tried again later.
         let version = client.server_info().version;
         if let Err(why) = crate::diagnose::server_version(&shared.config.url, &version) {
-            shared.refuse_server(why);
+            shared.refuse_server(why.to_string());
             drop(client);
             backoff.wait().await;
             continue;

@@ -23,12 +23,27 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Node: Send + Sync + 'static {
     /// Keeps events of other hosts through the daemon's import path (each
     /// once per origin), returning once they are committed.
-    fn import(&self, events: Vec<ImportedEvent>) -> BoxFuture<'_, Result<ImportResult, String>>;
+    fn import(
+        &self,
+        events: Vec<ImportedEvent>,
+    ) -> BoxFuture<'_, Result<ImportResult, NodeImportError>>;
     /// Answers a request another host sent (`start`, `stop`) as the socket
     /// would answer it.
     fn control(&self, request: Request) -> BoxFuture<'_, Reply>;
     /// This host's monitors now (active, and ended within the hour).
     fn monitors(&self) -> Vec<MonitorInfo>;
+}
+
+/// Why the daemon kept none of the events the link brought
+/// ([`Node::import`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NodeImportError {
+    /// The daemon is stopping.
+    #[error("the daemon is stopping")]
+    Stopping,
+    /// The daemon refused the import; its own error.
+    #[error("{0}")]
+    Refused(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Why the link could not do what was asked.

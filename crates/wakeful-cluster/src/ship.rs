@@ -23,7 +23,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::{self, context::PublishAckFuture};
+use async_nats::jetstream::{
+    self,
+    context::{PublishAckFuture, PublishError},
+};
 use wakeful_core::journal::JournalEntry;
 use wakeful_engine::{Committed, Filter, Follow, FollowError, Hub};
 
@@ -122,7 +125,7 @@ pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, s
                 Err(e @ FollowError::Lagged(_)) => tracing::warn!("cluster: shipping {e}"),
             }
         }
-        let mut pending: Vec<(u64, Result<PublishAckFuture, String>)> =
+        let mut pending: Vec<(u64, Result<PublishAckFuture, PublishError>)> =
             Vec::with_capacity(window.len());
         for e in window {
             let subject =
@@ -130,10 +133,7 @@ pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, s
             let publish = PublishMessage::build()
                 .payload(e.json().as_bytes().to_vec().into())
                 .message_id(wakeful_core::export::origin(&shared.host, e.seq()));
-            let sent = js
-                .send_publish(subject, publish)
-                .await
-                .map_err(|e| e.to_string());
+            let sent = js.send_publish(subject, publish).await;
             let stop = sent.is_err();
             pending.push((e.seq(), sent));
             if stop {
@@ -144,7 +144,7 @@ pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, s
         let mut first_error = None;
         for (seq, sent) in pending {
             let acked = match sent {
-                Ok(fut) => fut.await.map_err(|e| e.to_string()),
+                Ok(fut) => fut.await,
                 Err(e) => Err(e),
             };
             results.push((
@@ -181,7 +181,7 @@ pub(crate) async fn run(shared: Arc<Shared>, js: jetstream::Context, hub: Hub, s
             shared.error(format!(
                 "publishing to stream {}: {}; retrying from seq {}",
                 subject::STREAM,
-                first_error.unwrap_or_default(),
+                first_error.map(|e| e.to_string()).unwrap_or_default(),
                 from + 1
             ));
             // Again from the first unacknowledged event: a new follower

@@ -54,30 +54,55 @@ pub const MAX_ID_LEN: usize = 128;
 /// (a host name holds no spaces: no host is called this).
 pub const IMPORTED_SUFFIX: &str = " (imported)";
 
+/// Why a host name cannot be used (see [`check_host`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// Empty, or longer than [`MAX_HOST_LEN`].
+    #[error("host must be 1–{MAX_HOST_LEN} bytes long, not {len}")]
+    Length {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// It holds a space, a control character or `/`.
+    #[error("host {host:?} holds {c:?}: a host name has no spaces, control characters or `/` (origins are `<host>/<seq>`)")]
+    Char {
+        /// The host name.
+        host: String,
+        /// The first character it may not hold.
+        c: char,
+    },
+}
+
 /// Why a host name cannot be used: empty, longer than [`MAX_HOST_LEN`], or
 /// holding a space, a control character or `/` (origins are
 /// `<host>/<seq>`).
-pub fn check_host(host: &str) -> Result<(), String> {
+pub fn check_host(host: &str) -> Result<(), HostError> {
     if host.is_empty() || host.len() > MAX_HOST_LEN {
-        return Err(format!(
-            "host must be 1–{MAX_HOST_LEN} bytes long, not {}",
-            host.len()
-        ));
+        return Err(HostError::Length { len: host.len() });
     }
     if let Some(c) = host
         .chars()
         .find(|c| c.is_whitespace() || c.is_control() || *c == '/')
     {
-        return Err(format!(
-            "host {host:?} holds {c:?}: a host name has no spaces, control characters or `/` (origins are `<host>/<seq>`)"
-        ));
+        return Err(HostError::Char {
+            host: host.to_string(),
+            c,
+        });
     }
     Ok(())
 }
 
+/// A monitor id that is not one wakeful writes (see [`check_monitor_id`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("monitor id {shown:?} is not one wakeful writes (1–{MAX_ID_LEN} ASCII letters, digits, `-`, `_`, `.`)")]
+pub struct MonitorIdError {
+    /// The id as shown: its first 80 characters, on one line.
+    pub shown: String,
+}
+
 /// Why a monitor id is not one wakeful writes: 1–[`MAX_ID_LEN`] ASCII
 /// letters, digits, `-`, `_` and `.`.
-pub fn check_monitor_id(id: &str) -> Result<(), String> {
+pub fn check_monitor_id(id: &str) -> Result<(), MonitorIdError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id
@@ -86,10 +111,9 @@ pub fn check_monitor_id(id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "monitor id {:?} is not one wakeful writes (1–{MAX_ID_LEN} ASCII letters, digits, `-`, `_`, `.`)",
-            crate::present::one_line(&id.chars().take(80).collect::<String>())
-        ))
+        Err(MonitorIdError {
+            shown: crate::present::one_line(&id.chars().take(80).collect::<String>()),
+        })
     }
 }
 
@@ -297,7 +321,7 @@ impl ExportParser {
             let record: MonitorRecord = serde_json::from_value(value)
                 .map_err(|e| bad(format!("not a monitor record: {e}")))?;
             let m = record.monitor;
-            check_monitor_id(&m.id).map_err(bad)?;
+            check_monitor_id(&m.id).map_err(|e| bad(e.to_string()))?;
             if !session_ok(&m.session) {
                 return Err(bad(format!(
                     "monitor {} is of another session than the file's ({})",
@@ -323,7 +347,7 @@ impl ExportParser {
                     )));
                 }
             }
-            check_monitor_id(&event.monitor_id).map_err(bad)?;
+            check_monitor_id(&event.monitor_id).map_err(|e| bad(e.to_string()))?;
             if !session_ok(&event.session) {
                 return Err(bad(format!(
                     "the event is of another session than the file's ({})",

@@ -150,6 +150,20 @@ fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Why a manifest's text is not one this wakeful reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// Not JSON of a manifest.
+    #[error("not an output manifest: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A manifest of another version.
+    #[error("output manifest version {found} (this wakeful reads {MANIFEST_VERSION})")]
+    Version {
+        /// The version it holds.
+        found: u32,
+    },
+}
+
 /// A stretch of lines as a reader meets it, with absolute numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Span {
@@ -186,14 +200,10 @@ pub enum Span {
 
 impl Manifest {
     /// Reads a manifest's text.
-    pub fn parse(text: &str) -> Result<Manifest, String> {
-        let m: Manifest =
-            serde_json::from_str(text).map_err(|e| format!("not an output manifest: {e}"))?;
+    pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        let m: Manifest = serde_json::from_str(text).map_err(ManifestError::Json)?;
         if m.version != MANIFEST_VERSION {
-            return Err(format!(
-                "output manifest version {} (this wakeful reads {MANIFEST_VERSION})",
-                m.version
-            ));
+            return Err(ManifestError::Version { found: m.version });
         }
         Ok(m)
     }

@@ -35,7 +35,7 @@ impl ByteSize {
     }
 
     /// Reads `64MiB`, `1.5GiB`, `500MB`, `4096` (bytes).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, SizeParseError> {
         let t = s.trim();
         let split = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -53,20 +53,52 @@ impl ByteSize {
             "gb" => 1_000_000_000,
             "tb" => 1_000_000_000_000,
             _ => {
-                return Err(format!(
-                    "`{s}` is not a size: use bytes or a unit such as 512KiB, 64MiB, 2GiB"
-                ))
+                return Err(SizeParseError::Unit {
+                    text: s.to_string(),
+                })
             }
         };
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("`{s}` is not a size: use a number with a unit such as 64MiB"))?;
+        let value: f64 = num.parse().map_err(|_| SizeParseError::Number {
+            text: s.to_string(),
+        })?;
         let bytes = value * mult as f64;
         if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-            return Err(format!("`{s}` is out of range"));
+            return Err(SizeParseError::Range {
+                text: s.to_string(),
+            });
         }
         Ok(ByteSize(bytes.round() as u64))
     }
+}
+
+/// Why a size (or a free-space value) of the config cannot be read; each
+/// says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeParseError {
+    /// A unit this parser does not know.
+    #[error("`{text}` is not a size: use bytes or a unit such as 512KiB, 64MiB, 2GiB")]
+    Unit {
+        /// The text given.
+        text: String,
+    },
+    /// No number before the unit.
+    #[error("`{text}` is not a size: use a number with a unit such as 64MiB")]
+    Number {
+        /// The text given.
+        text: String,
+    },
+    /// More bytes than a `u64` holds.
+    #[error("`{text}` is out of range")]
+    Range {
+        /// The text given.
+        text: String,
+    },
+    /// A [`KeepFree`] percentage above 100 % or not a number.
+    #[error("`{text}` is not a percentage from 0% to 100%")]
+    Percent {
+        /// The text given.
+        text: String,
+    },
 }
 
 impl fmt::Display for ByteSize {
@@ -90,10 +122,10 @@ impl fmt::Display for ByteSize {
 }
 
 /// Reads a config value written as a number or as text (`4096`, `"4KiB"`).
-fn number_or_text<'de, D: serde::Deserializer<'de>, T>(
+fn number_or_text<'de, D: serde::Deserializer<'de>, T, E: fmt::Display>(
     d: D,
     number: impl FnOnce(u64) -> T,
-    text: impl FnOnce(&str) -> Result<T, String>,
+    text: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -131,13 +163,13 @@ impl Span {
     }
 
     /// Reads `500ms`, `30s`, `10m`, `12h`, `7d`, `2w`, or seconds.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, SpanParseError> {
         let t = s.trim();
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let n: u64 = num
-            .parse()
-            .map_err(|_| format!("`{s}` is not a duration: use e.g. 30s, 10m, 12h, 7d"))?;
+        let n: u64 = num.parse().map_err(|_| SpanParseError::NotADuration {
+            text: s.to_string(),
+        })?;
         let ms: u64 = match unit.trim() {
             "ms" => 1,
             "" | "s" => 1_000,
@@ -146,15 +178,34 @@ impl Span {
             "d" => 86_400_000,
             "w" => 7 * 86_400_000,
             _ => {
-                return Err(format!(
-                    "`{s}` is not a duration: use e.g. 30s, 10m, 12h, 7d"
-                ))
+                return Err(SpanParseError::NotADuration {
+                    text: s.to_string(),
+                })
             }
         };
         n.checked_mul(ms)
             .map(|ms| Span(std::time::Duration::from_millis(ms)))
-            .ok_or_else(|| format!("`{s}` is out of range"))
+            .ok_or_else(|| SpanParseError::Range {
+                text: s.to_string(),
+            })
     }
+}
+
+/// Why a length of time of the config cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpanParseError {
+    /// Not a number with a known unit.
+    #[error("`{text}` is not a duration: use e.g. 30s, 10m, 12h, 7d")]
+    NotADuration {
+        /// The text given.
+        text: String,
+    },
+    /// More milliseconds than a `u64` holds.
+    #[error("`{text}` is out of range")]
+    Range {
+        /// The text given.
+        text: String,
+    },
 }
 
 impl fmt::Display for Span {
@@ -216,15 +267,14 @@ impl Default for KeepFree {
 impl KeepFree {
     /// Reads `5%` (a percentage, capped at 1 GiB as the default is) or a
     /// size (`512MiB`).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, SizeParseError> {
         match s.trim().strip_suffix('%') {
             Some(p) => {
-                let percent: u8 = p
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|p| *p <= 100)
-                    .ok_or_else(|| format!("`{s}` is not a percentage from 0% to 100%"))?;
+                let percent: u8 = p.trim().parse().ok().filter(|p| *p <= 100).ok_or_else(|| {
+                    SizeParseError::Percent {
+                        text: s.to_string(),
+                    }
+                })?;
                 Ok(KeepFree::Percent {
                     percent,
                     at_most: ByteSize::gib(1),

@@ -21,9 +21,13 @@ impl wakeful_cluster::Node for ClusterNode {
     fn import(
         &self,
         events: Vec<ImportedEvent>,
-    ) -> wakeful_cluster::BoxFuture<'_, Result<ImportResult, String>> {
+    ) -> wakeful_cluster::BoxFuture<'_, Result<ImportResult, wakeful_cluster::NodeImportError>>
+    {
         Box::pin(async move {
-            let state = self.state.upgrade().ok_or("the daemon is stopping")?;
+            let state = self
+                .state
+                .upgrade()
+                .ok_or(wakeful_cluster::NodeImportError::Stopping)?;
             crate::import::import(
                 state.registry(),
                 state.reader(),
@@ -32,7 +36,7 @@ impl wakeful_cluster::Node for ClusterNode {
                 crate::import::From::Cluster,
             )
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| wakeful_cluster::NodeImportError::Refused(Box::new(e)))
         })
     }
 

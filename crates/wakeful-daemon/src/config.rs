@@ -162,31 +162,131 @@ impl StoreOptions {
         }
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), StoreConfigError> {
         const MIN_OUTPUT: u64 = 64 * 1024;
         if self.output_max.0 < MIN_OUTPUT {
-            return Err(format!(
-                "store.output_max must be at least 64KiB (it is {})",
-                self.output_max
-            ));
+            return Err(StoreConfigError::OutputMax {
+                output_max: self.output_max,
+            });
         }
         if self.output_total.0 < self.output_max.0 {
-            return Err(format!(
-                "store.output_total ({}) must be at least store.output_max ({})",
-                self.output_total, self.output_max
-            ));
+            return Err(StoreConfigError::OutputTotal {
+                output_total: self.output_total,
+                output_max: self.output_max,
+            });
         }
         if self.max_size.0 < self.output_total.0 {
-            return Err(format!(
-                "store.max_size ({}) must be at least store.output_total ({}): it covers the database and the output files",
-                self.max_size, self.output_total
-            ));
+            return Err(StoreConfigError::MaxSize {
+                max_size: self.max_size,
+                output_total: self.output_total,
+            });
         }
         if self.max_age.0 < std::time::Duration::from_secs(1) {
-            return Err("store.max_age must be at least 1s".into());
+            return Err(StoreConfigError::MaxAge);
         }
         Ok(())
     }
+}
+
+/// Why the sizes of `[store]` do not fit together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreConfigError {
+    /// `output_max` below 64 KiB.
+    #[error("store.output_max must be at least 64KiB (it is {output_max})")]
+    OutputMax {
+        /// The value given.
+        output_max: ByteSize,
+    },
+    /// `output_total` below `output_max`.
+    #[error(
+        "store.output_total ({output_total}) must be at least store.output_max ({output_max})"
+    )]
+    OutputTotal {
+        /// The total given.
+        output_total: ByteSize,
+        /// The cap of one file.
+        output_max: ByteSize,
+    },
+    /// `max_size` below `output_total`.
+    #[error("store.max_size ({max_size}) must be at least store.output_total ({output_total}): it covers the database and the output files")]
+    MaxSize {
+        /// The size given.
+        max_size: ByteSize,
+        /// The output files' total.
+        output_total: ByteSize,
+    },
+    /// `max_age` under a second.
+    #[error("store.max_age must be at least 1s")]
+    MaxAge,
+}
+
+/// Why the text of a configuration file is not a usable configuration
+/// ([`Config::parse`], and the programs [`Config::load`] checks); each says
+/// what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidConfig {
+    /// Not TOML of this configuration (with line and column).
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    /// `limits.max_active_per_session = 0`.
+    #[error("limits.max_active_per_session must be at least 1")]
+    MaxActive,
+    /// `[store]` sizes that do not fit together.
+    #[error("{0}")]
+    Store(#[from] StoreConfigError),
+    /// A `[[wake]]` table that cannot be used.
+    #[error("{0}")]
+    Wake(#[from] WakeTableError),
+    /// `view.error_regex` is not a regex.
+    #[error("view.error_regex is not a valid regex: {0}")]
+    ErrorRegex(#[source] regex::Error),
+    /// `[cluster]` cannot be used.
+    #[error("{0}")]
+    Cluster(#[from] wakeful_cluster::config::ClusterConfigError),
+}
+
+/// Why a `[[wake]]` table cannot be used; `table` counts from 1.
+#[derive(Debug, thiserror::Error)]
+pub enum WakeTableError {
+    /// No `session`.
+    #[error("[[wake]] table {table} needs `session = \"...\"`")]
+    NoSession {
+        /// Which table.
+        table: usize,
+    },
+    /// Not a route's table.
+    #[error("[[wake]] table {table} (session {session}): {source}")]
+    Table {
+        /// Which table.
+        table: usize,
+        /// Its session.
+        session: String,
+        /// What the TOML reader said.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A route whose options cannot be used.
+    #[error("[[wake]] table {table} (session {session}): {source}")]
+    Route {
+        /// Which table.
+        table: usize,
+        /// Its session.
+        session: String,
+        /// Why.
+        #[source]
+        source: wakeful_protocol::route::RouteError,
+    },
+    /// A route whose program cannot be run.
+    #[error("[[wake]] table {table} (session {session}): {source}")]
+    Program {
+        /// Which table.
+        table: usize,
+        /// Its session.
+        session: String,
+        /// Why.
+        #[source]
+        source: wakeful_protocol::route::ProgramError,
+    },
 }
 
 /// `[network]`: only a person editing this file can allow private
@@ -218,6 +318,15 @@ pub enum ConfigError {
         /// What the TOML parser said (with line and column).
         message: String,
     },
+    /// The file's settings break the rules of [`Config::parse`].
+    #[error("{path} is invalid: {source}")]
+    Rules {
+        /// The file.
+        path: String,
+        /// Which rule, and what to fix.
+        #[source]
+        source: Box<InvalidConfig>,
+    },
 }
 
 impl Config {
@@ -240,9 +349,9 @@ impl Config {
                 config.check_wake_programs(std::env::var_os("PATH").as_deref())?;
                 Ok(config)
             })
-            .map_err(|message| ConfigError::Invalid {
+            .map_err(|source| ConfigError::Rules {
                 path: path.display().to_string(),
-                message,
+                source: Box::new(source),
             })
     }
 
@@ -250,26 +359,38 @@ impl Config {
     /// binary) is found on `path` (a `PATH` value) or, given with a `/`, is
     /// an executable file, and that its session cannot become an option of
     /// that program ([`wakeful_protocol::WakeAdapter::check_session`]).
-    pub fn check_wake_programs(&self, path: Option<&std::ffi::OsStr>) -> Result<(), String> {
+    pub fn check_wake_programs(
+        &self,
+        path: Option<&std::ffi::OsStr>,
+    ) -> Result<(), WakeTableError> {
         for (i, (session, route)) in self.wake_routes()?.iter().enumerate() {
             route
                 .check_session(session)
-                .and_then(|()| route.check_programs(path))
-                .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
+                .map_err(|source| WakeTableError::Route {
+                    table: i + 1,
+                    session: session.clone(),
+                    source,
+                })?;
+            route
+                .check_programs(path)
+                .map_err(|source| WakeTableError::Program {
+                    table: i + 1,
+                    session: session.clone(),
+                    source,
+                })?;
         }
         Ok(())
     }
 
     /// Parses the text of a configuration file.
-    pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Config, InvalidConfig> {
+        let config: Config = toml::from_str(text)?;
         if config.limits.max_active_per_session == 0 {
-            return Err("limits.max_active_per_session must be at least 1".into());
+            return Err(InvalidConfig::MaxActive);
         }
         config.store.validate()?;
         config.wake_routes()?;
-        regex::Regex::new(&config.view.error_regex)
-            .map_err(|e| format!("view.error_regex is not a valid regex: {e}"))?;
+        regex::Regex::new(&config.view.error_regex).map_err(InvalidConfig::ErrorRegex)?;
         if let Some(cluster) = &config.cluster {
             cluster.validate()?;
         }
@@ -277,7 +398,9 @@ impl Config {
     }
 
     /// The `[[wake]]` tables as (session, route).
-    pub fn wake_routes(&self) -> Result<Vec<(String, wakeful_protocol::WakeAdapter)>, String> {
+    pub fn wake_routes(
+        &self,
+    ) -> Result<Vec<(String, wakeful_protocol::WakeAdapter)>, WakeTableError> {
         self.wake
             .iter()
             .enumerate()
@@ -285,19 +408,20 @@ impl Config {
                 let mut table = table.clone();
                 let session = match table.remove("session") {
                     Some(toml::Value::String(s)) if !s.is_empty() => s,
-                    _ => {
-                        return Err(format!(
-                            "[[wake]] table {} needs `session = \"...\"`",
-                            i + 1
-                        ))
-                    }
+                    _ => return Err(WakeTableError::NoSession { table: i + 1 }),
                 };
                 let route: wakeful_protocol::WakeAdapter = toml::Value::Table(table)
                     .try_into()
-                    .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
-                route
-                    .validate()
-                    .map_err(|e| format!("[[wake]] table {} (session {session}): {e}", i + 1))?;
+                    .map_err(|source| WakeTableError::Table {
+                        table: i + 1,
+                        session: session.clone(),
+                        source,
+                    })?;
+                route.validate().map_err(|source| WakeTableError::Route {
+                    table: i + 1,
+                    session: session.clone(),
+                    source,
+                })?;
                 Ok((session, route))
             })
             .collect()
@@ -332,6 +456,7 @@ mod tests {
         assert!(!c.wake_options.auto_codex);
         assert!(Config::parse("[[wake]]\nadapter = \"codex\"\n")
             .unwrap_err()
+            .to_string()
             .contains("session"));
         assert!(Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"pager\"\n").is_err());
     }
@@ -343,7 +468,7 @@ mod tests {
         )
         .unwrap();
         let path = std::ffi::OsStr::new("/usr/bin:/bin");
-        let err = c.check_wake_programs(Some(path)).unwrap_err();
+        let err = c.check_wake_programs(Some(path)).unwrap_err().to_string();
         assert!(
             err.contains("[[wake]] table 2 (session s2)")
                 && err.contains("wakeful-no-such-program was not found on PATH"),
@@ -356,11 +481,13 @@ mod tests {
         assert!(c
             .check_wake_programs(Some(path))
             .unwrap_err()
+            .to_string()
             .contains("/nonexistent/codex"));
         // URLs are checked while parsing.
         let err =
             Config::parse("[[wake]]\nsession = \"s\"\nadapter = \"webhook\"\nurl = \"http://\"\n")
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("not a usable URL"), "{err}");
     }
 
@@ -372,7 +499,9 @@ mod tests {
         );
         let c = Config::parse("[view]\nerror_regex = \"ERR|WARN\"\n").unwrap();
         assert_eq!(c.view.error_regex, "ERR|WARN");
-        let err = Config::parse("[view]\nerror_regex = \"(\"\n").unwrap_err();
+        let err = Config::parse("[view]\nerror_regex = \"(\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("view.error_regex"), "{err}");
         assert!(Config::parse("[view]\ncolour = 1\n").is_err());
     }
@@ -387,10 +516,13 @@ mod tests {
         let cluster = c.cluster.unwrap();
         assert_eq!(cluster.host(), "a");
         assert!(cluster.accept_remote);
-        let err = Config::parse("[cluster]\nhost = \"a\"\n").unwrap_err();
+        let err = Config::parse("[cluster]\nhost = \"a\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("url"), "{err}");
         let err = Config::parse("[cluster]\nurl = \"nats://x:1\"\n[cluster.tls]\nkey = \"/k\"\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("both cert and key"), "{err}");
     }
 
@@ -420,14 +552,18 @@ mod tests {
             ("max_size = \"512MiB\"", "at least store.output_total"),
             ("retention = \"7d\"", "retention"),
         ] {
-            let err = Config::parse(&format!("[store]\n{bad}\n")).unwrap_err();
+            let err = Config::parse(&format!("[store]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }
 
     #[test]
     fn typos_are_errors() {
-        let err = Config::parse("[limits]\nmax_active = 3\n").unwrap_err();
+        let err = Config::parse("[limits]\nmax_active = 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("max_active"), "{err}");
         assert!(Config::parse("[limits]\nmax_active_per_session = 0\n").is_err());
     }

@@ -37,9 +37,33 @@ pub enum ImportError {
     /// The daemon is stopping.
     #[error("the daemon is stopping; import again once it runs")]
     Closed,
-    /// The request breaks the import rules (see the module docs).
+    /// The request breaks the import rules (see the module docs): an
+    /// origin that is not `<host>/<seq>`.
     #[error("{0}; nothing was imported")]
-    Invalid(String),
+    Origin(#[from] OriginError),
+    /// A monitor id that is not one wakeful writes.
+    #[error("{0}; nothing was imported")]
+    MonitorId(#[from] wakeful_core::export::MonitorIdError),
+}
+
+/// Why an origin is not `<host>/<seq>`.
+#[derive(Debug, thiserror::Error)]
+pub enum OriginError {
+    /// Not a host, a `/` and a seq above 0.
+    #[error("origin {shown:?} is not <host>/<seq>")]
+    Form {
+        /// The origin as shown: its first 80 characters, on one line.
+        shown: String,
+    },
+    /// A host name that cannot be used.
+    #[error("origin {origin}: {source}")]
+    Host {
+        /// The origin.
+        origin: String,
+        /// Why.
+        #[source]
+        source: wakeful_core::export::HostError,
+    },
 }
 
 /// Where imported events come from.
@@ -52,15 +76,15 @@ pub enum From {
 }
 
 /// The host and seq of an origin `<host>/<seq>`, checked.
-fn split_origin(origin: &str) -> Result<(&str, u64), String> {
-    let bad = || {
-        format!(
-            "origin {:?} is not <host>/<seq>",
-            wakeful_core::present::one_line(&origin.chars().take(80).collect::<String>())
-        )
+fn split_origin(origin: &str) -> Result<(&str, u64), OriginError> {
+    let bad = || OriginError::Form {
+        shown: wakeful_core::present::one_line(&origin.chars().take(80).collect::<String>()),
     };
     let (host, seq) = origin.rsplit_once('/').ok_or_else(bad)?;
-    wakeful_core::export::check_host(host).map_err(|e| format!("origin {origin}: {e}"))?;
+    wakeful_core::export::check_host(host).map_err(|source| OriginError::Host {
+        origin: origin.to_string(),
+        source,
+    })?;
     let seq: u64 = seq.parse().map_err(|_| bad())?;
     if seq == 0 {
         return Err(bad());
@@ -81,15 +105,11 @@ pub async fn import(
     let mut also = Vec::with_capacity(events.len());
     if from == From::File {
         for m in &monitors {
-            wakeful_core::export::check_monitor_id(&m.id).map_err(ImportError::Invalid)?;
+            wakeful_core::export::check_monitor_id(&m.id)?;
         }
         for e in &mut events {
-            let host = split_origin(&e.origin)
-                .map_err(ImportError::Invalid)?
-                .0
-                .to_string();
-            wakeful_core::export::check_monitor_id(&e.event.monitor_id)
-                .map_err(ImportError::Invalid)?;
+            let host = split_origin(&e.origin)?.0.to_string();
+            wakeful_core::export::check_monitor_id(&e.event.monitor_id)?;
             e.event.host = Some(wakeful_core::export::imported_host(
                 e.event.host.as_deref(),
                 &host,

@@ -407,9 +407,9 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     wakes.start_all(
         config
             .wake_routes()
-            .map_err(|message| config::ConfigError::Invalid {
+            .map_err(|e| config::ConfigError::Rules {
                 path: paths.config_file.display().to_string(),
-                message,
+                source: Box::new(e.into()),
             })?,
     );
     let storage = storage::Storage::new(
@@ -460,7 +460,7 @@ impl wakeful_engine::Replay for StoreReplay {
         filter: &wakeful_engine::Filter,
         after: u64,
         limit: usize,
-    ) -> Result<Vec<wakeful_core::journal::Recorded>, String> {
+    ) -> Result<Vec<wakeful_core::journal::Recorded>, wakeful_engine::ReplayError> {
         self.0
             .recorded_after(
                 filter.session.as_deref(),
@@ -468,7 +468,7 @@ impl wakeful_engine::Replay for StoreReplay {
                 after,
                 limit,
             )
-            .map_err(|e| e.to_string())
+            .map_err(|e| wakeful_engine::ReplayError(Box::new(e)))
     }
 }
 

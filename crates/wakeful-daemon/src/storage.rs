@@ -38,6 +38,31 @@ const TRIM_ROUNDS: usize = 4;
 /// monitor being registered right now).
 const ORPHAN_AGE: Duration = Duration::from_secs(3600);
 
+/// Why a request that must write cannot ([`Storage::writable`]): the disk
+/// is full, or the store failed its last write.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what}: {}; nothing was started or changed. Free some space on that filesystem (`wakeful prune` removes ended monitors past `[store] max_age`; `du -sh {}/*` shows what takes it), then try again: the daemon resumes by itself", why(*full, dir, *free), dir.display())]
+pub struct NotWritable {
+    /// What the request would have done (`start a monitor` …).
+    pub what: String,
+    /// The state directory.
+    pub dir: PathBuf,
+    /// The free space on its filesystem.
+    pub free: ByteSize,
+    /// Whether the filesystem is full (else the store is failing).
+    pub full: bool,
+}
+
+/// Why nothing can be written, for [`NotWritable`].
+fn why(full: bool, dir: &Path, free: ByteSize) -> String {
+    let dir = dir.display();
+    if full {
+        format!("the filesystem of the state directory {dir} is full ({free} free)")
+    } else {
+        format!("the event store cannot write ({free} free on {dir}; the daemon log says why)")
+    }
+}
+
 /// Why a prune failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PruneError {
@@ -101,28 +126,19 @@ impl Storage {
 
     /// `Err` with what to tell the client when a request that must write
     /// cannot: the disk is full, or the store failed its last write.
-    pub fn writable(&self, what: &str) -> Result<(), String> {
+    pub fn writable(&self, what: &str) -> Result<(), NotWritable> {
         // Asked afresh: one `statvfs` per request that writes.
         let r = self.disk.check(Instant::now());
         let failing = self.registry.hub().is_failing();
         if !r.full && !failing {
             return Ok(());
         }
-        let dir = self.disk.dir().display();
-        let why = if r.full {
-            format!(
-                "the filesystem of the state directory {dir} is full ({} free)",
-                ByteSize(r.free)
-            )
-        } else {
-            format!(
-                "the event store cannot write ({} free on {dir}; the daemon log says why)",
-                ByteSize(r.free)
-            )
-        };
-        Err(format!(
-            "cannot {what}: {why}; nothing was started or changed. Free some space on that filesystem (`wakeful prune` removes ended monitors past `[store] max_age`; `du -sh {dir}/*` shows what takes it), then try again: the daemon resumes by itself"
-        ))
+        Err(NotWritable {
+            what: what.to_string(),
+            dir: self.disk.dir().to_path_buf(),
+            free: ByteSize(r.free),
+            full: r.full,
+        })
     }
 
     /// What `status` shows.

@@ -61,6 +61,26 @@ struct Waker {
     stop: watch::Sender<bool>,
 }
 
+/// Why a route could not be set ([`Wakes::set`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SetRouteError {
+    /// The route's options cannot be used.
+    #[error("{0}")]
+    Route(#[from] wakeful_protocol::route::RouteError),
+    /// The route cannot be written as JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// The store could not record it.
+    #[error("{0}")]
+    Record(#[from] wakeful_engine::StartError),
+    /// It was removed while it was set.
+    #[error("the route of session {session} vanished while it was set")]
+    Vanished {
+        /// The session.
+        session: String,
+    },
+}
+
 /// Every session's waker.
 pub struct Wakes {
     wakers: Mutex<HashMap<String, Waker>>,
@@ -104,22 +124,22 @@ impl Wakes {
         session: &str,
         route: Adapter,
         source: RouteSource,
-    ) -> Result<WakeStatus, String> {
+    ) -> Result<WakeStatus, SetRouteError> {
         route.validate()?;
         route.check_session(session)?;
         if source != RouteSource::Config {
-            let text = serde_json::to_string(&route).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string(&route).map_err(SetRouteError::Json)?;
             self.registry
                 .record(JournalEntry::WakeRoute {
                     session: session.to_string(),
                     route: Some(text),
                 })
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
         }
         self.spawn(session, route, source);
-        self.show(session)
-            .ok_or_else(|| format!("the route of session {session} vanished while it was set"))
+        self.show(session).ok_or_else(|| SetRouteError::Vanished {
+            session: session.to_string(),
+        })
     }
 
     /// Removes a session's route; `false` when it had none. Routes from the

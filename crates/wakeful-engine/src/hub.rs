@@ -152,8 +152,18 @@ impl Filter {
 pub trait Replay: Send + Sync + 'static {
     /// Events matching `filter` with a seq above `after`, in order, at most
     /// `limit`.
-    fn after(&self, filter: &Filter, after: u64, limit: usize) -> Result<Vec<Recorded>, String>;
+    fn after(
+        &self,
+        filter: &Filter,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Recorded>, ReplayError>;
 }
+
+/// Why a [`Replay`] could not read events back: the store's own error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReplayError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 /// Why a follower got no event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -1021,7 +1031,7 @@ mod tests {
             filter: &Filter,
             after: u64,
             limit: usize,
-        ) -> Result<Vec<Recorded>, String> {
+        ) -> Result<Vec<Recorded>, ReplayError> {
             Ok(lock(&self.0)
                 .iter()
                 .filter(|r| r.event.seq > after && filter.matches(&r.event))

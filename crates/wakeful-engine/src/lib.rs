@@ -34,7 +34,7 @@ pub mod terminal;
 
 pub use disk::{DiskGuard, DiskReading};
 pub use hub::{
-    AppendError, Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay,
+    AppendError, Committed, Filter, Follow, FollowError, Hub, InlineWriter, Replay, ReplayError,
     DEFAULT_FOLD_DELAY,
 };
 pub use id::{new_id, new_monitor_id};

@@ -170,7 +170,7 @@ async fn prepare(
         }
         Source::File { path } => match sources::file::Follower::new(resolve(spec, launch, path)) {
             Ok(src) => Prepared::File(src),
-            Err(e) => Prepared::Failed(e),
+            Err(e) => Prepared::Failed(e.to_string()),
         },
         Source::Poll { command, every_ms } => Prepared::Poll(Box::new(sources::poll::Poller::new(
             spec.clone(),
@@ -183,12 +183,12 @@ async fn prepare(
         Source::Ws { url, protocols } => {
             match sources::ws::WsSource::connect(url, protocols, &launch.net).await {
                 Ok(src) => Prepared::Ws(Box::new(src)),
-                Err(e) => Prepared::Failed(e),
+                Err(e) => Prepared::Failed(e.to_string()),
             }
         }
         Source::Terminal { terminal_id } => match terminals.attach(terminal_id) {
             Ok(src) => Prepared::Terminal(src),
-            Err(e) => Prepared::Failed(e),
+            Err(e) => Prepared::Failed(e.to_string()),
         },
         Source::Replay {
             file,
@@ -198,13 +198,13 @@ async fn prepare(
             let file = resolve(spec, launch, file);
             match sources::replay::Replayer::open(&file, monitor, speed.0).await {
                 Ok(src) => Prepared::Replay(Box::new(src)),
-                Err(e) => Prepared::Failed(e),
+                Err(e) => Prepared::Failed(e.to_string()),
             }
         }
         Source::Timer { due, cron } => {
             match sources::timer::TimerSource::new(*due, cron.as_deref()) {
                 Ok(src) => Prepared::Timer(Box::new(src)),
-                Err(e) => Prepared::Failed(e),
+                Err(e) => Prepared::Failed(e.to_string()),
             }
         }
     }

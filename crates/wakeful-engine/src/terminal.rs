@@ -52,6 +52,30 @@ pub struct Terminals {
     output: Arc<crate::output::OutputBudget>,
 }
 
+/// Why a monitor cannot attach to a terminal (the `failed` reason of the
+/// monitor).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttachError {
+    /// No terminal has this id.
+    #[error("terminal {id} not found; `wakeful terminal list` shows them")]
+    NotFound {
+        /// The terminal id.
+        id: String,
+    },
+    /// The terminal has ended.
+    #[error("terminal {id} has already ended")]
+    Ended {
+        /// The terminal id.
+        id: String,
+    },
+    /// [`MAX_MONITORS_PER_TERMINAL`] monitors are attached already.
+    #[error("terminal {id} already has {MAX_MONITORS_PER_TERMINAL} monitors attached (the limit); stop one first")]
+    Full {
+        /// The terminal id.
+        id: String,
+    },
+}
+
 /// Why a terminal request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
@@ -266,20 +290,18 @@ impl Terminals {
     }
 
     /// Attaches a monitor; refuses a fifth one and ended terminals.
-    pub(crate) fn attach(&self, id: &str) -> Result<TerminalSource, String> {
+    pub(crate) fn attach(&self, id: &str) -> Result<TerminalSource, AttachError> {
         let map = lock(&self.inner);
-        let e = map.get(id).ok_or_else(|| {
-            format!("terminal {id} not found; `wakeful terminal list` shows them")
-        })?;
+        let e = map
+            .get(id)
+            .ok_or_else(|| AttachError::NotFound { id: id.to_string() })?;
         if lock(&e.info).state != MonitorState::Running {
-            return Err(format!("terminal {id} has already ended"));
+            return Err(AttachError::Ended { id: id.to_string() });
         }
         let mut subs = lock(&e.subscribers);
         subs.retain(|s| !s.is_closed());
         if subs.len() >= MAX_MONITORS_PER_TERMINAL {
-            return Err(format!(
-                "terminal {id} already has {MAX_MONITORS_PER_TERMINAL} monitors attached (the limit); stop one first"
-            ));
+            return Err(AttachError::Full { id: id.to_string() });
         }
         let (tx, rx) = mpsc::channel(ATTACH_QUEUE);
         subs.push(tx);

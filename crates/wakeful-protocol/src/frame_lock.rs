@@ -28,6 +28,17 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
+/// Why a handed descriptor is not a frame lock ([`FrameLock::from_handed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum HandedLockError {
+    /// The descriptor cannot be looked at.
+    #[error("the lock descriptor sent: {0}")]
+    Stat(#[source] Errno),
+    /// Not a regular file.
+    #[error("the second descriptor of a `channel` output must be the memfd both writers lock (see docs/PROTOCOL.md)")]
+    NotMemfd,
+}
+
 /// One writer's side of the frame lock.
 #[derive(Debug)]
 pub struct FrameLock {
@@ -51,11 +62,11 @@ impl FrameLock {
 
     /// The side of a lock that another writer created and handed over.
     /// Refuses anything but a regular file (a memfd is one).
-    pub fn from_handed(fd: OwnedFd) -> Result<FrameLock, String> {
+    pub fn from_handed(fd: OwnedFd) -> Result<FrameLock, HandedLockError> {
         use nix::sys::stat::{fstat, SFlag};
-        let stat = fstat(fd.as_raw_fd()).map_err(|e| format!("the lock descriptor sent: {e}"))?;
+        let stat = fstat(fd.as_raw_fd()).map_err(HandedLockError::Stat)?;
         if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
-            return Err("the second descriptor of a `channel` output must be the memfd both writers lock (see docs/PROTOCOL.md)".into());
+            return Err(HandedLockError::NotMemfd);
         }
         Ok(FrameLock { fd })
     }
@@ -193,7 +204,7 @@ mod tests {
     #[test]
     fn anything_but_a_regular_file_is_refused() {
         let (_r, w) = nix::unistd::pipe().unwrap();
-        let e = FrameLock::from_handed(w).unwrap_err();
+        let e = FrameLock::from_handed(w).unwrap_err().to_string();
         assert!(e.contains("memfd"), "{e}");
     }
 }

@@ -69,26 +69,21 @@ impl WakeAdapter {
     /// Checks the options (before a route is stored). Pure: nothing is
     /// looked up; [`WakeAdapter::check_programs`] checks that the programs
     /// exist.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RouteError> {
         match self {
-            WakeAdapter::Exec { argv, .. } if argv.is_empty() || argv[0].is_empty() => Err(
-                "the exec adapter needs a program: `wakeful wake set exec -- PROGRAM ARGS...`"
-                    .into(),
-            ),
+            WakeAdapter::Exec { argv, .. } if argv.is_empty() || argv[0].is_empty() => {
+                Err(RouteError::NoProgram)
+            }
             WakeAdapter::Exec {
                 busy_exit_codes, ..
             } => match busy_exit_codes.iter().find(|c| !(1..=255).contains(*c)) {
-                Some(c) => Err(format!(
-                    "busy exit code {c} cannot happen: an exit code that means busy is a number from 1 to 255 (0 means accepted)"
-                )),
+                Some(&code) => Err(RouteError::BusyExitCode { code }),
                 None => Ok(()),
             },
             WakeAdapter::Opencode { url, .. } | WakeAdapter::Webhook { url } => check_url(url),
             WakeAdapter::Codex {
                 binary: Some(b), ..
-            } if b.as_os_str().is_empty() => {
-                Err("the codex binary is empty: give its path, or leave it out for `codex` on PATH".into())
-            }
+            } if b.as_os_str().is_empty() => Err(RouteError::EmptyBinary),
             WakeAdapter::Codex { .. } => Ok(()),
         }
     }
@@ -98,14 +93,15 @@ impl WakeAdapter {
     /// `{session}` (or a codex route without `--thread`, whose thread is
     /// the session) and a session id that begins with `-` would hand the
     /// program `--help` or `--dangerously-skip-permissions` as an option.
-    pub fn check_session(&self, session: &str) -> Result<(), String> {
+    pub fn check_session(&self, session: &str) -> Result<(), RouteError> {
         if !session.starts_with('-') {
             return Ok(());
         }
-        let refused = |how: &str| {
-            Err(format!(
-                "session `{session}` begins with `-`: {how} it where the program reads options, so it could act as one; use a session id that does not begin with `-`"
-            ))
+        let refused = |how: &'static str| {
+            Err(RouteError::SessionOption {
+                session: session.to_string(),
+                how,
+            })
         };
         match self {
             WakeAdapter::Exec { argv, .. }
@@ -127,7 +123,7 @@ impl WakeAdapter {
         session: &str,
         wake_id: &str,
         text: &str,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, RouteError> {
         let subst = |s: &str| {
             s.replace("{session}", session)
                 .replace("{wake_id}", wake_id)
@@ -144,9 +140,11 @@ impl WakeAdapter {
                         .find(|h| template.starts_with(*h))
                         .copied()
                         .unwrap_or("a placeholder");
-                    return Err(format!(
-                        "argument {i} of the exec route ({template}) would begin with `-` ({name} begins with it) and the program could read it as an option; nothing was run"
-                    ));
+                    return Err(RouteError::ArgumentOption {
+                        index: i,
+                        template: template.clone(),
+                        placeholder: name,
+                    });
                 }
                 Ok(value)
             })
@@ -158,7 +156,7 @@ impl WakeAdapter {
     /// unless given with a `/`; a relative path is taken from the current
     /// directory. An exec program with a placeholder is not checked. Reads
     /// the file system, unlike [`WakeAdapter::validate`].
-    pub fn check_programs(&self, path: Option<&OsStr>) -> Result<(), String> {
+    pub fn check_programs(&self, path: Option<&OsStr>) -> Result<(), ProgramError> {
         match self {
             WakeAdapter::Exec { argv, .. } => match argv.first() {
                 Some(p) if !PLACEHOLDERS.iter().any(|h| p.contains(h)) => {
@@ -170,7 +168,7 @@ impl WakeAdapter {
                 let program = binary.as_deref().unwrap_or(Path::new("codex"));
                 find_program(program, path).map(drop).map_err(|e| {
                     if binary.is_none() {
-                        format!("{e}; install Codex, or give its path with --binary")
+                        ProgramError::NoCodex(Box::new(e))
                     } else {
                         e
                     }
@@ -203,15 +201,99 @@ impl WakeAdapter {
     }
 }
 
+/// Why a wake route's options cannot be used ([`WakeAdapter::validate`],
+/// [`WakeAdapter::check_session`], [`WakeAdapter::exec_args`]); each says
+/// what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// An exec route without a program.
+    #[error("the exec adapter needs a program: `wakeful wake set exec -- PROGRAM ARGS...`")]
+    NoProgram,
+    /// A busy exit code outside 1–255.
+    #[error("busy exit code {code} cannot happen: an exit code that means busy is a number from 1 to 255 (0 means accepted)")]
+    BusyExitCode {
+        /// The code given.
+        code: i32,
+    },
+    /// A codex route whose binary is the empty path.
+    #[error("the codex binary is empty: give its path, or leave it out for `codex` on PATH")]
+    EmptyBinary,
+    /// An opencode or webhook URL that is not an http(s) URL with a host.
+    #[error("`{url}` is not a usable URL: {why}; give an http:// or https:// URL with a host, e.g. http://127.0.0.1:4096")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A session id beginning with `-` where the program reads options.
+    #[error("session `{session}` begins with `-`: {how} it where the program reads options, so it could act as one; use a session id that does not begin with `-`")]
+    SessionOption {
+        /// The session id.
+        session: String,
+        /// Where the route would put it.
+        how: &'static str,
+    },
+    /// An exec argument whose placeholder's value would begin with `-`.
+    #[error("argument {index} of the exec route ({template}) would begin with `-` ({placeholder} begins with it) and the program could read it as an option; nothing was run")]
+    ArgumentOption {
+        /// The argument's index in the argv (the program is 0).
+        index: usize,
+        /// Its template.
+        template: String,
+        /// The placeholder it begins with.
+        placeholder: &'static str,
+    },
+}
+
+/// Why a program a route runs cannot be run ([`find_program`],
+/// [`WakeAdapter::check_programs`]); each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    /// A path that cannot be looked at.
+    #[error("cannot run {}: {source}", program.display())]
+    Unreadable {
+        /// The program's path.
+        program: PathBuf,
+        /// Why it cannot be looked at.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is a directory.
+    #[error("cannot run {}: it is a directory", program.display())]
+    Directory {
+        /// The program's path.
+        program: PathBuf,
+    },
+    /// A file without execute permission.
+    #[error("cannot run {}: it is not executable (chmod +x {})", program.display(), program.display())]
+    NotExecutable {
+        /// The program's path.
+        program: PathBuf,
+    },
+    /// A name found in no directory of `PATH`.
+    #[error("{} was not found on PATH ({path}); install it, or give its path", program.display())]
+    NotFound {
+        /// The program's name.
+        program: PathBuf,
+        /// The `PATH` searched, or `PATH is not set`.
+        path: String,
+    },
+    /// The default `codex` of a codex route is not found.
+    #[error("{0}; install Codex, or give its path with --binary")]
+    NoCodex(#[source] Box<ProgramError>),
+}
+
 /// What the exec adapter substitutes in its argv.
 const PLACEHOLDERS: [&str; 3] = ["{session}", "{text}", "{wake_id}"];
 
 /// An http or https URL with a host, parsed by a real URI parser.
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), RouteError> {
     let bad = |why: &str| {
-        Err(format!(
-            "`{url}` is not a usable URL: {why}; give an http:// or https:// URL with a host, e.g. http://127.0.0.1:4096"
-        ))
+        Err(RouteError::Url {
+            url: url.to_string(),
+            why: why.to_string(),
+        })
     };
     let uri: http::Uri = match url.parse() {
         Ok(u) => u,
@@ -244,23 +326,24 @@ fn check_url(url: &str) -> Result<(), String> {
 /// directory), else the first executable file of that name in the
 /// directories of `path` (a `PATH` value; an empty entry is the current
 /// directory). The error says what is wrong and what to do.
-pub fn find_program(program: &Path, path: Option<&OsStr>) -> Result<PathBuf, String> {
+pub fn find_program(program: &Path, path: Option<&OsStr>) -> Result<PathBuf, ProgramError> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if program.as_os_str().as_encoded_bytes().contains(&b'/') {
         return match std::fs::metadata(program) {
-            Err(e) => Err(format!("cannot run {}: {e}", program.display())),
+            Err(source) => Err(ProgramError::Unreadable {
+                program: program.to_path_buf(),
+                source,
+            }),
             Ok(_) if executable(program) => Ok(program.to_path_buf()),
-            Ok(m) if m.is_dir() => Err(format!(
-                "cannot run {}: it is a directory",
-                program.display()
-            )),
-            Ok(_) => Err(format!(
-                "cannot run {}: it is not executable (chmod +x {0})",
-                program.display()
-            )),
+            Ok(m) if m.is_dir() => Err(ProgramError::Directory {
+                program: program.to_path_buf(),
+            }),
+            Ok(_) => Err(ProgramError::NotExecutable {
+                program: program.to_path_buf(),
+            }),
         };
     }
     let dirs: Vec<PathBuf> = path
@@ -275,12 +358,10 @@ pub fn find_program(program: &Path, path: Option<&OsStr>) -> Result<PathBuf, Str
             }
         })
         .find(|p| executable(p))
-        .ok_or_else(|| {
-            format!(
-                "{} was not found on PATH ({}); install it, or give its path",
-                program.display(),
-                path.map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "PATH is not set".into())
-            )
+        .ok_or_else(|| ProgramError::NotFound {
+            program: program.to_path_buf(),
+            path: path
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "PATH is not set".into()),
         })
 }

@@ -99,14 +99,33 @@ pub enum Overlay {
         /// The session.
         session: String,
         /// What `wake_show` said (`Ok(None)`: no route).
-        status: Option<Result<Option<WakeStatus>, String>>,
+        status: Option<Result<Option<WakeStatus>, CallError>>,
         /// Deliveries seen while the view was open: (when, acked seq,
         /// wakes delivered).
         history: Vec<(DateTime<Utc>, u64, u64)>,
     },
     /// Consumers and their unacknowledged events (`c`); `None` while
     /// loading.
-    Consumers(Option<Result<Vec<ConsumerInfo>, String>>),
+    Consumers(Option<Result<Vec<ConsumerInfo>, CallError>>),
+}
+
+/// Why a call the view made to the daemon failed, as a panel keeps it to
+/// show (the client's error, shared so that the view's state can be
+/// cloned; two are equal when they read the same).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct CallError(#[source] pub std::sync::Arc<wakeful_client::ClientError>);
+
+impl From<wakeful_client::ClientError> for CallError {
+    fn from(e: wakeful_client::ClientError) -> Self {
+        CallError(std::sync::Arc::new(e))
+    }
+}
+
+impl PartialEq for CallError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 /// What the keys are doing.
@@ -484,7 +503,7 @@ impl App {
     }
 
     /// The answer to [`Action::LoadWake`].
-    pub fn set_wake(&mut self, got: Result<Option<WakeStatus>, String>, wall: DateTime<Utc>) {
+    pub fn set_wake(&mut self, got: Result<Option<WakeStatus>, CallError>, wall: DateTime<Utc>) {
         if let Mode::Overlay(Overlay::Wake {
             status, history, ..
         }) = &mut self.mode
@@ -505,7 +524,7 @@ impl App {
     }
 
     /// The answer to [`Action::LoadConsumers`].
-    pub fn set_consumers(&mut self, got: Result<Vec<ConsumerInfo>, String>) {
+    pub fn set_consumers(&mut self, got: Result<Vec<ConsumerInfo>, CallError>) {
         if let Mode::Overlay(Overlay::Consumers(c)) = &mut self.mode {
             *c = Some(got);
         }

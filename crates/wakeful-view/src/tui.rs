@@ -24,7 +24,9 @@ use wakeful_client::Paths;
 use wakeful_core::{EventKind, MonitorInfo, MonitorState};
 use wakeful_protocol::{ConsumerInfo, WakeDelivery, WakeStatus};
 
-use crate::app::{Action, App, Focus, Key, Link, Mode, OutputView, Overlay, Redraw, Scope};
+use crate::app::{
+    Action, App, CallError, Focus, Key, Link, Mode, OutputView, Overlay, Redraw, Scope,
+};
 use crate::events::{highlight, one_line};
 use crate::feed::{self, FeedMsg, FeedOptions};
 use crate::model::{age, ending, Bucket, MonitorRow, ACTIVITY_MINUTES};
@@ -536,7 +538,10 @@ fn draw_overlay(frame: &mut Frame, overlay: &Overlay, area: Rect) {
             let mut lines = vec![];
             match status {
                 None => lines.push(Line::raw("loading…")),
-                Some(Err(e)) => lines.push(Line::styled(one_line(e), Style::new().fg(Color::Red))),
+                Some(Err(e)) => lines.push(Line::styled(
+                    one_line(&e.to_string()),
+                    Style::new().fg(Color::Red),
+                )),
                 Some(Ok(None)) => {
                     lines.push(Line::raw(
                         "no wake route: events reach the agent only when it reads them",
@@ -581,7 +586,7 @@ fn draw_overlay(frame: &mut Frame, overlay: &Overlay, area: Rect) {
                 other => {
                     let text = match other {
                         None => "loading…".to_string(),
-                        Some(Err(e)) => one_line(e),
+                        Some(Err(e)) => one_line(&e.to_string()),
                         _ => "no consumers yet (a consumer appears with its first wait)".into(),
                     };
                     frame.render_widget(Paragraph::new(text).block(block), r)
@@ -734,10 +739,10 @@ fn keys_of(k: crossterm::event::KeyEvent) -> Vec<Key> {
 
 /// Results of actions, back to the loop.
 enum Done {
-    Stopped(String, Result<MonitorInfo, String>),
+    Stopped(String, Result<MonitorInfo, wakeful_client::ClientError>),
     Output(OutputView),
-    Wake(Result<Option<WakeStatus>, String>),
-    Consumers(Result<Vec<ConsumerInfo>, String>),
+    Wake(Result<Option<WakeStatus>, CallError>),
+    Consumers(Result<Vec<ConsumerInfo>, CallError>),
 }
 
 /// Puts the terminal back however the view ends.
@@ -907,20 +912,18 @@ fn spawn_action(
         let result = match action {
             Action::Quit => return,
             Action::Stop { id } => {
-                let r = feed::call(&paths, wakeful_protocol::StopMonitor { id: id.clone() })
-                    .await
-                    .map_err(|e| e.to_string());
+                let r = feed::call(&paths, wakeful_protocol::StopMonitor { id: id.clone() }).await;
                 Done::Stopped(id, r)
             }
             Action::LoadWake { session } => Done::Wake(
                 feed::call(&paths, wakeful_protocol::ShowWake { session })
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(CallError::from),
             ),
             Action::LoadConsumers { session } => Done::Consumers(
                 feed::call(&paths, wakeful_protocol::ListConsumers { session })
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(CallError::from),
             ),
             Action::ReadOutput {
                 monitor_id,

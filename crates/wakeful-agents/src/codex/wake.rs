@@ -761,7 +761,7 @@ async fn fallback(
     match run(&program, &args, &env).await {
         Ok((0, _)) => Outcome::Queued(waiting("codex queue")),
         Ok((code, err)) => Outcome::Refused(format!("codex queue exited {code}: {err}")),
-        Err(e) => Outcome::Failed(e),
+        Err(e) => Outcome::Failed(e.to_string()),
     }
 }
 

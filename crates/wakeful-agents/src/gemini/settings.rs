@@ -173,26 +173,48 @@ fn is_ours(hook: &Value) -> bool {
         .is_some_and(|n| HOOKS.iter().any(|(_, name, _, _)| *name == n))
 }
 
+/// Why the text of a settings file cannot take wakeful's hooks ([`merge`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// Not JSON, comments aside.
+    #[error("it is not valid JSON (comments aside): {0}")]
+    Json(#[source] serde_json::Error),
+    /// Not JSON with comments, as the editor of the file reads it.
+    #[error("{0}")]
+    Jsonc(#[source] jsonc_parser::errors::ParseError),
+    /// Its top level is not an object.
+    #[error("its top level is not a JSON object")]
+    NotAnObject,
+    /// Its `hooks` is not an object.
+    #[error("its `hooks` is not an object")]
+    HooksNotAnObject,
+    /// Its `hooks.<event>` is not an array.
+    #[error("its `hooks.{event}` is not an array")]
+    NotAnArray {
+        /// The event.
+        event: &'static str,
+    },
+}
+
 /// Adds or refreshes wakeful's hooks in the text of a settings file (empty:
 /// a new file). `Err` says what is wrong with the text.
-pub fn merge(text: &str) -> Result<Merged, String> {
+pub fn merge(text: &str) -> Result<Merged, SettingsError> {
     let text = if text.trim().is_empty() { "{}\n" } else { text };
-    let value: Value = serde_json::from_str(&strip_comments(text))
-        .map_err(|e| format!("it is not valid JSON (comments aside): {e}"))?;
+    let value: Value = serde_json::from_str(&strip_comments(text)).map_err(SettingsError::Json)?;
     let Value::Object(root) = &value else {
-        return Err("its top level is not a JSON object".into());
+        return Err(SettingsError::NotAnObject);
     };
     let hooks = match root.get("hooks") {
         None => None,
         Some(Value::Object(h)) => Some(h),
-        Some(_) => return Err("its `hooks` is not an object".into()),
+        Some(_) => return Err(SettingsError::HooksNotAnObject),
     };
     let mut stale = Vec::new();
     for (event, name, sub, description) in HOOKS {
         let defs = match hooks.and_then(|h| h.get(event)) {
             None => Vec::new(),
             Some(Value::Array(a)) => a.clone(),
-            Some(_) => return Err(format!("its `hooks.{event}` is not an array")),
+            Some(_) => return Err(SettingsError::NotAnArray { event }),
         };
         let ours: Vec<&Value> = defs
             .iter()
@@ -214,20 +236,18 @@ pub fn merge(text: &str) -> Result<Merged, String> {
             warnings,
         });
     }
-    let cst = CstRootNode::parse(text, &parse_options()).map_err(|e| e.to_string())?;
-    let root_obj = cst
-        .object_value()
-        .ok_or("its top level is not a JSON object")?;
+    let cst = CstRootNode::parse(text, &parse_options()).map_err(SettingsError::Jsonc)?;
+    let root_obj = cst.object_value().ok_or(SettingsError::NotAnObject)?;
     let hooks_obj = root_obj
         .object_value_or_create("hooks")
-        .ok_or("its `hooks` is not an object")?;
+        .ok_or(SettingsError::HooksNotAnObject)?;
     for (event, name, sub, description) in HOOKS {
         if !stale.contains(&event) {
             continue;
         }
         let defs = hooks_obj
             .array_value_or_create(event)
-            .ok_or_else(|| format!("its `hooks.{event}` is not an array"))?;
+            .ok_or(SettingsError::NotAnArray { event })?;
         for def in defs.elements().into_iter().rev() {
             let Some(def_obj) = def.as_object() else {
                 continue;
@@ -505,7 +525,7 @@ mod tests {
                 "`hooks.AfterTool` is not an array",
             ),
         ] {
-            let e = merge(text).unwrap_err();
+            let e = merge(text).unwrap_err().to_string();
             assert!(e.contains(why), "{text}: {e}");
         }
     }

@@ -60,7 +60,7 @@ pub(crate) async fn import(state: &State, r: Import) -> Handled<Import> {
     state
         .storage
         .writable("import events")
-        .map_err(|m| (ErrorKind::DiskFull, m))?;
+        .map_err(|m| (ErrorKind::DiskFull, m.to_string()))?;
     crate::import::import(
         &state.registry,
         &state.reader,
@@ -70,7 +70,9 @@ pub(crate) async fn import(state: &State, r: Import) -> Handled<Import> {
     )
     .await
     .map_err(|e| match e {
-        crate::import::ImportError::Invalid(_) => (ErrorKind::Invalid, e.to_string()),
+        crate::import::ImportError::Origin(_) | crate::import::ImportError::MonitorId(_) => {
+            (ErrorKind::Invalid, e.to_string())
+        }
         e => (ErrorKind::Internal, e.to_string()),
     })
 }

@@ -37,9 +37,9 @@ pub(crate) async fn read(conn: &mut Conn, state: &State, r: ReadEvents) -> std::
                 tracing::debug!(%session, ?form, "writing events to a descriptor the client handed over");
                 Some(out)
             }
-            Err(message) => {
-                tracing::info!(%session, ?form, "refused a handed-over descriptor: {message}");
-                return conn.error(ErrorKind::Invalid, message).await;
+            Err(e) => {
+                tracing::info!(%session, ?form, "refused a handed-over descriptor: {e}");
+                return conn.error(ErrorKind::Invalid, e.to_string()).await;
             }
         },
     };

@@ -25,7 +25,7 @@ use wakeful_engine::hub::{Committed, InlineWriter};
 use wakeful_engine::MonitorRegistry;
 use wakeful_protocol::{FrameLock, OutputForm};
 
-use crate::server::quiet::{QuietWrite, Whole};
+use crate::server::quiet::{HandedError, QuietWrite, Whole};
 
 /// Most monitor descriptions a channel stream keeps (it starts over past
 /// this).
@@ -93,19 +93,15 @@ impl Handed {
     /// The writer for the descriptors that came with a `write_to` request:
     /// the output first, then, for `channel`, the frame lock. An error says
     /// what is missing or wrong.
-    pub(crate) fn new(fds: Vec<OwnedFd>, form: OutputForm) -> Result<Handed, String> {
+    pub(crate) fn new(fds: Vec<OwnedFd>, form: OutputForm) -> Result<Handed, HandedError> {
         let mut fds = fds.into_iter();
-        let out = fds
-            .next()
-            .ok_or("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")?;
+        let out = fds.next().ok_or(HandedError::NoDescriptor)?;
         let form = match form {
             OutputForm::Json => Form::Lines(LineForm::Json),
             OutputForm::Plain => Form::Lines(LineForm::Plain),
             OutputForm::Watch => Form::Lines(LineForm::Watch),
             OutputForm::Channel => {
-                let lock = fds.next().ok_or(
-                    "`write_to: channel` needs a second descriptor, the frame lock both writers take (see docs/PROTOCOL.md); none came",
-                )?;
+                let lock = fds.next().ok_or(HandedError::NoLock)?;
                 Form::Channel(Arc::new(Mutex::new(Channel {
                     lock: Arc::new(FrameLock::from_handed(lock)?),
                     held: Held::default(),
@@ -520,9 +516,15 @@ mod tests {
     #[tokio::test]
     async fn a_channel_without_its_lock_is_refused() {
         let (_read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK).unwrap();
-        let e = Handed::new(vec![write], OutputForm::Channel).err().unwrap();
+        let e = Handed::new(vec![write], OutputForm::Channel)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("second descriptor"), "{e}");
-        let e = Handed::new(vec![], OutputForm::Json).err().unwrap();
+        let e = Handed::new(vec![], OutputForm::Json)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("none came"), "{e}");
     }
 }

@@ -28,7 +28,7 @@ pub(crate) async fn start_here(
     state
         .storage
         .writable("start a monitor")
-        .map_err(|m| (ErrorKind::DiskFull, m))?;
+        .map_err(|m| (ErrorKind::DiskFull, m.to_string()))?;
     let after_seq = state.registry.hub().latest();
     // Inside Codex: route the session to its thread, unless it has a
     // route or the configuration says no.

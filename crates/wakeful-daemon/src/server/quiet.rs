@@ -109,16 +109,16 @@ pub(crate) fn split(stream: tokio::net::UnixStream) -> io::Result<(QuietRead, Qu
 
 /// A writer for a descriptor a client handed over; an error that says why
 /// when the daemon cannot write to it without blocking.
-pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
+pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, HandedError> {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
     use nix::sys::stat::{fstat, SFlag};
-    let stat = fstat(fd.as_raw_fd()).map_err(|e| format!("the descriptor sent: {e}"))?;
+    let stat = fstat(fd.as_raw_fd()).map_err(HandedError::Descriptor)?;
     let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
     let target = if kind == SFlag::S_IFSOCK {
         let ty = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::SockType)
-            .map_err(|e| format!("the socket sent: {e}"))?;
+            .map_err(HandedError::Socket)?;
         if ty != nix::sys::socket::SockType::Stream {
-            return Err("events are written only to a stream socket, not a datagram one".into());
+            return Err(HandedError::Datagram);
         }
         let unix =
             nix::sys::socket::getsockname::<nix::sys::socket::SockaddrStorage>(fd.as_raw_fd())
@@ -130,26 +130,57 @@ pub(crate) fn handed(fd: OwnedFd) -> Result<QuietWrite, String> {
     } else if kind == SFlag::S_IFIFO {
         let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)
             .map(OFlag::from_bits_truncate)
-            .map_err(|e| format!("the pipe sent: {e}"))?;
+            .map_err(HandedError::Pipe)?;
         if !flags.contains(OFlag::O_NONBLOCK) {
-            return Err(
-                "a pipe to write events to must be opened non-blocking (O_NONBLOCK), so that a slow reader never blocks the daemon".into(),
-            );
+            return Err(HandedError::Blocking);
         }
         Target::Pipe(Arc::new(watched(fd)?))
     } else {
-        return Err(
-            "events are written only to a pipe or a stream socket; read them from the connection instead".into(),
-        );
+        return Err(HandedError::Kind);
     };
     Ok(QuietWrite { target, room: None })
 }
 
 /// A handed-over descriptor, registered to watch for its reader leaving
 /// ([`QuietWrite::reader_gone`]).
-fn watched(fd: OwnedFd) -> Result<AsyncFd<OwnedFd>, String> {
-    register(fd, Interest::READABLE | Interest::ERROR)
-        .map_err(|e| format!("cannot watch the descriptor sent: {e}"))
+fn watched(fd: OwnedFd) -> Result<AsyncFd<OwnedFd>, HandedError> {
+    register(fd, Interest::READABLE | Interest::ERROR).map_err(HandedError::Watch)
+}
+
+/// Why the daemon cannot write events to a descriptor a client handed
+/// over; each says what to hand instead.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HandedError {
+    /// The descriptor cannot be looked at.
+    #[error("the descriptor sent: {0}")]
+    Descriptor(#[source] nix::errno::Errno),
+    /// The socket's type cannot be read.
+    #[error("the socket sent: {0}")]
+    Socket(#[source] nix::errno::Errno),
+    /// A datagram socket.
+    #[error("events are written only to a stream socket, not a datagram one")]
+    Datagram,
+    /// The pipe's flags cannot be read.
+    #[error("the pipe sent: {0}")]
+    Pipe(#[source] nix::errno::Errno),
+    /// A blocking pipe.
+    #[error("a pipe to write events to must be opened non-blocking (O_NONBLOCK), so that a slow reader never blocks the daemon")]
+    Blocking,
+    /// Neither a pipe nor a socket.
+    #[error("events are written only to a pipe or a stream socket; read them from the connection instead")]
+    Kind,
+    /// The descriptor cannot be watched for its reader leaving.
+    #[error("cannot watch the descriptor sent: {0}")]
+    Watch(#[source] io::Error),
+    /// `write_to` came without a descriptor.
+    #[error("`write_to` needs a descriptor sent with the request (SCM_RIGHTS); none came")]
+    NoDescriptor,
+    /// `write_to: channel` came without its frame lock.
+    #[error("`write_to: channel` needs a second descriptor, the frame lock both writers take (see docs/PROTOCOL.md); none came")]
+    NoLock,
+    /// The frame lock handed over is not one.
+    #[error("{0}")]
+    Lock(#[from] wakeful_protocol::frame_lock::HandedLockError),
 }
 
 /// Registers a descriptor the `AsyncFd` will own, for `interest` only.
@@ -459,13 +490,13 @@ mod tests {
     #[tokio::test]
     async fn only_what_never_blocks_the_daemon_is_written_to() {
         let (_r, blocking) = nix::unistd::pipe().unwrap();
-        let err = handed(blocking).err().unwrap();
+        let err = handed(blocking).err().unwrap().to_string();
         assert!(err.contains("non-blocking"), "{err}");
         let file = tempfile::tempfile().unwrap();
-        let err = handed(OwnedFd::from(file)).err().unwrap();
+        let err = handed(OwnedFd::from(file)).err().unwrap().to_string();
         assert!(err.contains("only to a pipe or a stream socket"), "{err}");
         let (dgram, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
-        let err = handed(OwnedFd::from(dgram)).err().unwrap();
+        let err = handed(OwnedFd::from(dgram)).err().unwrap().to_string();
         assert!(err.contains("datagram"), "{err}");
         let (_r, w) = nonblocking_pipe();
         assert!(handed(w).is_ok());

@@ -90,7 +90,7 @@ pub(crate) async fn run(state: &State, run: RunRequest) -> Handled<RunRequest> {
     state
         .storage
         .writable("start a terminal")
-        .map_err(|m| (ErrorKind::DiskFull, m))?;
+        .map_err(|m| (ErrorKind::DiskFull, m.to_string()))?;
     // Check the monitor's parameters before starting anything.
     let monitor_spec = until.map(|until| {
         let mut spec =

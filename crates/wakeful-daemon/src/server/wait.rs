@@ -248,6 +248,7 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
                             .storage
                             .writable("record the acknowledgement")
                             .err()
+                            .map(|e| e.to_string())
                             .unwrap_or_else(|| "cannot record the acknowledgement in time: the event store is failing (see `wakeful status`)".into());
                         return conn.error(ErrorKind::DiskFull, m).await;
                     }

@@ -13,12 +13,12 @@ pub(crate) async fn set(state: &State, r: SetWake) -> Handled<SetWake> {
     state
         .storage
         .writable("set a wake route")
-        .map_err(|m| (ErrorKind::DiskFull, m))?;
+        .map_err(|m| (ErrorKind::DiskFull, m.to_string()))?;
     state
         .wakes
         .set(&r.session, r.route, RouteSource::Set)
         .await
-        .map_err(|e| (ErrorKind::Invalid, e))
+        .map_err(|e| (ErrorKind::Invalid, e.to_string()))
 }
 
 /// `wake_show`: the session's route and delivery state, if it has one.
@@ -31,7 +31,7 @@ pub(crate) async fn clear(state: &State, r: ClearWake) -> Handled<ClearWake> {
     state
         .storage
         .writable("clear a wake route")
-        .map_err(|m| (ErrorKind::DiskFull, m))?;
+        .map_err(|m| (ErrorKind::DiskFull, m.to_string()))?;
     let cleared = state.wakes.clear(&r.session).await;
     Ok(WakeClearResult {
         session: r.session,

@@ -48,31 +48,71 @@ pub(crate) struct Follower {
     filled: bool,
 }
 
+/// Why a file cannot be followed (the `failed` reason of its monitor).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FollowFileError {
+    /// The path has no parent directory.
+    #[error("{} has no parent directory to watch", path.display())]
+    NoParent {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The parent directory does not exist.
+    #[error("directory {} does not exist; create it first (the file itself may appear later)", dir.display())]
+    NoDirectory {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The path names no file.
+    #[error("{} names no file", path.display())]
+    NoFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The watch could not be set up.
+    #[error("cannot watch {}: {source}", dir.display())]
+    Watch {
+        /// The directory watched.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The watch broke.
+    #[error("the watch on {} failed: {source}", path.display())]
+    WatchFailed {
+        /// The file followed.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The buffer a follower starts with: a page, enough for the lines of a
 /// log, so that a thousand followers do not each hold 64 KiB.
 const FIRST_READ: usize = 4 * 1024;
 
 impl Follower {
     /// Starts following `path` (absolute) from its current end.
-    pub(crate) fn new(path: PathBuf) -> Result<Self, String> {
+    pub(crate) fn new(path: PathBuf) -> Result<Self, FollowFileError> {
         let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
-            .ok_or_else(|| format!("{} has no parent directory to watch", path.display()))?
+            .ok_or_else(|| FollowFileError::NoParent { path: path.clone() })?
             .to_path_buf();
         if !dir.is_dir() {
-            return Err(format!(
-                "directory {} does not exist; create it first (the file itself may appear later)",
-                dir.display()
-            ));
+            return Err(FollowFileError::NoDirectory { dir });
         }
         if path.file_name().is_none() {
-            return Err(format!("{} names no file", path.display()));
+            return Err(FollowFileError::NoFile { path });
         }
         // Follow from the end of what is there now (the watch first, so
         // that no write after the end was taken goes unnoticed).
-        let watch =
-            Watch::new(&path).map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        let watch = Watch::new(&path).map_err(|source| FollowFileError::Watch {
+            dir: dir.clone(),
+            source,
+        })?;
         let mut f = Follower {
             path,
             file: None,
@@ -149,10 +189,13 @@ impl Follower {
     /// Waits for a change of the followed name; `Err` when the watch broke.
     /// `Ok(true)` when the change is a write to the open file and nothing
     /// else (no name came or went, no truncation seen yet).
-    async fn changed(&mut self) -> Result<bool, String> {
+    async fn changed(&mut self) -> Result<bool, FollowFileError> {
         match self.watch.changed().await {
             Ok(c) => Ok(c == Change::Write),
-            Err(e) => Err(format!("the watch on {} failed: {e}", self.path.display())),
+            Err(source) => Err(FollowFileError::WatchFailed {
+                path: self.path.clone(),
+                source,
+            }),
         }
     }
 }
@@ -189,7 +232,7 @@ impl InputSource for Follower {
             }
             match self.changed().await {
                 Ok(w) => write_only = w,
-                Err(e) => return Input::End(SourceEnd::Failed(e).into()),
+                Err(e) => return Input::End(SourceEnd::Failed(e.to_string()).into()),
             }
         }
     }

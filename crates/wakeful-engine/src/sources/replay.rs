@@ -16,7 +16,7 @@
 //!   `until` once its last line is out.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wakeful_core::event::format_ts;
@@ -28,6 +28,57 @@ use crate::source::{Input, InputSource};
 
 /// Largest export file a replay reads.
 const MAX_FILE: u64 = 256 * 1024 * 1024;
+
+/// Why a recording cannot be replayed (the `failed` reason of the replay
+/// monitor).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RecordingError {
+    /// The file cannot be read.
+    #[error("cannot read the recording {}: {source}", file.display())]
+    Unreadable {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_FILE`].
+    #[error("cannot read the recording {}: it is {bytes} bytes, more than the {MAX_FILE} a replay reads; export less (--monitor, --since)", file.display())]
+    TooLarge {
+        /// The file.
+        file: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// The file is not an export.
+    #[error("cannot read the recording {}: {source}", file.display())]
+    NotAnExport {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        #[source]
+        source: wakeful_core::export::ExportError,
+    },
+    /// The file holds no events of the monitor asked for.
+    #[error("{} holds no events of monitor {monitor}; it holds {}", file.display(), holds(ids))]
+    NoEvents {
+        /// The file.
+        file: PathBuf,
+        /// The monitor asked for.
+        monitor: String,
+        /// The monitors it holds events of.
+        ids: Vec<String>,
+    },
+}
+
+/// What a recording holds, for [`RecordingError::NoEvents`].
+fn holds(ids: &[String]) -> String {
+    if ids.is_empty() {
+        "no events at all".to_string()
+    } else {
+        format!("events of {}", ids.join(", "))
+    }
+}
 
 /// A replay source; see the module docs.
 pub(crate) struct Replayer {
@@ -46,21 +97,27 @@ pub(crate) struct Replayer {
 
 impl Replayer {
     /// Reads monitor `monitor`'s recording from `file`.
-    pub(crate) async fn open(file: &Path, monitor: &str, speed: f64) -> Result<Self, String> {
-        let cannot = |e: &dyn std::fmt::Display| {
-            format!("cannot read the recording {}: {e}", file.display())
+    pub(crate) async fn open(
+        file: &Path,
+        monitor: &str,
+        speed: f64,
+    ) -> Result<Self, RecordingError> {
+        let unreadable = |source| RecordingError::Unreadable {
+            file: file.to_path_buf(),
+            source,
         };
-        let meta = tokio::fs::metadata(file).await.map_err(|e| cannot(&e))?;
+        let meta = tokio::fs::metadata(file).await.map_err(unreadable)?;
         if meta.len() > MAX_FILE {
-            return Err(cannot(&format!(
-                "it is {} bytes, more than the {MAX_FILE} a replay reads; export less (--monitor, --since)",
-                meta.len()
-            )));
+            return Err(RecordingError::TooLarge {
+                file: file.to_path_buf(),
+                bytes: meta.len(),
+            });
         }
-        let text = tokio::fs::read_to_string(file)
-            .await
-            .map_err(|e| cannot(&e))?;
-        let export = Export::parse(&text).map_err(|e| cannot(&e))?;
+        let text = tokio::fs::read_to_string(file).await.map_err(unreadable)?;
+        let export = Export::parse(&text).map_err(|source| RecordingError::NotAnExport {
+            file: file.to_path_buf(),
+            source,
+        })?;
         Self::from_export(&export, file, monitor, speed)
     }
 
@@ -69,19 +126,14 @@ impl Replayer {
         file: &Path,
         monitor: &str,
         speed: f64,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RecordingError> {
         let events: Vec<_> = export.events_of(monitor).collect();
         let Some(first) = events.first() else {
-            let ids = export.monitor_ids();
-            return Err(format!(
-                "{} holds no events of monitor {monitor}; it holds {}",
-                file.display(),
-                if ids.is_empty() {
-                    "no events at all".to_string()
-                } else {
-                    format!("events of {}", ids.join(", "))
-                }
-            ));
+            return Err(RecordingError::NoEvents {
+                file: file.to_path_buf(),
+                monitor: monitor.to_string(),
+                ids: export.monitor_ids().iter().map(|s| s.to_string()).collect(),
+            });
         };
         let t0 = first.ts;
         let at = |ts: chrono::DateTime<chrono::Utc>| {
@@ -180,7 +232,7 @@ mod tests {
 {"seq":6,"session":"s","monitor_id":"mon-b","kind":"stopped","ts":"2026-11-30T12:00:02.500Z","text":"until","lines":["t1","t2"],"stop_reason":{"kind":"until"}}
 "#;
 
-    fn replayer(monitor: &str, speed: f64) -> Result<Replayer, String> {
+    fn replayer(monitor: &str, speed: f64) -> Result<Replayer, RecordingError> {
         let export = Export::parse(FILE).unwrap();
         Replayer::from_export(&export, Path::new("/r.jsonl"), monitor, speed)
     }
@@ -212,7 +264,7 @@ mod tests {
 
     #[test]
     fn an_unknown_monitor_names_those_in_the_file() {
-        let err = replayer("mon-x", 1.0).err().unwrap();
+        let err = replayer("mon-x", 1.0).err().unwrap().to_string();
         assert!(
             err.contains("no events of monitor mon-x") && err.contains("mon-a, mon-b"),
             "{err}"

@@ -23,8 +23,11 @@ pub(crate) struct TimerSource {
 
 impl TimerSource {
     /// A timer due at `due` (and with `cron`, at each later occurrence).
-    pub(crate) fn new(due: DateTime<Utc>, cron: Option<&str>) -> Result<Self, String> {
-        let machine = TimerMachine::new(due, cron, Utc::now(), Local).map_err(|e| e.to_string())?;
+    pub(crate) fn new(
+        due: DateTime<Utc>,
+        cron: Option<&str>,
+    ) -> Result<Self, wakeful_core::timer::TimerError> {
+        let machine = TimerMachine::new(due, cron, Utc::now(), Local)?;
         Ok(TimerSource {
             machine,
             line: Vec::new(),

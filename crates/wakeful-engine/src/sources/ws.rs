@@ -44,20 +44,85 @@ fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// Why a WebSocket monitor could not connect (its `failed` reason).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    /// Not a WebSocket URL.
+    #[error("invalid WebSocket URL {url}: {source}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: Box<WsError>,
+    },
+    /// Subprotocols that cannot go in a header.
+    #[error("invalid subprotocols: {0}")]
+    Protocols(#[source] tokio_tungstenite::tungstenite::http::header::InvalidHeaderValue),
+    /// The URL has no host.
+    #[error("{url} has no host")]
+    NoHost {
+        /// The URL.
+        url: String,
+    },
+    /// The host name does not resolve.
+    #[error("cannot resolve {host}: {source}")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Every address of the host is one the network policy refuses.
+    #[error("refused to connect to {host}: {}; only a person can allow such addresses, in config.toml: [network] allow = [\"CIDR\"]", if refused.is_empty() { "no address".to_string() } else { refused.join(", ") })]
+    Refused {
+        /// The host.
+        host: String,
+        /// Each address refused, with why.
+        refused: Vec<String>,
+    },
+    /// The TCP connection failed.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The WebSocket handshake failed.
+    #[error("WebSocket handshake with {url} failed: {source}")]
+    Handshake {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: Box<WsError>,
+    },
+    /// Connecting took longer than [`CONNECT_TIMEOUT`].
+    #[error("connecting to {url} timed out after {}s", CONNECT_TIMEOUT.as_secs())]
+    Timeout {
+        /// The URL.
+        url: String,
+    },
+}
+
 impl WsSource {
     /// Resolves, checks and connects. Errors are the `failed` reason.
     pub(crate) async fn connect(
         url: &str,
         protocols: &[String],
         policy: &NetPolicy,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConnectError> {
         install_crypto();
-        let mut request = url
-            .into_client_request()
-            .map_err(|e| format!("invalid WebSocket URL {url}: {e}"))?;
+        let mut request = url.into_client_request().map_err(|e| ConnectError::Url {
+            url: url.to_string(),
+            source: Box::new(e),
+        })?;
         if !protocols.is_empty() {
-            let value = HeaderValue::from_str(&protocols.join(", "))
-                .map_err(|e| format!("invalid subprotocols: {e}"))?;
+            let value =
+                HeaderValue::from_str(&protocols.join(", ")).map_err(ConnectError::Protocols)?;
             request
                 .headers_mut()
                 .insert("Sec-WebSocket-Protocol", value);
@@ -65,7 +130,9 @@ impl WsSource {
         let uri = request.uri().clone();
         let host = uri
             .host()
-            .ok_or_else(|| format!("{url} has no host"))?
+            .ok_or_else(|| ConnectError::NoHost {
+                url: url.to_string(),
+            })?
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
@@ -73,7 +140,10 @@ impl WsSource {
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
             .await
-            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .map_err(|source| ConnectError::Resolve {
+                host: host.clone(),
+                source,
+            })?
             .collect();
         let mut refused = Vec::new();
         let addr = addrs
@@ -86,30 +156,28 @@ impl WsSource {
                     false
                 }
             })
-            .ok_or_else(|| {
-                format!(
-                    "refused to connect to {host}: {}; only a person can allow such addresses, in config.toml: [network] allow = [\"CIDR\"]",
-                    if refused.is_empty() { "no address".to_string() } else { refused.join(", ") }
-                )
+            .ok_or_else(|| ConnectError::Refused {
+                host: host.clone(),
+                refused: refused.clone(),
             })?;
         let connect = async {
             let tcp = TcpStream::connect(addr)
                 .await
-                .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+                .map_err(|source| ConnectError::Connect { addr, source })?;
             let config = WebSocketConfig::default()
                 .max_frame_size(Some(MAX_FRAME))
                 .max_message_size(Some(MAX_FRAME));
             tokio_tungstenite::client_async_tls_with_config(request, tcp, Some(config), None)
                 .await
-                .map_err(|e| format!("WebSocket handshake with {url} failed: {e}"))
+                .map_err(|e| ConnectError::Handshake {
+                    url: url.to_string(),
+                    source: Box::new(e),
+                })
         };
         let (ws, _response) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
-            .map_err(|_| {
-                format!(
-                    "connecting to {url} timed out after {}s",
-                    CONNECT_TIMEOUT.as_secs()
-                )
+            .map_err(|_| ConnectError::Timeout {
+                url: url.to_string(),
             })??;
         Ok(WsSource {
             ws,
