@@ -17,3 +17,8 @@ pub use client::{
     connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection, Incoming,
 };
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
