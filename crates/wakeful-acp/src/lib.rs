@@ -79,3 +79,8 @@ impl Error {
 pub async fn run(paths: Paths, opts: Options) -> Result<u8, Error> {
     proxy::run(paths, opts).await
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

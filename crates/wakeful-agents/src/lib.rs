@@ -51,3 +51,8 @@ pub mod wake;
 pub use delivery::Wake;
 #[cfg(feature = "hooks")]
 pub use error::Error;
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

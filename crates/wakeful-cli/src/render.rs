@@ -38,7 +38,7 @@ pub enum WatchEnd<'a> {
 }
 
 /// `watch`'s exit code (documented in `wakeful watch --help`, README.md and
-/// docs/ARCHITECTURE.md): the command's own code when it exited, 128+N when
+/// docs/CONTRACT.md §12): the command's own code when it exited, 128+N when
 /// it was killed by signal N, 124 on `timeout`/`idle_timeout`, 143 when the
 /// monitor was stopped (a user or agent, its session ending, the daemon
 /// stopping) or the watch got SIGTERM, 130 on SIGINT, 141 on a closed

@@ -19,3 +19,8 @@ pub use client::{
 };
 pub use stream::{EventStream, Followed, Follower, StreamEvent, Waiter};
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

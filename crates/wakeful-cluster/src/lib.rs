@@ -38,3 +38,8 @@ pub mod subject;
 pub use config::{ClusterConfig, TlsConfig};
 pub use link::Link;
 pub use shared::{BoxFuture, LinkError, Node, NodeImportError};
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -67,3 +67,8 @@ pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};
 pub use params::{MonitorSpec, ParamError, ReplaySpeed, Source, StderrMode, Until, WakeOn};
 pub use rate::RateGate;
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -548,3 +548,8 @@ fn recover(
     }
     Ok(rearm)
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

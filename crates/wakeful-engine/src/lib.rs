@@ -47,3 +47,8 @@ pub use registry::{
 pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};
 pub use wakeful_core::journal::{Journal, JournalEntry, JournalError, MemoryJournal, Recorded};
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

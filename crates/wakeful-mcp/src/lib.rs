@@ -106,3 +106,8 @@ pub async fn serve_stdio(
     quit.map(|_| ())
         .map_err(|e| McpError::Stopped(e.to_string()))
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -177,3 +177,8 @@ mod tests {
         assert!(!Backend::Posix.finds_every_process());
     }
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

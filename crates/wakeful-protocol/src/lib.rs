@@ -185,3 +185,8 @@ mod tests {
         assert_eq!(back, w);
     }
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1298,3 +1298,8 @@ mod tests {
         assert_eq!(r.latest_seq().unwrap(), 2);
     }
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -176,3 +176,8 @@ mod tests {
         assert!(error_regex(&c).is_err());
     }
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
