@@ -234,6 +234,116 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     paths.prepare()?;
     raise_open_file_limit();
+    let (daemon, start) = take_locks(paths).await?;
+    let config = Config::load(&paths.config_file)?;
+    let output_dir = paths.output_dir();
+    std::fs::create_dir_all(&output_dir)
+        .map_err(io(format!("cannot create {}", output_dir.display())))?;
+    let containers = platform(&config, paths)?;
+    let net = wakeful_engine::NetPolicy::new(&config.network.allow).map_err(|e| {
+        config::ConfigError::Invalid {
+            path: paths.config_file.display().to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    let launch_net = net.clone();
+    let (mut writer, reader) = wakeful_store::open(&paths.database())?;
+    let pruner = writer.pruner()?;
+    let disk = wakeful_engine::DiskGuard::new(paths.state_dir.clone(), config.store.keep_free);
+    let output_budget = wakeful_engine::OutputBudget::new(config.store.output_caps(), disk.clone());
+    if writer.recovered() > 0 {
+        tracing::warn!(
+            "put {} events from the redo log into the database (the daemon before ended after handing them out, before they were in the tables)",
+            writer.recovered()
+        );
+    }
+    let to_rearm = recover(&mut writer, &reader, containers.as_ref())?;
+    let latest = reader.latest_seq()?;
+
+    let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
+    let hub = wakeful_engine::Hub::new(writer, latest, Some(replay));
+    hub.set_fold_delay(Duration::from_millis(config.store.fold_delay_ms));
+    let registry = MonitorRegistry::with_hub(
+        RegistryConfig {
+            session: wakeful_core::session::DEFAULT_SESSION.into(),
+            output_dir: paths.output_dir(),
+            max_active_per_session: config.limits.max_active_per_session,
+            launch: Launch {
+                grace: Duration::from_millis(config.monitors.grace_ms),
+                die_with_parent: true,
+                net,
+                containers,
+                ..Launch::default()
+            },
+            output: Some(output_budget),
+        },
+        hub,
+    );
+    let since = Utc::now() - chrono::Duration::from_std(ENDED_RETENTION).unwrap_or_default();
+    for info in reader.ended_since(since)? {
+        registry.insert_ended(info);
+    }
+    rearm(&registry, to_rearm).await;
+
+    let (listener, socket) = listen(paths)?;
+
+    let wakes = wake::Wakes::new(
+        registry.clone(),
+        reader.clone(),
+        launch_net,
+        config.wake_options.auto_codex,
+    );
+    wakes.start_all(
+        config
+            .wake_routes()
+            .map_err(|e| config::ConfigError::Rules {
+                path: paths.config_file.display().to_string(),
+                source: Box::new(e.into()),
+            })?,
+    );
+    let storage = storage::Storage::new(
+        paths.output_dir(),
+        &config.store,
+        disk,
+        pruner,
+        registry.clone(),
+        reader.clone(),
+    );
+    let state = Arc::new(state::State::new(
+        registry.clone(),
+        reader,
+        paths.clone(),
+        wakes,
+        server::Limits {
+            max_connections_per_process: config.limits.max_connections_per_process,
+        },
+        storage.clone(),
+    ));
+    tokio::spawn(storage.run(state.stopping()));
+    // Without `[cluster]` nothing of the link runs.
+    if let Some(cluster) = config.cluster.clone() {
+        cluster::start_link(cluster, &state)
+            .await
+            .map_err(|e| config::ConfigError::Invalid {
+                path: paths.config_file.display().to_string(),
+                message: format!("[cluster]: {e}"),
+            })?;
+    }
+    Ok((
+        Daemon {
+            listener,
+            state,
+            registry,
+            socket,
+        },
+        Locks { daemon, start },
+    ))
+}
+
+/// Takes the start lock (one start at a time) and then the daemon lock,
+/// waiting up to [`HOLDER_EXIT_WAIT`] for a holder that no longer accepts
+/// connections to let go.
+async fn take_locks(paths: &Paths) -> Result<(Flock<File>, Flock<File>), DaemonError> {
     // One start at a time: a daemon that waits here finds, once it gets the
     // start lock, either no daemon (and becomes it) or one that is ready.
     let start_lock = lock_file(&paths.start_lock_file())?;
@@ -296,10 +406,16 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             }
         }
     };
-    let config = Config::load(&paths.config_file)?;
-    let output_dir = paths.output_dir();
-    std::fs::create_dir_all(&output_dir)
-        .map_err(io(format!("cannot create {}", output_dir.display())))?;
+    Ok((daemon, start))
+}
+
+/// Chooses the platform backend, becomes the subreaper of the commands
+/// (and reaps the orphans it adopts), and finds the containers commands can
+/// run in.
+fn platform(
+    config: &Config,
+    paths: &Paths,
+) -> Result<Option<wakeful_platform::tree::ContainerRoot>, DaemonError> {
     let backend = wakeful_platform::configure(config.platform.as_deref()).map_err(|e| {
         config::ConfigError::Invalid {
             path: paths.config_file.display().to_string(),
@@ -320,50 +436,11 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         }
     }
     let containers = wakeful_platform::tree::detect_containers(config.monitors.cgroups);
+    Ok(containers)
+}
 
-    let net = wakeful_engine::NetPolicy::new(&config.network.allow).map_err(|e| {
-        config::ConfigError::Invalid {
-            path: paths.config_file.display().to_string(),
-            message: e.to_string(),
-        }
-    })?;
-    let launch_net = net.clone();
-    let (mut writer, reader) = wakeful_store::open(&paths.database())?;
-    let pruner = writer.pruner()?;
-    let disk = wakeful_engine::DiskGuard::new(paths.state_dir.clone(), config.store.keep_free);
-    let output_budget = wakeful_engine::OutputBudget::new(config.store.output_caps(), disk.clone());
-    if writer.recovered() > 0 {
-        tracing::warn!(
-            "put {} events from the redo log into the database (the daemon before ended after handing them out, before they were in the tables)",
-            writer.recovered()
-        );
-    }
-    let to_rearm = recover(&mut writer, &reader, containers.as_ref())?;
-    let latest = reader.latest_seq()?;
-
-    let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
-    let hub = wakeful_engine::Hub::new(writer, latest, Some(replay));
-    hub.set_fold_delay(Duration::from_millis(config.store.fold_delay_ms));
-    let registry = MonitorRegistry::with_hub(
-        RegistryConfig {
-            session: wakeful_core::session::DEFAULT_SESSION.into(),
-            output_dir: paths.output_dir(),
-            max_active_per_session: config.limits.max_active_per_session,
-            launch: Launch {
-                grace: Duration::from_millis(config.monitors.grace_ms),
-                die_with_parent: true,
-                net,
-                containers,
-                ..Launch::default()
-            },
-            output: Some(output_budget),
-        },
-        hub,
-    );
-    let since = Utc::now() - chrono::Duration::from_std(ENDED_RETENTION).unwrap_or_default();
-    for info in reader.ended_since(since)? {
-        registry.insert_ended(info);
-    }
+/// Starts the persistent monitors a crash or a stop left, under their ids.
+async fn rearm(registry: &MonitorRegistry, to_rearm: Vec<wakeful_store::StoredMonitor>) {
     for m in to_rearm {
         let opts = StartOptions {
             session: Some(m.info.session.clone()),
@@ -376,7 +453,10 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             tracing::error!("cannot re-arm monitor {}: {e}", m.info.id);
         }
     }
+}
 
+/// Binds the socket (private to the user) and writes `daemon.json`.
+fn listen(paths: &Paths) -> Result<(UnixListener, std::path::PathBuf), DaemonError> {
     let socket = paths.socket();
     // We hold the lock, so no live daemon owns this path: it is stale.
     let _ = std::fs::remove_file(&socket);
@@ -397,58 +477,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         "cannot write {}",
         paths.daemon_info().display()
     )))?;
-
-    let wakes = wake::Wakes::new(
-        registry.clone(),
-        reader.clone(),
-        launch_net,
-        config.wake_options.auto_codex,
-    );
-    wakes.start_all(
-        config
-            .wake_routes()
-            .map_err(|e| config::ConfigError::Rules {
-                path: paths.config_file.display().to_string(),
-                source: Box::new(e.into()),
-            })?,
-    );
-    let storage = storage::Storage::new(
-        paths.output_dir(),
-        &config.store,
-        disk,
-        pruner,
-        registry.clone(),
-        reader.clone(),
-    );
-    let state = Arc::new(state::State::new(
-        registry.clone(),
-        reader,
-        paths.clone(),
-        wakes,
-        server::Limits {
-            max_connections_per_process: config.limits.max_connections_per_process,
-        },
-        storage.clone(),
-    ));
-    tokio::spawn(storage.run(state.stopping()));
-    // Without `[cluster]` nothing of the link runs.
-    if let Some(cluster) = config.cluster.clone() {
-        cluster::start_link(cluster, &state)
-            .await
-            .map_err(|e| config::ConfigError::Invalid {
-                path: paths.config_file.display().to_string(),
-                message: format!("[cluster]: {e}"),
-            })?;
-    }
-    Ok((
-        Daemon {
-            listener,
-            state,
-            registry,
-            socket,
-        },
-        Locks { daemon, start },
-    ))
+    Ok((listener, socket))
 }
 
 /// The store, read back by the event hub for followers that catch up.
