@@ -173,3 +173,8 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     }
 }
+
+/// The examples of this crate's README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
