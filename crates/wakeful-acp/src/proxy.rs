@@ -40,7 +40,7 @@ pub(crate) async fn run(paths: Paths, opts: Options) -> Result<u8, Error> {
     };
     let mut cmd = std::process::Command::new(program);
     cmd.args(args)
-        .env("WAKEFUL_SESSION", &opts.session)
+        .env(wakeful_core::session::WAKEFUL_SESSION, &opts.session)
         .env(crate::PROXY_ENV, std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

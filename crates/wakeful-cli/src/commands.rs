@@ -315,7 +315,7 @@ fn client_env() -> BTreeMap<String, String> {
     // Codex agent's CODEX_THREAD_ID would give the session a `codex` wake
     // route too, and every event would be delivered twice.
     if env.contains_key(wakeful_acp::PROXY_ENV) {
-        env.remove("CODEX_THREAD_ID");
+        env.remove(wakeful_core::session::CODEX_THREAD_ID);
     }
     env
 }

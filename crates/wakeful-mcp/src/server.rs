@@ -263,7 +263,10 @@ impl WakefulServer {
     fn env_for(&self, call: &Call) -> BTreeMap<String, String> {
         let mut env = self.inner.env.clone();
         if let Some(thread) = &call.codex_thread {
-            env.insert("CODEX_THREAD_ID".into(), thread.clone());
+            env.insert(
+                wakeful_core::session::CODEX_THREAD_ID.into(),
+                thread.clone(),
+            );
             env.entry("CODEX_SESSION_ID".into())
                 .or_insert_with(|| thread.clone());
         }

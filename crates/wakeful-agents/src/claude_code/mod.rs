@@ -204,7 +204,7 @@ pub async fn session_start(paths: &Paths, explicit: Option<&str>) -> Result<u8, 
     let input = read_input().await?;
     let session = session_for(paths, explicit, &input)?;
     // Unless the user chose the session (Bash has it already).
-    let chosen = env("WAKEFUL_SESSION").is_some_and(|s| !s.is_empty());
+    let chosen = env(wakeful_core::session::WAKEFUL_SESSION).is_some_and(|s| !s.is_empty());
     if let Some(file) = env("CLAUDE_ENV_FILE").filter(|f| !f.is_empty() && !chosen) {
         let mut f = std::fs::OpenOptions::new()
             .create(true)

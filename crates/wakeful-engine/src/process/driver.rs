@@ -160,7 +160,7 @@ impl ProcessDriver {
         }
         cmd.envs(req.extra_env);
         cmd.env(super::target::MARKER, req.id);
-        cmd.env("WAKEFUL_SESSION", req.session);
+        cmd.env(wakeful_core::session::WAKEFUL_SESSION, req.session);
         if let Some(cwd) = &req.cwd {
             cmd.current_dir(cwd);
         }
