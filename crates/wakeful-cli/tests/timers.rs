@@ -18,14 +18,8 @@ fn start_timer(home: &Home, args: &[&str]) -> (String, DateTime<Utc>) {
     let mut a = vec!["start"];
     a.extend_from_slice(args);
     let id = home.json(&a)["id"].as_str().unwrap().to_string();
-    let list = home.json(&["list"]);
-    let due = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == id.as_str())
-        .map(|m| m["source"]["due"].as_str().unwrap().parse().unwrap())
-        .unwrap();
+    let m = home.listed(&id).expect("the timer is listed");
+    let due = m["source"]["due"].as_str().unwrap().parse().unwrap();
     (id, due)
 }
 

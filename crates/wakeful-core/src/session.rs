@@ -32,10 +32,6 @@ pub const CODEX_THREAD_ID: &str = "CODEX_THREAD_ID";
 /// Gemini CLI's session variable (its hooks have it).
 pub const GEMINI_SESSION_ID: &str = "GEMINI_SESSION_ID";
 
-/// The environment variables a `wakeful` command consults, in order, after
-/// `--session`.
-pub const SESSION_ENV_VARS: [&str; 3] = [WAKEFUL_SESSION, CLAUDE_CODE_SESSION_ID, CODEX_THREAD_ID];
-
 /// The session used when nothing names one.
 pub const DEFAULT_SESSION: &str = "default";
 

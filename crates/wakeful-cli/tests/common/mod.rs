@@ -72,6 +72,16 @@ impl Home {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
     }
 
+    /// The monitor `id` as `list --json` shows it, if it is listed.
+    pub fn listed(&self, id: &str) -> Option<serde_json::Value> {
+        self.json(&["list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+    }
+
     pub fn json_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
         let mut a = vec!["--json"];
         a.extend_from_slice(args);
