@@ -140,7 +140,7 @@ impl MonitorStartArgs {
         match sources.len() {
             1 => Ok(sources.remove(0).1),
             0 => Err(
-                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file or terminal".to_string(),
+                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file, terminal, or a timer (in, at or cron)".to_string(),
             ),
             _ => Err(format!(
                 "give exactly one source; got {}",
