@@ -196,12 +196,21 @@ pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
 }
 
 pub(crate) async fn connect_at(socket: &std::path::Path) -> std::io::Result<Connection> {
-    let stream = UnixStream::connect(socket).await?;
-    let (r, w) = stream.into_split();
-    Ok(Connection {
-        reader: BufReader::new(r).lines(),
-        writer: w,
-    })
+    Ok(Connection::from_stream(UnixStream::connect(socket).await?))
+}
+
+impl Connection {
+    /// A connection over `stream`, already connected to something that
+    /// serves the daemon's protocol: the daemon uses it for the waits it
+    /// runs itself (one end of a socket pair whose other end it serves as
+    /// any client's connection).
+    pub fn from_stream(stream: UnixStream) -> Connection {
+        let (r, w) = stream.into_split();
+        Connection {
+            reader: BufReader::new(r).lines(),
+            writer: w,
+        }
+    }
 }
 
 /// The socket recorded by the daemon of this state directory, if any.

@@ -31,6 +31,8 @@
 //!   ranges, the manifest) and the reports of what was dropped.
 //! - [`timer`]: `--in`, `--at` and `--cron` read into deadlines, and when a
 //!   timer fires ([`timer::TimerMachine`]).
+//! - [`task`]: the book of background tasks (a wait that an MCP client
+//!   fetches later by id), with their statuses, time to live and limit.
 //! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
 //!   prune removes ([`storage::plan`]).
 
@@ -52,6 +54,7 @@ pub mod rate;
 pub mod session;
 pub mod stop;
 pub mod storage;
+pub mod task;
 pub mod terminal;
 pub mod timer;
 pub mod wait;

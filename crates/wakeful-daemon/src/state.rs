@@ -36,6 +36,8 @@ pub struct State {
     pub(crate) cluster: std::sync::OnceLock<wakeful_cluster::Link>,
     /// The store's share of the disk.
     pub(crate) storage: Arc<crate::storage::Storage>,
+    /// Background tasks (`task_create`).
+    pub(crate) tasks: crate::server::tasks::Tasks,
 }
 
 /// Counts a streaming connection while it lives.
@@ -290,6 +292,7 @@ impl State {
             limits,
             pushers: std::sync::Mutex::new(HashMap::new()),
             cluster: std::sync::OnceLock::new(),
+            tasks: Default::default(),
         }
     }
 }

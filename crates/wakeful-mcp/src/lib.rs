@@ -28,6 +28,7 @@ pub mod results;
 pub mod server;
 pub mod session;
 pub mod stdout;
+pub mod tasks;
 pub mod timer;
 pub mod tools;
 pub mod written;

@@ -459,7 +459,7 @@ impl WakefulServer {
         results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    pub(crate) async fn connect(&self) -> Result<Connection, String> {
         connect(&self.inner.paths).await.map_err(daemon_error)
     }
 
@@ -543,23 +543,27 @@ impl ServerHandler for WakefulServer {
         Some(SubscriptionFilter::default())
     }
 
-    /// No task of this connection exists (tools are answered with plain
-    /// results): every task id is unknown, and the error says no more.
+    /// A task of the request's session, kept by the daemon
+    /// ([`crate::tasks`]); an id that is unknown, expired or another
+    /// session's gets the same error, which says no more.
     async fn get_task(
         &self,
-        _request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        Err(unknown_task())
+        let (session, _) = self.inner.session.for_call(&context.meta.0 .0);
+        self.task_get(request.task_id, &session, context.id.clone())
+            .await
     }
 
-    /// See [`Self::get_task`].
+    /// Cancels a working task: it acknowledges nothing.
     async fn cancel_task(
         &self,
-        _request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Err(unknown_task())
+        let (session, _) = self.inner.session.for_call(&context.meta.0 .0);
+        self.task_cancel(request.task_id, &session).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -592,6 +596,14 @@ impl ServerHandler for WakefulServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
+        // A wait whose request declares the tasks extension runs in the
+        // background (crate::tasks); a legacy request never does.
+        if request.name == MONITOR_WAIT && crate::tasks::declared(&context) {
+            return Ok(match self.monitor_wait_task(args, &session).await {
+                Ok(task) => task.into(),
+                Err(bad) => bad.into(),
+            });
+        }
         let call = Call {
             id: context.id.clone(),
             ct: context.ct.clone(),
@@ -625,20 +637,24 @@ impl ServerHandler for WakefulServer {
             }
             value
         });
-        // Every string a model reads is sanitized (event texts are framed
-        // already: sanitizing them again changes nothing).
-        Ok(match result {
-            Ok(value) => CallToolResult::structured(wakeful_core::present::sanitize_json(value)),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(
-                wakeful_core::present::sanitize_for_model(&message),
-            )]),
-        }
-        .into())
+        Ok(tool_result(result).into())
+    }
+}
+
+/// A tool's result as the client gets it. Every string a model reads is
+/// sanitized (event texts are framed already: sanitizing them again
+/// changes nothing).
+pub(crate) fn tool_result(result: Result<Value, String>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(wakeful_core::present::sanitize_json(value)),
+        Err(message) => CallToolResult::error(vec![ContentBlock::text(
+            wakeful_core::present::sanitize_for_model(&message),
+        )]),
     }
 }
 
 /// Decodes a tool's arguments; the error names the tool and the problem.
-fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
     serde_json::from_value(args)
         .map_err(|e| format!("invalid arguments for {tool}: {e}; see the tool's input schema"))
 }
@@ -670,12 +686,6 @@ fn progress_note(
         ))
 }
 
-/// The error for a task id this server does not know (unknown, expired, or
-/// another client's): the same for all, so it reveals nothing.
-fn unknown_task() -> ErrorData {
-    ErrorData::invalid_params("unknown task id", None)
-}
-
 fn cancelled() -> String {
     "the call was cancelled; nothing was acknowledged".to_string()
 }
@@ -686,15 +696,15 @@ fn closed() -> String {
 }
 
 /// Events as a tool result shows them, within a count and a size budget.
-struct Page {
-    events: Vec<Value>,
-    last_seq: Option<u64>,
+pub(crate) struct Page {
+    pub(crate) events: Vec<Value>,
+    pub(crate) last_seq: Option<u64>,
     limit: usize,
     bytes: usize,
 }
 
 impl Page {
-    fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Page {
             events: Vec::new(),
             last_seq: None,
@@ -704,7 +714,7 @@ impl Page {
     }
 
     /// Adds `event` unless the page is full (the first event always fits).
-    fn add(&mut self, event: &Event) -> bool {
+    pub(crate) fn add(&mut self, event: &Event) -> bool {
         let v = event_for_model(event);
         let size = v["text"].as_str().map_or(0, str::len);
         if !self.events.is_empty()

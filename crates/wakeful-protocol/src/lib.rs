@@ -51,14 +51,15 @@ pub use paths::{Paths, PathsError};
 pub use reply::{
     Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, ImportResult, PruneResult,
     PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
-    Status, StorageStatus, StreamEnd, WakeClearResult, WakeDelivery, WakeStatus,
+    Status, StorageStatus, StreamEnd, TaskInfo, WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{
-    decode_ok, Ack, Batch, Call, CheckWake, ClearWake, EndSession, Envelope, GetClusterStatus,
-    GetDigest, GetMonitor, GetStatus, GetTerminal, Import, ImportedEvent, KillTerminal,
-    ListClusterMonitors, ListConsumers, ListMonitors, ListPrunes, ListTerminals, OutputForm, Prune,
-    ReadAllEvents, ReadEvents, ReplyError, Request, RunRequest, SetWake, ShowWake, Shutdown,
-    StartMonitor, StopMonitor, Stream, WaitEvents, WaitTerminal, WakeAdapter,
+    decode_ok, Ack, Batch, Call, CancelTask, CheckWake, ClearWake, CreateTask, EndSession,
+    Envelope, GetClusterStatus, GetDigest, GetMonitor, GetStatus, GetTask, GetTerminal, HandTask,
+    Import, ImportedEvent, KillTerminal, ListClusterMonitors, ListConsumers, ListMonitors,
+    ListPrunes, ListTerminals, OutputForm, Prune, ReadAllEvents, ReadEvents, ReplyError, Request,
+    RunRequest, SetWake, ShowWake, Shutdown, StartMonitor, StopMonitor, Stream, WaitEvents,
+    WaitTerminal, WakeAdapter,
 };
 pub use stream::{described_event_reply_line, event_of_line, Descriptions, MAX_DESCRIBED};
 pub use wakeful_core::digest::Digest;

@@ -304,6 +304,36 @@ pub struct Acked {
     pub acked: u64,
 }
 
+/// A background task ([`Request::TaskCreate`](crate::Request::TaskCreate),
+/// [`Request::TaskGet`](crate::Request::TaskGet), …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// Its id: random, unguessable.
+    pub id: String,
+    /// `working`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// When it was created (ms since the epoch).
+    pub created_ms: i64,
+    /// When its status last changed (ms since the epoch).
+    pub updated_ms: i64,
+    /// How long it lives after its creation.
+    pub ttl_ms: u64,
+    /// A completed task's events, in seq order (empty when its wait timed
+    /// out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<wakeful_core::Event>,
+    /// A completed task's wait gave up after this many ms without an event
+    /// that wakes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_out_ms: Option<u64>,
+    /// Why a failed task failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its outcome was handed over and acknowledged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handed: bool,
+}
+
 /// Result of [`Request::Import`](crate::Request::Import).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportResult {

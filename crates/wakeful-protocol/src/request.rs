@@ -88,6 +88,14 @@ pub enum Request {
     Prune(Prune),
     /// What prunes removed.
     Prunes(ListPrunes),
+    /// Start a background task: a `wait` the daemon runs and keeps.
+    TaskCreate(CreateTask),
+    /// A background task's status, and its outcome once it has one.
+    TaskGet(GetTask),
+    /// Cancel a working background task.
+    TaskCancel(CancelTask),
+    /// A completed task's outcome reached its client: acknowledge it.
+    TaskHand(HandTask),
 }
 
 impl Request {
@@ -226,6 +234,10 @@ pairs! {
     ClusterMonitors(ListClusterMonitors) => Vec<crate::HostMonitor>;
     Prune(Prune) => crate::PruneResult;
     Prunes(ListPrunes) => Vec<wakeful_core::storage::PruneRecord>;
+    TaskCreate(CreateTask) => crate::TaskInfo;
+    TaskGet(GetTask) => crate::TaskInfo;
+    TaskCancel(CancelTask) => crate::TaskInfo;
+    TaskHand(HandTask) => crate::TaskInfo;
 }
 
 macro_rules! streams {
@@ -416,6 +428,75 @@ pub struct WaitEvents {
 pub struct Ack {
     /// The `last_seq` of the batch.
     pub seq: u64,
+}
+
+/// Start a background task: the daemon runs a [`WaitEvents`] of
+/// `session` and `consumer` without `follow` and keeps what it hands out,
+/// unacknowledged, until the task's client fetches it ([`GetTask`]) and
+/// says it got it ([`HandTask`]). A task that is cancelled or outlives
+/// `ttl_ms` acknowledges nothing: its events go to the consumer's next
+/// reader. Reply: the new task's [`TaskInfo`](crate::TaskInfo) (its `id`
+/// is random and unguessable); error `limit` when the session holds its
+/// limit of live tasks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    /// The session.
+    pub session: String,
+    /// The consumer whose cursor moves.
+    pub consumer: String,
+    /// The wait gives up after this long: the task completes with
+    /// `timed_out`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Hand out events that do not wake too, at once ([`WaitEvents::all`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+    /// How long the task lives after its creation, whatever its status.
+    pub ttl_ms: u64,
+}
+
+/// A background task of `session`. Reply: its
+/// [`TaskInfo`](crate::TaskInfo); error `not_found` (the same message
+/// for an id that is unknown, expired or another session's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTask {
+    /// The session.
+    pub session: String,
+    /// The task's id.
+    pub id: String,
+    /// While the task is working, wait up to this long for it to end
+    /// before answering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// Cancel a working background task: its wait ends and acknowledges
+/// nothing. Reply: its [`TaskInfo`](crate::TaskInfo); error `not_found`
+/// as [`GetTask`], or `invalid` when it already ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelTask {
+    /// The session.
+    pub session: String,
+    /// The task's id.
+    pub id: String,
+}
+
+/// A completed task's outcome reached its client: the daemon
+/// acknowledges its first `keep` events (the rest go to the consumer's
+/// next reader). Only the first hand-over of a task acknowledges. Reply:
+/// its [`TaskInfo`](crate::TaskInfo); error `not_found` as [`GetTask`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandTask {
+    /// The session.
+    pub session: String,
+    /// The task's id.
+    pub id: String,
+    /// How many of the outcome's events the client was given.
+    pub keep: usize,
 }
 
 /// Consumers and their cursors. Reply: an array of
@@ -642,6 +723,10 @@ impl Request {
             Request::ClusterMonitors(_) => "cluster_monitors",
             Request::Prune(_) => "prune",
             Request::Prunes(_) => "prunes",
+            Request::TaskCreate(_) => "task_create",
+            Request::TaskGet(_) => "task_get",
+            Request::TaskCancel(_) => "task_cancel",
+            Request::TaskHand(_) => "task_hand",
         }
     }
 }

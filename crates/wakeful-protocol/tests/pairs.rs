@@ -49,6 +49,10 @@ fn each_reply_decodes_into_the_type_its_request_names() {
             Request::Run(r) => call(r, reply),
             Request::Events(r) => stream(r, reply),
             Request::Wait(r) => stream(r, reply),
+            Request::TaskCreate(r) => call(r, reply),
+            Request::TaskGet(r) => call(r, reply),
+            Request::TaskHand(r) => call(r, reply),
+            Request::TaskCancel(r) => call(r, reply),
             other => panic!("no pair for {}", other.op()),
         };
         assert_eq!(back, reply_line, "the reply to {request_line}");

@@ -10,6 +10,9 @@
 //!   descriptor) as it goes;
 //! - [`wait`]: `wait` and its batches and acknowledgements, `consumers`;
 //! - [`terminals`]: `run`, `terminal_*`;
+//! - [`tasks`]: `task_create`, `task_get`, `task_cancel`, `task_hand`:
+//!   background tasks, each a `wait` the daemon runs and keeps for a
+//!   client that fetches its outcome later;
 //! - [`wakes`]: `wake_set`, `wake_show`, `wake_clear`, `wake_check`,
 //!   `digest`;
 //! - [`admin`]: `status`, `shutdown`, `import`, `prune`, `prunes`;
@@ -38,6 +41,7 @@ pub mod events;
 mod handed;
 pub mod monitors;
 mod quiet;
+pub mod tasks;
 pub mod terminals;
 pub mod wait;
 pub mod wakes;
@@ -152,12 +156,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
             return Ok(());
         }
     };
-    let (r, w, passed) = quiet::split(stream)?;
-    let mut conn = Conn {
-        lines: ClientLines::new(r),
-        out: w,
-        passed,
-    };
+    let mut conn = open(stream)?;
     let me = nix::unistd::getuid().as_raw();
     if peer.uid() != me {
         // Only the owner may use this daemon. Let the client finish sending
@@ -174,11 +173,36 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
         .await?;
         return Ok(());
     }
+    requests(conn, &state, pid).await
+}
+
+fn open(stream: UnixStream) -> std::io::Result<Conn> {
+    let (r, w, passed) = quiet::split(stream)?;
+    Ok(Conn {
+        lines: ClientLines::new(r),
+        out: w,
+        passed,
+    })
+}
+
+/// Serves the daemon's own end of a socket pair (a background task's
+/// wait, [`tasks`]) as a client's connection: not counted against a
+/// process's connections, and its owner is the daemon itself. Boxed: a
+/// task's wait is served by the dispatch that created the task.
+pub(crate) fn serve_internal(
+    stream: UnixStream,
+    state: Arc<State>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> {
+    Box::pin(async move { requests(open(stream)?, &state, None).await })
+}
+
+/// Answers a connection's requests until it ends.
+async fn requests(mut conn: Conn, state: &Arc<State>, pid: Option<u32>) -> std::io::Result<()> {
     while let Some(req) = conn.request().await? {
         match req {
             Ok(req) => {
                 tracing::debug!("request {} from process {}", req.op(), pid.unwrap_or(0));
-                dispatch(&mut conn, &state, req).await?
+                dispatch(&mut conn, state, req).await?
             }
             Err((kind, msg)) => {
                 tracing::debug!("refused a request ({kind:?}): {msg}");
@@ -191,7 +215,7 @@ async fn connection(stream: UnixStream, state: Arc<State>) -> std::io::Result<()
 
 /// Hands a request to its family's handler and answers with what it
 /// returns (the streams answer as they go).
-async fn dispatch(conn: &mut Conn, state: &State, req: Request) -> std::io::Result<()> {
+async fn dispatch(conn: &mut Conn, state: &Arc<State>, req: Request) -> std::io::Result<()> {
     match req {
         Request::Status(r) => conn.answer(admin::status(state, r)).await,
         Request::Start(r) => {
@@ -235,6 +259,10 @@ async fn dispatch(conn: &mut Conn, state: &State, req: Request) -> std::io::Resu
         Request::ClusterMonitors(r) => conn.answer(cluster::monitors(state, r).await).await,
         Request::Prune(r) => conn.answer(admin::prune(state, r).await).await,
         Request::Prunes(r) => conn.answer(admin::prunes(state, r)).await,
+        Request::TaskCreate(r) => conn.answer(tasks::create(state, r).await).await,
+        Request::TaskGet(r) => conn.answer(tasks::get(state, r).await).await,
+        Request::TaskCancel(r) => conn.answer(tasks::cancel(state, r)).await,
+        Request::TaskHand(r) => conn.answer(tasks::hand(state, r)).await,
         Request::Shutdown(r) => {
             conn.ok(&admin::shutdown_result(r)).await?;
             state.shutdown.send_replace(true);

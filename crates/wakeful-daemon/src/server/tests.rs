@@ -238,3 +238,173 @@ async fn cluster_requests_without_a_link_say_how_to_add_one() {
     let (kind, _) = cluster::start(&t.state, "elsewhere", r).await.unwrap_err();
     assert_eq!(kind, ErrorKind::Invalid);
 }
+
+mod tasks {
+    use super::*;
+    use crate::server::tasks::{self, PER_SESSION};
+    use wakeful_protocol::{CancelTask, CreateTask, GetTask, HandTask, TaskInfo};
+
+    fn create(session: &str, ttl_ms: u64) -> CreateTask {
+        CreateTask {
+            session: session.into(),
+            consumer: "mcp".into(),
+            timeout_ms: Some(60_000),
+            all: false,
+            ttl_ms,
+        }
+    }
+
+    fn get(session: &str, id: &str, wait_ms: u64) -> GetTask {
+        GetTask {
+            session: session.into(),
+            id: id.into(),
+            wait_ms: Some(wait_ms),
+        }
+    }
+
+    /// Waits (one deadline) until task `id` ended; its info.
+    async fn ended(t: &TestState, id: &str) -> TaskInfo {
+        let info = tasks::get(&t.state, get("s", id, 20_000)).await.unwrap();
+        assert_ne!(info.status, "working", "{info:?}");
+        info
+    }
+
+    fn acked(t: &TestState) -> u64 {
+        wait::consumers(
+            &t.state,
+            ListConsumers {
+                session: Some("s".into()),
+            },
+        )
+        .unwrap()
+        .iter()
+        .find(|c| c.consumer == "mcp")
+        .map_or(0, |c| c.acked_seq)
+    }
+
+    #[tokio::test]
+    async fn a_task_completes_with_the_wait_and_its_hand_over_acknowledges() {
+        let t = state();
+        let task = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        assert_eq!(task.status, "working");
+        assert_eq!(task.id.len(), 32, "128 random bits: {}", task.id);
+        monitors::start(&t.state, start_request(&t, "s", "echo task-line"))
+            .await
+            .unwrap();
+        let done = ended(&t, &task.id).await;
+        assert_eq!(done.status, "completed");
+        assert!(!done.events.is_empty());
+        assert!(!done.handed);
+        assert_eq!(acked(&t), 0, "nothing is acknowledged before the hand-over");
+        let last = done.events.last().unwrap().seq;
+        let handed = tasks::hand(
+            &t.state,
+            HandTask {
+                session: "s".into(),
+                id: task.id.clone(),
+                keep: done.events.len(),
+            },
+        )
+        .unwrap();
+        assert!(handed.handed);
+        // The runner acknowledges once told: wait for the cursor.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while acked(&t) != last {
+            assert!(std::time::Instant::now() < deadline, "never acknowledged");
+            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // A second get gives the same outcome again and acknowledges nothing more.
+        let again = tasks::get(&t.state, get("s", &task.id, 0)).await.unwrap();
+        assert_eq!(again.events, done.events);
+        assert!(again.handed);
+    }
+
+    #[tokio::test]
+    async fn a_task_never_handed_over_acknowledges_nothing_and_its_events_go_to_the_next_reader() {
+        let t = state();
+        let first = tasks::create(&t.state, create("s", 1_000)).await.unwrap();
+        monitors::start(&t.state, start_request(&t, "s", "echo held"))
+            .await
+            .unwrap();
+        let held = ended(&t, &first.id).await;
+        assert_eq!(held.status, "completed");
+        // Its time runs out: it is forgotten, and the next task gets the same
+        // events (they were never acknowledged).
+        let next = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        let got = ended(&t, &next.id).await;
+        assert_eq!(got.events.first(), held.events.first());
+        assert_eq!(acked(&t), 0);
+        let gone = tasks::get(&t.state, get("s", &first.id, 0)).await;
+        assert_eq!(gone.unwrap_err().0, ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_task_takes_nothing_and_cannot_be_cancelled_twice() {
+        let t = state();
+        let task = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        let cancel = CancelTask {
+            session: "s".into(),
+            id: task.id.clone(),
+        };
+        assert_eq!(
+            tasks::cancel(&t.state, cancel.clone()).unwrap().status,
+            "cancelled"
+        );
+        let (kind, message) = tasks::cancel(&t.state, cancel).unwrap_err();
+        assert_eq!(kind, ErrorKind::Invalid);
+        assert!(message.contains("already cancelled"), "{message}");
+        // Its wait left: a new task gets the next events.
+        let next = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        monitors::start(&t.state, start_request(&t, "s", "echo after"))
+            .await
+            .unwrap();
+        assert_eq!(ended(&t, &next.id).await.status, "completed");
+        let info = tasks::get(&t.state, get("s", &task.id, 0)).await.unwrap();
+        assert_eq!(info.status, "cancelled");
+        assert!(info.events.is_empty());
+    }
+
+    #[tokio::test]
+    async fn unknown_expired_and_other_sessions_tasks_look_the_same() {
+        let t = state();
+        let task = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        let mut errors = Vec::new();
+        for (session, id) in [("other", task.id.as_str()), ("s", "0123abcd")] {
+            errors.push(tasks::get(&t.state, get(session, id, 0)).await.unwrap_err());
+            errors.push(
+                tasks::cancel(
+                    &t.state,
+                    CancelTask {
+                        session: session.into(),
+                        id: id.into(),
+                    },
+                )
+                .unwrap_err(),
+            );
+        }
+        for e in &errors {
+            assert_eq!(e, &(ErrorKind::NotFound, "unknown task id".to_string()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_holds_a_limited_number_of_tasks_and_bad_ttls_are_refused() {
+        let t = state();
+        for _ in 0..PER_SESSION {
+            tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        }
+        let (kind, message) = tasks::create(&t.state, create("s", 60_000))
+            .await
+            .unwrap_err();
+        assert_eq!(kind, ErrorKind::Limit);
+        assert!(message.contains(&PER_SESSION.to_string()), "{message}");
+        tasks::create(&t.state, create("other", 60_000))
+            .await
+            .unwrap();
+        for ttl in [0, tasks::MAX_TTL_MS + 1] {
+            let (kind, _) = tasks::create(&t.state, create("x", ttl)).await.unwrap_err();
+            assert_eq!(kind, ErrorKind::Invalid);
+        }
+    }
+}
