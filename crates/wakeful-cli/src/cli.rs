@@ -255,17 +255,16 @@ pub enum Command {
     },
     /// MCP server on stdin/stdout (tools monitor_*, Claude Code channel push).
     #[command(
-        after_help = "Started by an MCP client, not by hand. See docs/agents/mcp.md.\n\nProtocol (--protocol or WAKEFUL_MCP_PROTOCOL):\n  auto        (default) the legacy handshake (initialize, channel push) for Claude Code and for clients that do not declare the tasks extension; MCP 2026-07-28 for the others\n  2026-07-28  always MCP 2026-07-28 when the client probes with server/discover (Claude Code then has no channel)\n  2025-11-25  only the revisions with initialize (2024-11-05 to 2025-11-25)\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session\n  wakeful mcp --protocol 2025-11-25    # the legacy handshake only"
+        after_help = "Started by an MCP client, not by hand. See docs/agents/mcp.md.\n\nProtocol (--protocol, else WAKEFUL_MCP_PROTOCOL, else [mcp] protocol in config.toml):\n  auto        (default) MCP 2026-07-28 for clients that declare the tasks extension (monitor_wait runs as a background task that wakes the client when it ends), Claude Code included; the legacy handshake (initialize, channel push) for a Claude Code started with --channels or --dangerously-load-development-channels, and for the other clients\n  2026-07-28  always MCP 2026-07-28 when the client probes with server/discover (Claude Code then has no channel)\n  2025-11-25  only the revisions with initialize (2024-11-05 to 2025-11-25)\n\nExamples:\n  claude mcp add wakeful -- wakeful mcp\n  .mcp.json: {\"mcpServers\": {\"wakeful\": {\"command\": \"wakeful\", \"args\": [\"mcp\"]}}}\n  wakeful mcp --session my-agent       # events of that session\n  wakeful mcp --protocol 2025-11-25    # the legacy handshake only"
     )]
     Mcp {
         /// Which MCP revisions to serve: auto, 2026-07-28 or 2025-11-25.
         #[arg(
             long,
             env = "WAKEFUL_MCP_PROTOCOL",
-            default_value = "auto",
             value_name = "auto|2026-07-28|2025-11-25"
         )]
-        protocol: wakeful_mcp::era::Protocol,
+        protocol: Option<wakeful_mcp::era::Protocol>,
     },
     /// Hooks and the monitor of the Claude Code plugin (integrations/claude-code):
     /// they bring the session's events to Claude, each once (consumer `claude`).

@@ -126,12 +126,19 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
                 .await
                 .map_err(|e| Failure::new(e.exit_code(), e.to_string()))
         }
-        Command::Mcp { protocol } => wakeful_mcp::serve_stdio(
-            paths,
-            wakeful_mcp::SessionChoice::new(cli.session.as_deref(), |k| std::env::var(k).ok()),
-            protocol,
-        )
-        .await
+        Command::Mcp { protocol } => {
+            let protocol = match protocol {
+                Some(p) => p,
+                None => mcp_protocol_from_config(&paths)?,
+            };
+            wakeful_mcp::serve_stdio(
+                paths,
+                wakeful_mcp::SessionChoice::new(cli.session.as_deref(), |k| std::env::var(k).ok()),
+                protocol,
+                wakeful_agents::claude_code::channels::enabled_above_me(),
+            )
+            .await
+        }
         .map(|()| 0)
         .map_err(|e| Failure::new(exit::FAILURE, e.to_string())),
         Command::Tui { all_sessions } => {
@@ -279,6 +286,39 @@ async fn web(
 }
 
 /// A view that could not run: usage (no terminal, bad `[view]`) exits 2.
+/// `[mcp] protocol` of config.toml, else `auto`. A file that cannot be
+/// read or parsed is an error that names it (the daemon would refuse it
+/// too).
+fn mcp_protocol_from_config(paths: &Paths) -> Result<wakeful_mcp::era::Protocol, Failure> {
+    let path = &paths.config_file;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(e) => {
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        }
+    };
+    let config = wakeful_daemon::config::Config::parse(&text).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!(
+                "{}: {e}; fix it, or give `wakeful mcp --protocol`",
+                path.display()
+            ),
+        )
+    })?;
+    config
+        .mcp
+        .protocol
+        .map(|p| p.as_str().parse::<wakeful_mcp::era::Protocol>())
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))
+}
+
 fn view_failure(e: wakeful_view::ViewError) -> Failure {
     let code = match e {
         wakeful_view::ViewError::NoTerminal | wakeful_view::ViewError::Config { .. } => exit::USAGE,

@@ -7,7 +7,10 @@
 //! 2026-07-28, gets a JSON-RPC error, never a hang; a client that only
 //! probes and leaves ends `wakeful mcp` cleanly. A probe that stays modern
 //! gets a `DiscoverResult` with the tasks extension, and the tools are
-//! served per request, with `_meta` required.
+//! served per request, with `_meta` required; `monitor_wait` is a task when
+//! the request declares the extension. Which era `auto` gives Claude Code
+//! depends on its command line (channels on or not), and `[mcp] protocol`
+//! in config.toml chooses the mode when the flag does not.
 // A test's helpers may unwrap too: a failure is the test's (clippy.toml
 // allows it only inside #[test] functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -92,6 +95,25 @@ impl Raw {
                 .unwrap_or_else(|_| panic!("no response to request {id}: {:?}", self.seen));
             self.seen.push(frame.clone());
             if frame["id"] == json!(id) {
+                return frame;
+            }
+        }
+    }
+
+    /// The first notification `method` (seen before, or read now).
+    fn notification(&mut self, method: &str) -> Value {
+        if let Some(f) = self.seen.iter().find(|f| f["method"] == method) {
+            return f.clone();
+        }
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {method}: {:?}", self.seen));
+            self.seen.push(frame.clone());
+            if frame["method"] == method {
                 return frame;
             }
         }
@@ -301,14 +323,13 @@ fn tasks() -> Value {
 }
 
 #[test]
-fn auto_keeps_claude_code_on_initialize_and_serves_a_tasks_client_2026_07_28() {
+fn auto_serves_a_tasks_client_2026_07_28_and_keeps_channel_clients_on_initialize() {
     let home = Home::new();
     let mut mcp = Raw::start(&home, "auto");
-    // Claude Code (its channel lives on the legacy handshake), a client
-    // that declares the channel, and one without the tasks extension: the
-    // legacy answer.
+    // A client that declares the channel, and one without the tasks
+    // extension: the legacy answer (Claude Code started with channels on is
+    // the third case: tests/mcp_era.rs).
     for (id, client, caps) in [
-        (1, "claude-code", tasks()),
         (
             2,
             "other",
@@ -324,7 +345,14 @@ fn auto_keeps_claude_code_on_initialize_and_serves_a_tasks_client_2026_07_28() {
         );
         assert_eq!(r["error"]["code"], -32601, "{r}");
     }
-    // A client that declares the tasks extension stays modern.
+    // A client that declares the tasks extension stays modern, Claude Code
+    // included.
+    let r = mcp.request(
+        1,
+        "server/discover",
+        json!({"_meta": meta_of("claude-code", tasks())}),
+    );
+    assert!(r["result"]["supportedVersions"].is_array(), "{r}");
     let r = mcp.request(
         4,
         "server/discover",
@@ -357,13 +385,68 @@ fn auto_keeps_claude_code_on_initialize_and_serves_a_tasks_client_2026_07_28() {
     assert_eq!(r["result"]["ttlMs"], 0, "{r}");
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
     assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 6, "{r}");
+    // A request that does not declare the tasks extension gets a plain
+    // result, never a task.
     let r = mcp.request(
         6,
         "tools/call",
         json!({"name": "monitor_wait", "arguments": {"timeout_ms": 0},
-               "_meta": meta_of("other", tasks())}),
+               "_meta": meta_of("other", json!({}))}),
     );
     assert_eq!(r["result"]["structuredContent"]["timed_out"], true, "{r}");
+    // One that does gets a task, kept by the daemon.
+    let r = mcp.request(
+        13,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 60000},
+               "_meta": meta_of("other", tasks())}),
+    );
+    let task = &r["result"];
+    assert_eq!(task["resultType"], "task", "{r}");
+    assert_eq!(task["status"], "working", "{r}");
+    assert_eq!(task["pollIntervalMs"], 250, "{r}");
+    assert_eq!(task["ttlMs"], 60_000 + 3_600_000, "{r}");
+    let id = task["taskId"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 32, "{r}");
+    let r = mcp.request(
+        14,
+        "tasks/get",
+        json!({"taskId": id, "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["status"], "working", "{r}");
+    let r = mcp.request(
+        15,
+        "tasks/cancel",
+        json!({"taskId": id, "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let r = mcp.request(
+        16,
+        "tasks/get",
+        json!({"taskId": id, "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    let r = mcp.request(
+        17,
+        "tasks/cancel",
+        json!({"taskId": id, "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already cancelled"),
+        "{r}"
+    );
+    // A bad argument is a plain tool error: no task is created.
+    let r = mcp.request(
+        18,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 700000},
+               "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
     // A modern request without `_meta`: a clear error, and the server goes on.
     let r = mcp.request(7, "tools/list", json!({}));
     assert_eq!(r["error"]["code"], -32602, "{r}");
@@ -402,12 +485,8 @@ fn auto_keeps_claude_code_on_initialize_and_serves_a_tasks_client_2026_07_28() {
         json!({"_meta": meta_of("other", tasks())}),
     );
     assert!(r["result"]["tools"].is_array(), "{r}");
-    let ack = mcp
-        .seen
-        .iter()
-        .find(|f| f["method"] == "notifications/subscriptions/acknowledged")
-        .unwrap_or_else(|| panic!("no acknowledgement: {:?}", mcp.seen))
-        .clone();
+    // The acknowledgement and the response to 11 may come in either order.
+    let ack = mcp.notification("notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 10,
         "{ack}"
@@ -479,4 +558,131 @@ fn a_bad_protocol_mode_is_refused_with_the_accepted_ones() {
         stderr.contains("auto, 2026-07-28 or 2025-11-25"),
         "{stderr}"
     );
+}
+
+// What `auto` gives Claude Code, from the command line above `wakeful mcp`.
+
+/// The probe Claude Code 2.1.332 sends first (client `name`, declaring the
+/// tasks extension).
+fn probe(name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover",
+           "params": {"_meta": {
+               "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientInfo": {"name": name, "version": "2.1.332"},
+               "io.modelcontextprotocol/clientCapabilities": {
+                   "extensions": {"io.modelcontextprotocol/tasks": {}}}}}})
+}
+
+/// Sends `probe(name)` to `wakeful mcp ARGS` started by `sh -c` whose own
+/// command line ends with `parent_args` (as Claude Code's would); the answer.
+fn discover(home: &Home, name: &str, args: &[&str], parent_args: &[&str]) -> Value {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        // The shell's own argv carries `parent_args`; `wakeful mcp` gets only
+        // `args` (plain words, no quoting needed).
+        .arg(format!(r#""$0" mcp {}; :"#, args.join(" ")))
+        .arg(common::BIN)
+        .args(parent_args)
+        .env("WAKEFUL_HOME", home.path())
+        .env("WAKEFUL_SESSION", "era")
+        .env_remove("WAKEFUL_MCP_PROTOCOL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", probe(name)).unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !line.is_empty(),
+        "no answer; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&line).unwrap()
+}
+
+fn modern(answer: &Value) -> bool {
+    match (answer.get("result"), answer.get("error")) {
+        (Some(r), None) => {
+            assert!(
+                r["supportedVersions"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("2026-07-28")),
+                "{answer}"
+            );
+            assert!(
+                r["capabilities"]["extensions"]
+                    .get("io.modelcontextprotocol/tasks")
+                    .is_some(),
+                "{answer}"
+            );
+            true
+        }
+        (None, Some(e)) => {
+            assert_eq!(e["code"], -32601, "{answer}");
+            false
+        }
+        _ => panic!("neither a result nor an error: {answer}"),
+    }
+}
+
+#[test]
+fn claude_code_gets_tasks_unless_it_runs_with_channels() {
+    let home = Home::new();
+    assert!(modern(&discover(&home, "claude-code", &[], &[])));
+    for flag in [
+        &["--dangerously-load-development-channels", "server:wakeful"][..],
+        &["--channels=plugin:wakeful@wakeful"],
+    ] {
+        assert!(
+            !modern(&discover(&home, "claude-code", &[], flag)),
+            "with {flag:?} Claude Code keeps the legacy handshake and its channel"
+        );
+    }
+    // Another client is not Claude Code: a channel flag above it changes nothing.
+    assert!(modern(&discover(
+        &home,
+        "codex",
+        &[],
+        &["--channels", "server:wakeful"]
+    )));
+    // --protocol wins over the flag.
+    assert!(modern(&discover(
+        &home,
+        "claude-code",
+        &["--protocol", "2026-07-28"],
+        &["--channels", "x"]
+    )));
+}
+
+#[test]
+fn the_config_key_chooses_the_mode_and_the_flag_wins_over_it() {
+    let home = Home::new();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "[mcp]\nprotocol = \"2025-11-25\"\n").unwrap();
+    assert!(!modern(&discover(&home, "claude-code", &[], &[])));
+    assert!(modern(&discover(
+        &home,
+        "claude-code",
+        &["--protocol", "auto"],
+        &[]
+    )));
+    // A bad value: a clear error that names the file, and no server.
+    std::fs::write(&config, "[mcp]\nprotocol = \"2025-06-18\"\n").unwrap();
+    let out = home
+        .cmd(&["mcp"])
+        .env_remove("WAKEFUL_MCP_PROTOCOL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("config.toml"), "{stderr}");
+    assert!(stderr.contains("2026-07-28"), "{stderr}");
 }

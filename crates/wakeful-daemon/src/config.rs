@@ -42,6 +42,45 @@ pub struct Config {
     /// runs.
     #[serde(default)]
     pub cluster: Option<wakeful_cluster::ClusterConfig>,
+    /// `wakeful mcp`, which reads this table itself; the daemon only checks
+    /// it.
+    #[serde(default)]
+    pub mcp: McpOptions,
+}
+
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpOptions {
+    /// Which MCP revisions `wakeful mcp` serves when neither `--protocol`
+    /// nor `WAKEFUL_MCP_PROTOCOL` says: `auto` (the default), `2026-07-28`
+    /// or `2025-11-25`.
+    pub protocol: Option<McpProtocol>,
+}
+
+/// A value of `[mcp] protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum McpProtocol {
+    /// `auto`.
+    #[serde(rename = "auto")]
+    Auto,
+    /// `2026-07-28`.
+    #[serde(rename = "2026-07-28")]
+    Modern,
+    /// `2025-11-25`.
+    #[serde(rename = "2025-11-25")]
+    Legacy,
+}
+
+impl McpProtocol {
+    /// The value as the file spells it (and `--protocol` takes it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpProtocol::Auto => "auto",
+            McpProtocol::Modern => "2026-07-28",
+            McpProtocol::Legacy => "2025-11-25",
+        }
+    }
 }
 
 /// `[wake_options]`.
@@ -442,6 +481,19 @@ mod tests {
         assert_eq!(c.limits.max_active_per_session, 3);
         assert_eq!(c.monitors.grace_ms, 500);
         assert_eq!(c.network.allow, ["127.0.0.0/8"]);
+    }
+
+    #[test]
+    fn the_mcp_protocol_key_takes_the_three_modes_and_nothing_else() {
+        for mode in ["auto", "2026-07-28", "2025-11-25"] {
+            let c = Config::parse(&format!("[mcp]\nprotocol = \"{mode}\"\n")).unwrap();
+            assert_eq!(c.mcp.protocol.unwrap().as_str(), mode);
+        }
+        assert_eq!(Config::parse("").unwrap().mcp.protocol, None);
+        let e = Config::parse("[mcp]\nprotocol = \"2025-06-18\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("auto") && e.contains("2026-07-28"), "{e}");
     }
 
     #[test]

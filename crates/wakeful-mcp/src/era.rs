@@ -5,12 +5,15 @@
 //! a `subscriptions/listen` stream), or, by default, whichever suits the
 //! client ([`Protocol`]).
 //!
-//! Channel push, the way wakeful wakes an idle Claude Code session, is an
+//! Channel push, one way wakeful wakes an idle Claude Code session, is an
 //! unsolicited notification of a session, so it needs a legacy connection:
 //! Claude Code 2.1.332 skips channels on a modern one ("connection
 //! negotiated a modern protocol revision with no unsolicited notification
 //! path"), and its `server/discover` probe says nothing about whether
-//! channels are on (docs/agents/mcp.md, "Protocol eras and tasks"). Claude
+//! channels are on (docs/agents/mcp.md, "Protocol eras and tasks"); only
+//! its command line does. The other way is a task: on 2026-07-28 a
+//! `monitor_wait` runs in the background and wakes the session when it
+//! ends ([`crate::tasks`]). Claude
 //! Code, like the MCP Python SDK 2.3 client, is dual-era: it probes with
 //! `server/discover` first, stays modern if the server answers with a
 //! `DiscoverResult`, and falls back to `initialize` on an error that is not
@@ -44,13 +47,14 @@ pub const CLAUDE_CODE: &str = "claude-code";
 pub enum Protocol {
     /// Both eras. A `server/discover` probe gets a `DiscoverResult` (the
     /// client stays on 2026-07-28) when the client declares the tasks
-    /// extension and is not Claude Code, and the legacy answer otherwise
-    /// (see [`Protocol::modern_for`]); a request that names 2026-07-28 in
-    /// its `_meta` without probing is served.
+    /// extension and has no channel push to lose, and the legacy answer
+    /// otherwise (see [`Protocol::modern_for`]); a request that names
+    /// 2026-07-28 in its `_meta` without probing is served.
     #[default]
     Auto,
     /// Every revision up to 2026-07-28; the probe always gets a
-    /// `DiscoverResult`. Claude Code then runs without channel push.
+    /// `DiscoverResult`. Claude Code then runs without channel push, even
+    /// with channels on.
     Modern,
     /// Only the revisions with `initialize` (up to 2025-11-25), as before
     /// 2026-07-28 was served: the probe gets `-32601`.
@@ -98,16 +102,20 @@ impl Protocol {
         }
     }
 
-    /// Whether a client whose probe carried `meta` stays on 2026-07-28.
+    /// Whether a client whose probe carried `meta` stays on 2026-07-28;
+    /// `channels` says whether the Claude Code above this process runs with
+    /// channels on (its command line: `wakeful_agents`' `claude_code::channels`).
     ///
-    /// `auto` keeps Claude Code (client name `claude-code`) and any client
-    /// that declares `experimental["claude/channel"]` on the legacy
-    /// handshake: their channel needs it, and Claude Code's probe does not
-    /// say whether its channels are on. Another client stays modern when it
-    /// declares the tasks extension (what 2026-07-28 can give it that the
-    /// legacy handshake cannot); without it, nothing is gained, and the
-    /// legacy handshake it already speaks is kept.
-    pub fn modern_for(self, meta: &RequestMetaObject) -> bool {
+    /// `auto` serves 2026-07-28 to a client that declares the tasks
+    /// extension (what it gives: `monitor_wait` as a background task that
+    /// wakes the client when it ends), except where the legacy handshake
+    /// keeps a push the client has: Claude Code with channels on (its
+    /// channel exists only on the legacy handshake, and its probe does not
+    /// say whether channels are on), and a client that declares
+    /// `experimental["claude/channel"]`. A client without the extension
+    /// gains nothing from 2026-07-28, and keeps the legacy handshake it
+    /// already speaks.
+    pub fn modern_for(self, meta: &RequestMetaObject, channels: bool) -> bool {
         match self {
             Protocol::Legacy => false,
             Protocol::Modern => true,
@@ -121,7 +129,7 @@ impl Protocol {
                     .and_then(|c| c.experimental.as_ref())
                     .is_some_and(|e| e.contains_key(crate::channel::CAPABILITY));
                 let tasks = caps.as_ref().is_some_and(|c| c.supports_tasks());
-                !claude_code && !channel && tasks
+                tasks && !channel && !(claude_code && channels)
             }
         }
     }
@@ -154,7 +162,11 @@ impl Service<RoleServer> for Era {
     ) -> Result<ServerResult, ErrorData> {
         if matches!(request, ClientRequest::DiscoverRequest(_)) {
             self.0.note_discovered();
-            if !self.0.protocol().modern_for(&context.meta) {
+            if !self
+                .0
+                .protocol()
+                .modern_for(&context.meta, self.0.claude_channels())
+            {
                 return Err(discover_error());
             }
         }
@@ -203,17 +215,20 @@ mod tests {
     }
 
     #[test]
-    fn auto_keeps_claude_code_and_channel_clients_and_clients_without_tasks_legacy() {
+    fn auto_keeps_channel_users_and_clients_without_tasks_legacy() {
         let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
         let channel = json!({"experimental": {"claude/channel": {}},
                              "extensions": {"io.modelcontextprotocol/tasks": {}}});
         let auto = Protocol::Auto;
-        assert!(!auto.modern_for(&meta("claude-code", tasks.clone())));
-        assert!(!auto.modern_for(&meta("codex", channel)));
-        assert!(!auto.modern_for(&meta("codex", json!({}))));
-        assert!(auto.modern_for(&meta("codex", tasks.clone())));
-        assert!(Protocol::Modern.modern_for(&meta("claude-code", tasks.clone())));
-        assert!(!Protocol::Legacy.modern_for(&meta("codex", tasks)));
+        assert!(auto.modern_for(&meta("claude-code", tasks.clone()), false));
+        assert!(!auto.modern_for(&meta("claude-code", tasks.clone()), true));
+        assert!(!auto.modern_for(&meta("claude-code", json!({})), false));
+        assert!(!auto.modern_for(&meta("codex", channel), false));
+        assert!(!auto.modern_for(&meta("codex", json!({})), false));
+        assert!(auto.modern_for(&meta("codex", tasks.clone()), false));
+        assert!(auto.modern_for(&meta("codex", tasks.clone()), true));
+        assert!(Protocol::Modern.modern_for(&meta("claude-code", tasks.clone()), true));
+        assert!(!Protocol::Legacy.modern_for(&meta("codex", tasks), false));
         assert_eq!(
             Protocol::Legacy.versions().last().unwrap().as_str(),
             "2025-11-25"

@@ -59,13 +59,15 @@ pub enum McpError {
 
 /// Serves MCP on this process's stdin/stdout until the client closes the
 /// connection, for the sessions `session` chooses, on the revisions of
-/// `protocol`. Monitors are started in
-/// the daemon of `paths`, with this process's environment and working
-/// directory as their base.
+/// `protocol` (`claude_channels`: the Claude Code that started this process
+/// runs with channels on, see [`era::Protocol::modern_for`]). Monitors are
+/// started in the daemon of `paths`, with this process's environment and
+/// working directory as their base.
 pub async fn serve_stdio(
     paths: Paths,
     session: SessionChoice,
     protocol: era::Protocol,
+    claude_channels: bool,
 ) -> Result<(), McpError> {
     let cwd = std::env::current_dir().map_err(McpError::Cwd)?;
     // The frame lock lets the daemon write channel notifications to this
@@ -84,6 +86,7 @@ pub async fn serve_stdio(
     let lock = handover.as_ref().map(|h| h.mine.clone());
     let server = WakefulServer::new(paths, session, std::env::vars().collect(), cwd)
         .with_protocol(protocol)
+        .with_claude_channels(claude_channels)
         .with_handover(handover);
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = written::Written::new(

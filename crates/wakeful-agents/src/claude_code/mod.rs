@@ -50,6 +50,7 @@
 //! Claude Code process, the hook input's `session_id`,
 //! `$CLAUDE_CODE_SESSION_ID`.
 
+pub mod channels;
 pub mod doctor;
 pub mod mode;
 pub mod plugin;

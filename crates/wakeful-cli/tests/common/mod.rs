@@ -236,6 +236,9 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Tells apart the `--out` folders of one test binary's runs.
+static UNIQUE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// What an end-to-end harness run gave.
 pub struct E2e {
     pub status: std::process::ExitStatus,
@@ -249,12 +252,22 @@ pub struct E2e {
 /// <target tmp>/<name>-e2e-<pid>` in its own process group, killed with
 /// everything it started when it runs longer than `limit`.
 pub fn run_e2e(name: &str, args: &[&std::ffi::OsStr], limit: Duration) -> E2e {
+    run_e2e_script(name, "run.py", args, limit)
+}
+
+/// As [`run_e2e`], with the harness `tests/e2e/<name>/<script>`; the
+/// `--out` folder is named after the script.
+pub fn run_e2e_script(name: &str, script: &str, args: &[&std::ffi::OsStr], limit: Duration) -> E2e {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = repo.join(format!("tests/e2e/{name}/run.py"));
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("{name}-e2e-{}", std::process::id()));
+    let stem = script.trim_end_matches(".py").replace('_', "-");
+    let script = repo.join(format!("tests/e2e/{name}/{script}"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{name}-{stem}-e2e-{}-{}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
     let mut child = Command::new("python3")
         .arg(&script)
         .args(args)
