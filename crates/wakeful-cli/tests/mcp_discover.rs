@@ -560,6 +560,58 @@ fn a_bad_protocol_mode_is_refused_with_the_accepted_ones() {
     );
 }
 
+#[test]
+fn a_task_that_ends_is_pushed_on_an_open_listen_stream_and_then_acknowledged() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "push");
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+               "params": {"notifications": {}, "_meta": meta_of("other", tasks())}}),
+    );
+    mcp.notification("notifications/subscriptions/acknowledged");
+    let r = mcp.request(
+        2,
+        "tools/call",
+        json!({"name": "monitor_wait", "arguments": {"timeout_ms": 60000},
+               "_meta": meta_of("other", tasks())}),
+    );
+    let id = r["result"]["taskId"].as_str().unwrap().to_string();
+    let r = mcp.request(
+        3,
+        "tools/call",
+        json!({"name": "monitor_start",
+               "arguments": {"command": "echo pushed-line", "description": "push"},
+               "_meta": meta_of("other", tasks())}),
+    );
+    assert!(r["result"]["structuredContent"]["id"].is_string(), "{r}");
+    let note = mcp.notification("notifications/tasks");
+    let p = &note["params"];
+    assert_eq!(p["taskId"], id.as_str(), "{note}");
+    assert_eq!(p["status"], "completed", "{note}");
+    assert_eq!(
+        p["_meta"]["io.modelcontextprotocol/subscriptionId"], 1,
+        "{note}"
+    );
+    let events = p["result"]["structuredContent"]["events"]
+        .as_array()
+        .unwrap();
+    assert!(!events.is_empty(), "{note}");
+    // Written to the client: acknowledged without a tasks/get.
+    assert!(
+        common::eventually(DEADLINE, || {
+            home.json(&["consumers", "--session", "push"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["consumer"] == "mcp" && c["acked_seq"] == events.last().unwrap()["seq"])
+        }),
+        "{:?}",
+        home.json(&["consumers", "--session", "push"])
+    );
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
 // What `auto` gives Claude Code, from the command line above `wakeful mcp`.
 
 /// The probe Claude Code 2.1.332 sends first (client `name`, declaring the

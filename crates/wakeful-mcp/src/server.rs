@@ -13,7 +13,7 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities,
     ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -108,6 +108,8 @@ struct Inner {
     protocol: crate::era::Protocol,
     /// The Claude Code above this process runs with channels on.
     claude_channels: bool,
+    /// Open `subscriptions/listen` streams, for `notifications/tasks`.
+    listeners: crate::tasks::Listeners,
 }
 
 /// The state of channel push.
@@ -147,6 +149,7 @@ impl WakefulServer {
                 discovered: Default::default(),
                 protocol: Default::default(),
                 claude_channels: false,
+                listeners: Default::default(),
             }),
         }
     }
@@ -174,6 +177,11 @@ impl WakefulServer {
     /// on.
     pub fn claude_channels(&self) -> bool {
         self.inner.claude_channels
+    }
+
+    /// The open `subscriptions/listen` streams.
+    pub(crate) fn listeners(&self) -> &crate::tasks::Listeners {
+        &self.inner.listeners
     }
 
     /// Which revisions this server serves.
@@ -564,13 +572,24 @@ impl ServerHandler for WakefulServer {
     }
 
     /// Opens a `subscriptions/listen` stream: it is acknowledged with the
-    /// categories wakeful sends (none yet: its tool list never changes) and
-    /// stays open until the client cancels it.
+    /// categories wakeful sends (none of the list categories: its tool list
+    /// never changes) and stays open until the client cancels it. While it
+    /// is open, the tasks this connection creates are pushed on it as
+    /// `notifications/tasks` when they end ([`crate::tasks`]).
     fn accepted_subscription_filter(
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         Some(SubscriptionFilter::default())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let request = context.request_context();
+        let id = request.id.clone();
+        self.listeners().open(id.clone(), request.peer.clone());
+        context.cancelled().await;
+        self.listeners().close(&id);
+        Ok(())
     }
 
     /// A task of the request's session, kept by the daemon

@@ -16,12 +16,16 @@
 //! never asks acknowledges nothing, and those events go to the consumer's
 //! next reader. docs/agents/mcp.md, "Monitors as tasks", has the rules.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, RequestId, Task,
-    TaskPayload, TaskStatus,
+    CallToolResult, CreateTaskResult, DetailedTask, GetMeta, GetTaskResult, JsonObject, RequestId,
+    ServerNotification, Task, TaskPayload, TaskStatus, TaskStatusNotification,
+    TaskStatusNotificationParams,
 };
+use rmcp::service::{Peer, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 use wakeful_client::{ClientError, ErrorKind};
@@ -45,6 +49,14 @@ pub const HOLD_MS: u64 = 60 * 60 * 1000;
 /// often than every 250 ms whatever the server says, and a `tasks/get` is
 /// one lookup in the daemon's memory.
 pub const POLL_INTERVAL_MS: u64 = 250;
+
+/// At most this many tasks of one connection are followed for
+/// `notifications/tasks` at once (each holds a daemon connection while it
+/// works); the others are learned by polling `tasks/get`.
+pub const MAX_FOLLOWED: usize = 4;
+
+/// How long one follow request waits in the daemon before it asks again.
+const FOLLOW_WAIT_MS: u64 = 10 * 60 * 1000;
 
 /// How long an answered `tasks/get` waits for its response to be written
 /// before it gives up acknowledging.
@@ -131,6 +143,48 @@ fn completed(info: &TaskInfo) -> (CallToolResult, usize) {
     (crate::server::tool_result(value), keep)
 }
 
+/// The open `subscriptions/listen` streams of a connection, and how many
+/// of its tasks are followed for them.
+#[derive(Default)]
+pub struct Listeners {
+    open: Mutex<Vec<(RequestId, Peer<RoleServer>)>>,
+    followed: AtomicUsize,
+}
+
+impl Listeners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(RequestId, Peer<RoleServer>)>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A listen stream `id` opened.
+    pub fn open(&self, id: RequestId, peer: Peer<RoleServer>) {
+        self.lock().push((id, peer));
+    }
+
+    /// Listen stream `id` ended.
+    pub fn close(&self, id: &RequestId) {
+        self.lock().retain(|(open, _)| open != id);
+    }
+
+    fn any(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
+    /// Sends `task` to every open listen stream; whether one took it.
+    async fn notify(&self, task: &DetailedTask) -> bool {
+        let open = self.lock().clone();
+        let mut sent = false;
+        for (id, peer) in open {
+            let mut note = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(
+                TaskStatusNotificationParams::new(task.clone()),
+            ));
+            note.get_meta_mut().set_subscription_id(id);
+            sent |= peer.send_notification(note).await.is_ok();
+        }
+        sent
+    }
+}
+
 fn object(result: &CallToolResult) -> JsonObject {
     match serde_json::to_value(result) {
         Ok(Value::Object(o)) => o,
@@ -164,6 +218,7 @@ impl WakefulServer {
             })
             .await
             .map_err(|e| bad(e.to_string()))?;
+        self.follow(info.id.clone(), session.to_string());
         Ok(CreateTaskResult::new(task(&info)))
     }
 
@@ -188,31 +243,90 @@ impl WakefulServer {
             })
             .await
             .map_err(daemon_error)?;
-        let payload = match info.status.as_str() {
-            "completed" => {
-                let (result, keep) = completed(&info);
-                if !info.handed {
-                    self.hand_when_written(id, session, &info, keep);
-                }
-                TaskPayload::Completed {
-                    result: object(&result),
-                }
-            }
-            "failed" => {
-                let mut error = JsonObject::new();
-                error.insert("code".into(), Value::from(-32603));
-                error.insert(
-                    "message".into(),
-                    Value::from(info.error.clone().unwrap_or_default()),
-                );
-                TaskPayload::Failed { error }
-            }
-            "cancelled" => TaskPayload::Cancelled,
-            _ => TaskPayload::Working,
-        };
-        Ok(GetTaskResult::new(DetailedTask::new(task(&info), payload)))
+        let (task, keep) = detailed(&info);
+        if let (Some(keep), false) = (keep, info.handed) {
+            self.hand_when_written(id, session, &info, keep);
+        }
+        Ok(GetTaskResult::new(task))
     }
 
+    /// Follows task `id` of `session` while a listen stream is open, and
+    /// pushes `notifications/tasks` when it ends; a completed task's events
+    /// are acknowledged once the notification was written.
+    pub(crate) fn follow(&self, id: String, session: String) {
+        let listeners = self.listeners();
+        if !listeners.any() || listeners.followed.load(Ordering::SeqCst) >= MAX_FOLLOWED {
+            return;
+        }
+        listeners.followed.fetch_add(1, Ordering::SeqCst);
+        let server = self.clone();
+        tokio::spawn(async move {
+            server.follow_until_ended(&id, &session).await;
+            server.listeners().followed.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
+    async fn follow_until_ended(&self, id: &str, session: &str) {
+        let Ok(mut conn) = self.connect().await else {
+            return;
+        };
+        let info = loop {
+            let got = conn
+                .call(GetTask {
+                    session: session.to_string(),
+                    id: id.to_string(),
+                    wait_ms: Some(FOLLOW_WAIT_MS),
+                })
+                .await;
+            match got {
+                Ok(info) if info.status != "working" => break info,
+                Ok(_) => continue,
+                Err(_) => return,
+            }
+        };
+        let (task, keep) = detailed(&info);
+        if self.listeners().notify(&task).await {
+            if let (Some(keep), false) = (keep, info.handed) {
+                let _ = conn
+                    .call(HandTask {
+                        session: session.to_string(),
+                        id: id.to_string(),
+                        keep,
+                    })
+                    .await;
+            }
+        }
+    }
+}
+
+/// Task `info` as MCP shows it, and for a completed one, how many events
+/// its result carries.
+fn detailed(info: &TaskInfo) -> (DetailedTask, Option<usize>) {
+    let mut keep = None;
+    let payload = match info.status.as_str() {
+        "completed" => {
+            let (result, n) = completed(info);
+            keep = Some(n);
+            TaskPayload::Completed {
+                result: object(&result),
+            }
+        }
+        "failed" => {
+            let mut error = JsonObject::new();
+            error.insert("code".into(), Value::from(-32603));
+            error.insert(
+                "message".into(),
+                Value::from(info.error.clone().unwrap_or_default()),
+            );
+            TaskPayload::Failed { error }
+        }
+        "cancelled" => TaskPayload::Cancelled,
+        _ => TaskPayload::Working,
+    };
+    (DetailedTask::new(task(info), payload), keep)
+}
+
+impl WakefulServer {
     /// Acknowledges task `info`'s first `keep` events once the response
     /// `id` was written to the client.
     fn hand_when_written(&self, id: RequestId, session: &str, info: &TaskInfo, keep: usize) {
