@@ -25,6 +25,12 @@ Variants:
   wakeful-project  the shipped plugin installed at project scope,
                    <project>/.claude/skills/wakeful/ (Claude Code drops its
                    monitor there; only the hooks run).
+  mcp-task         no plugin: `wakeful mcp` alone (--mcp-config, MCP
+                   2026-07-28). The model calls monitor_wait, which Claude
+                   Code runs as a background task; the lines come from a
+                   wakeful monitor of the session, started once the task
+                   waits; each completed task starts a turn in which the
+                   model calls monitor_wait again.
 
 Exactly once: every line's text (`wkl-07-end`) is counted in the user
 content of each main-loop request; what a request adds over the most the
@@ -105,6 +111,8 @@ def path_of(text: str, marker: str) -> str:
         return "rewake hook"
     if head.startswith("Stop hook feedback:\n"):
         return "Stop hook"
+    if head.startswith("<task-notification>"):
+        return "MCP task"
     return "other"
 
 
@@ -117,7 +125,7 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
     wkhome = root / f"wk-{name}"
     shutil.rmtree(wkhome, ignore_errors=True)
     prefix = {"wakeful": "wkl", "cc-monitor": "ccl", "wakeful-bridge": "wbl",
-              "wakeful-project": "wpl"}[name]
+              "wakeful-project": "wpl", "mcp-task": "mtl"}[name]
     lines_cmd = f"bash {root / 'lines.sh'} {prefix} {stamps} {args.samples} {args.gap}"
     empty = root / "empty-plugin"
     plugin, project = PLUGIN, None
@@ -148,20 +156,38 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
         (plugin / "monitors" / "monitors.json").write_text(json.dumps([{
             "name": "lines", "description": "bench lines", "when": "always",
             "command": lines_cmd + " 8"}]))
+    elif name == "mcp-task":
+        plugin = empty
     elif name != "wakeful":
         die(f"unknown variant {name}")
     shutil.rmtree(out, ignore_errors=True)
+    claude_args, script = ["--session-id", sid], []
+    if name == "mcp-task":
+        out.mkdir(parents=True)
+        (out / "mcp.json").write_text(json.dumps({"mcpServers": {"wakeful": {
+            "command": str(wakeful), "args": ["mcp"],
+            "env": {"WAKEFUL_HOME": str(wkhome), "WAKEFUL_SESSION": sid}}}}))
+        claude_args += ["--mcp-config", str(out / "mcp.json"), "--strict-mcp-config",
+                        "--allowedTools", "mcp__wakeful__monitor_wait"]
+        wait = {"tool": "mcp__wakeful__monitor_wait", "input": {}}
+        done = {"text": "Waiting in the background; ending my turn."}
+        script = [dict(wait, when="wait-for-lines"), done] + [wait, done] * args.samples
     tui = Tui(args.claude, out, plugin, path_dirs=[bindir] + os.environ["PATH"].split(":"),
-              env={"WAKEFUL_HOME": str(wkhome)}, args=["--session-id", sid], project=project)
+              env={"WAKEFUL_HOME": str(wkhome)}, args=claude_args, project=project,
+              script=script)
     last = f"{prefix}-{args.samples:02d}-end"
     note = "ok"
     try:
         with tui:
             tui.wait_ready()
-            if name.startswith("wakeful"):
+            if name == "mcp-task":
+                tui.type_prompt("wait-for-lines")
+            if name.startswith("wakeful") or name == "mcp-task":
                 # Start the lines once the session's paths wait: the rewake hook
-                # and the bridge (one of them where the variant has only one).
+                # and the bridge (one of them where the variant has only one),
+                # or the task's wait.
                 want = 2 if name == "wakeful" else 1
+                consumer = "mcp" if name == "mcp-task" else "claude"
                 wk = [str(wakeful), "--session", sid]
                 wkenv = dict(os.environ, WAKEFUL_HOME=str(wkhome))
 
@@ -169,8 +195,8 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
                     r = subprocess.run(wk + ["consumers", "--json"], env=wkenv,
                                        capture_output=True, text=True)
                     rows = json.loads(r.stdout or "[]") if r.returncode == 0 else []
-                    return any(c["consumer"] == "claude" and c["waiters"] >= want for c in rows)
-                tui.wait_until(waiting, 60, f"{name}: a waiter of consumer claude")
+                    return any(c["consumer"] == consumer and c["waiters"] >= want for c in rows)
+                tui.wait_until(waiting, 60, f"{name}: a waiter of consumer {consumer}")
                 subprocess.run(wk + ["start", "-d", "bench lines", "--timeout-ms", "3600000", "--",
                                      lines_cmd + " 1"], env=wkenv, check=True, capture_output=True)
             tui.wait_until(lambda reqs: any(last in r["new"] for r in reqs),
@@ -178,7 +204,7 @@ def run_variant(args, name: str, wakeful: Path, bindir: Path) -> dict:
             time.sleep(1)  # a moment for a second delivery of the last line to show
     except Failed as e:
         note = str(e)
-    if name.startswith("wakeful"):
+    if name.startswith("wakeful") or name == "mcp-task":
         subprocess.run([str(wakeful), "daemon", "stop"], env=dict(os.environ, WAKEFUL_HOME=str(wkhome)),
                        capture_output=True)
     return analyse(name, out, stamps, args.samples, prefix, [note])
