@@ -77,6 +77,24 @@ pub enum MonitorStopReason {
         /// running, a machine asleep).
         late_ms: u64,
     },
+    /// A watched process (`--pid`) exited: the one event of its monitor.
+    Exited {
+        /// Its pid.
+        pid: i32,
+        /// Its command line when the monitor started, when it was readable.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cmdline: Option<String>,
+        /// Its exit code, when it could be known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        /// The signal that killed it, when it could be known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+        /// It was found gone (or its pid given to another process) when the
+        /// daemon started again: it exited while no daemon watched.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        while_down: bool,
+    },
     /// The source could not run or broke (spawn error, refused connection,
     /// unwritable output file). The event's kind is `failed`.
     Failed {
@@ -101,6 +119,7 @@ impl MonitorStopReason {
             MonitorStopReason::WsClosed { .. } => "ws_closed",
             MonitorStopReason::WsFrameTooLarge => "ws_frame_too_large",
             MonitorStopReason::Fired { .. } => "fired",
+            MonitorStopReason::Exited { .. } => "exited",
             MonitorStopReason::Failed { .. } => "failed",
         }
     }
@@ -142,6 +161,25 @@ impl fmt::Display for MonitorStopReason {
                 }
                 .text(),
             ),
+            MonitorStopReason::Exited {
+                pid,
+                cmdline,
+                code,
+                signal,
+                while_down,
+            } => {
+                let status = match (code, signal) {
+                    (Some(c), _) => Some(crate::pid::Status::Code(*c)),
+                    (None, Some(s)) => Some(crate::pid::Status::Signal(*s)),
+                    (None, None) => None,
+                };
+                f.write_str(&crate::pid::exit_text(
+                    *pid,
+                    cmdline.as_deref(),
+                    status,
+                    *while_down,
+                ))
+            }
             MonitorStopReason::Failed { error } => write!(f, "failed: {error}"),
         }
     }
@@ -864,9 +902,33 @@ mod tests {
                 },
                 r#"{"kind":"failed","error":"boom"}"#,
             ),
+            (
+                MonitorStopReason::Exited {
+                    pid: 4242,
+                    cmdline: Some("sleep 1000".into()),
+                    code: None,
+                    signal: None,
+                    while_down: false,
+                },
+                r#"{"kind":"exited","pid":4242,"cmdline":"sleep 1000"}"#,
+            ),
+            (
+                MonitorStopReason::Exited {
+                    pid: 4242,
+                    cmdline: None,
+                    code: None,
+                    signal: Some(9),
+                    while_down: true,
+                },
+                r#"{"kind":"exited","pid":4242,"signal":9,"while_down":true}"#,
+            ),
         ];
         for (reason, json) in cases {
             assert_eq!(serde_json::to_string(&reason).unwrap(), json);
+            assert_eq!(
+                serde_json::from_str::<MonitorStopReason>(json).unwrap(),
+                reason
+            );
             let v: serde_json::Value = serde_json::from_str(json).unwrap();
             assert_eq!(v["kind"], reason.kind());
         }

@@ -31,6 +31,8 @@
 //!   ranges, the manifest) and the reports of what was dropped.
 //! - [`timer`]: `--in`, `--at` and `--cron` read into deadlines, and when a
 //!   timer fires ([`timer::TimerMachine`]).
+//! - [`pid`]: `--pid`: which process a pid names (pid and start time), and
+//!   when the watched one has exited ([`pid::judge`]).
 //! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
 //!   prune removes ([`storage::plan`]).
 
@@ -47,6 +49,7 @@ pub mod lines;
 pub mod machine;
 pub mod outlog;
 pub mod params;
+pub mod pid;
 pub mod present;
 pub mod rate;
 pub mod session;
