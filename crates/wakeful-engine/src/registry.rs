@@ -341,7 +341,16 @@ impl MonitorRegistry {
         spec: MonitorSpec,
         opts: StartOptions,
     ) -> Result<Started, StartError> {
+        let mut spec = spec;
         spec.validate()?;
+        if !opts.rearm {
+            // Which process a pid names is read now, and kept: a re-arm
+            // checks it instead (it must not take a later process given
+            // the same pid for the one it watched).
+            crate::sources::pid::identify(&mut spec.source)
+                .await
+                .map_err(|e| StartError::Invalid(e.into()))?;
+        }
         let cwd = match (&spec.cwd, &opts.base_cwd) {
             (Some(c), Some(base)) => Some(base.join(c)),
             (Some(c), None) => Some(c.clone()),
