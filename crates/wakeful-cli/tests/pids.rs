@@ -292,3 +292,18 @@ fn bad_pid_input_exits_2_saying_why_and_starts_nothing() {
     live.kill().unwrap();
     live.wait().unwrap();
 }
+
+#[test]
+fn stop_ends_the_monitor_and_leaves_the_process_alone() {
+    let home = Home::new();
+    let (mut child, pid) = sleeper();
+    let id = start_pid(&home, ambient(), pid, "left alone");
+    home.ok(&["stop", &id]);
+    let m = home.listed(&id).unwrap();
+    assert_eq!(m["state"], "ended");
+    assert_eq!(m["stop_reason"]["kind"], "stopped");
+    assert!(child.try_wait().unwrap().is_none(), "the process still runs");
+    assert!(exits(&home, &id).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
