@@ -68,17 +68,14 @@ pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
         | MonitorStopReason::Fired { .. } => 0,
         // A watched process (`--pid`): as a command, when its status is
         // known; 0 when it is not.
-        MonitorStopReason::Exited {
-            code: Some(code), ..
-        } => u8::try_from(*code).unwrap_or(exit::FAILURE),
-        MonitorStopReason::Exited {
-            signal: Some(signal),
-            ..
-        } => signal
-            .checked_add(128)
-            .and_then(|c| u8::try_from(c).ok())
-            .unwrap_or(exit::FAILURE),
-        MonitorStopReason::Exited { .. } => 0,
+        MonitorStopReason::Exited(e) => match (e.code, e.signal) {
+            (Some(code), _) => u8::try_from(code).unwrap_or(exit::FAILURE),
+            (None, Some(signal)) => signal
+                .checked_add(128)
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(exit::FAILURE),
+            (None, None) => 0,
+        },
         MonitorStopReason::WsClosed { code: 1000 | 1001 } => 0,
         MonitorStopReason::WsClosed { .. }
         | MonitorStopReason::WsFrameTooLarge
@@ -347,12 +344,14 @@ mod tests {
     #[test]
     fn watch_exit_codes() {
         use MonitorStopReason as R;
-        let exited = |code, signal| R::Exited {
-            pid: 4242,
-            cmdline: None,
-            code,
-            signal,
-            while_down: false,
+        let exited = |code, signal| {
+            R::Exited(Box::new(wakeful_core::ProcessExit {
+                pid: 4242,
+                cmdline: None,
+                code,
+                signal,
+                while_down: false,
+            }))
         };
         let table: Vec<(MonitorStopReason, u8)> = vec![
             (R::ExitCode { code: 0 }, 0),

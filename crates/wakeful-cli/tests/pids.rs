@@ -54,7 +54,9 @@ fn json_on(home: &Home, backend: &str, args: &[&str]) -> Vec<Value> {
     a.extend_from_slice(args);
     let (code, out, err) = run_on(home, backend, &a);
     assert_eq!(code, 0, "wakeful {a:?}: {err}{out}");
-    out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The exit events of monitor `id` in the session's log.
@@ -302,7 +304,10 @@ fn stop_ends_the_monitor_and_leaves_the_process_alone() {
     let m = home.listed(&id).unwrap();
     assert_eq!(m["state"], "ended");
     assert_eq!(m["stop_reason"]["kind"], "stopped");
-    assert!(child.try_wait().unwrap().is_none(), "the process still runs");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process still runs"
+    );
     assert!(exits(&home, &id).is_empty());
     child.kill().unwrap();
     child.wait().unwrap();

@@ -64,7 +64,9 @@ pub mod wake;
 pub use present as text;
 
 pub use batch::Batcher;
-pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent, Unverified};
+pub use event::{
+    Event, EventBody, EventKind, MonitorStopReason, PendingEvent, ProcessExit, Unverified,
+};
 pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};

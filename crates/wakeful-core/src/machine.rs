@@ -107,7 +107,7 @@ fn is_failure(reason: &MonitorStopReason) -> bool {
         | MonitorStopReason::WsFrameTooLarge => true,
         // A watched process: a failure unless it is known to have exited
         // with 0 (an unknown status may well be one).
-        MonitorStopReason::Exited { code, .. } => *code != Some(0),
+        MonitorStopReason::Exited(e) => e.code != Some(0),
         r => r.is_abnormal(),
     }
 }
@@ -920,16 +920,21 @@ mod tests {
             let mut m = machine(&spec, t0);
             let end = m.finish(
                 t0,
-                SourceEnd::Ended(MonitorStopReason::Exited {
-                    pid: 4242,
-                    cmdline: None,
-                    code,
-                    signal,
-                    while_down: false,
-                }),
+                SourceEnd::Ended(MonitorStopReason::Exited(Box::new(
+                    crate::event::ProcessExit {
+                        pid: 4242,
+                        cmdline: None,
+                        code,
+                        signal,
+                        while_down: false,
+                    },
+                ))),
             );
             let last = end.last().unwrap();
-            assert_eq!(last.text, format!("d: {}", last.body.stop_reason().unwrap()));
+            assert_eq!(
+                last.text,
+                format!("d: {}", last.body.stop_reason().unwrap())
+            );
             last.wakes
         };
         assert!(!exited(Some(0), None));

@@ -273,7 +273,10 @@ mod tests {
         );
         assert_eq!(parse_pid("abc"), Err(PidError::NotANumber("abc".into())));
         assert_eq!(parse_pid("12.5"), Err(PidError::NotANumber("12.5".into())));
-        assert!(parse_pid("x").unwrap_err().to_string().contains("--pid 4242"));
+        assert!(parse_pid("x")
+            .unwrap_err()
+            .to_string()
+            .contains("--pid 4242"));
         assert_eq!(check_pid(1, None), Err(PidError::Init));
         assert_eq!(check_pid(77, Some(77)), Err(PidError::Daemon(77)));
         assert_eq!(check_pid(77, Some(78)), Ok(()));

@@ -73,7 +73,9 @@ pub enum TimerError {
     #[error("--cron (cron) `{0}` does not fall due within 366 days")]
     CronNever(String),
     /// `--say` without a timer (or a process).
-    #[error("--say (say) goes with a timer: --in, --at or --cron (in, at, cron), or with --pid (pid)")]
+    #[error(
+        "--say (say) goes with a timer: --in, --at or --cron (in, at, cron), or with --pid (pid)"
+    )]
     SayAlone,
     /// More than one of `--in`, `--at`, `--cron`.
     #[error("give one of --in, --at and --cron (in, at, cron), not several")]

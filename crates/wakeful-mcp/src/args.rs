@@ -369,12 +369,18 @@ mod tests {
         }
         assert!(err(serde_json::json!({"pid": 1, "say": "x"})).contains("init"));
         assert!(err(serde_json::json!({"pid": "4242", "say": "x"})).contains("invalid type"));
-        assert!(err(serde_json::json!({"pid": 4242, "command": "x", "say": "x"}))
-            .contains("exactly one source; got command and pid"));
-        assert!(err(serde_json::json!({"pid": 4242, "in": "1m", "say": "x"}))
-            .contains("exactly one source"));
-        assert!(err(serde_json::json!({"pid": 4242, "say": "x", "timeout_ms": 5000}))
-            .contains("no timeout"));
+        assert!(
+            err(serde_json::json!({"pid": 4242, "command": "x", "say": "x"}))
+                .contains("exactly one source; got command and pid")
+        );
+        assert!(
+            err(serde_json::json!({"pid": 4242, "in": "1m", "say": "x"}))
+                .contains("exactly one source")
+        );
+        assert!(
+            err(serde_json::json!({"pid": 4242, "say": "x", "timeout_ms": 5000}))
+                .contains("no timeout")
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use tokio::time::Instant;
 
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::pid::{self, PidError, Seen, Status};
-use wakeful_core::{MonitorStopReason, Source};
+use wakeful_core::{MonitorStopReason, ProcessExit, Source};
 use wakeful_platform::tree::{self, ExitInfo};
 
 use crate::source::{Input, InputSource};
@@ -133,7 +133,9 @@ pub(crate) async fn identify(source: &mut Source) -> Result<(), PidError> {
 fn look(pid: i32) -> Result<(u64, Option<String>), PidError> {
     let not_running = || PidError::NoProcess {
         pid,
-        why: format!("it is not running (`ps -p {pid}` shows nothing); give the pid of a running process"),
+        why: format!(
+            "it is not running (`ps -p {pid}` shows nothing); give the pid of a running process"
+        ),
     };
     let watch = match tree::open_exit_watch(pid) {
         Ok(watch) => watch,
@@ -271,13 +273,13 @@ impl PidSource {
         };
         let while_down = self.rearmed && matches!(self.watching, Watching::Exited);
         Input::End(
-            SourceEnd::Ended(MonitorStopReason::Exited {
+            SourceEnd::Ended(MonitorStopReason::Exited(Box::new(ProcessExit {
                 pid: self.pid,
                 cmdline: self.cmdline.clone(),
                 code,
                 signal,
                 while_down,
-            })
+            })))
             .into(),
         )
     }
@@ -408,10 +410,7 @@ mod tests {
 
     #[tokio::test]
     async fn identify_refuses_init_this_process_and_a_zombie() {
-        assert_eq!(
-            identify(&mut identified(1)).await,
-            Err(PidError::Init)
-        );
+        assert_eq!(identify(&mut identified(1)).await, Err(PidError::Init));
         let me = std::process::id() as i32;
         assert_eq!(
             identify(&mut identified(me)).await,
@@ -449,23 +448,21 @@ mod tests {
             }
         }
         // Nothing while it runs.
-        assert!(
-            tokio::time::timeout(Duration::from_millis(200), src.next())
-                .await
-                .is_err()
-        );
+        assert!(tokio::time::timeout(Duration::from_millis(200), src.next())
+            .await
+            .is_err());
         child.kill().unwrap();
         child.wait().unwrap();
-        let MonitorStopReason::Exited {
+        let MonitorStopReason::Exited(e) = end_of(&mut src).await else {
+            panic!()
+        };
+        let ProcessExit {
             pid: p,
             cmdline,
             code,
             signal,
             while_down,
-        } = end_of(&mut src).await
-        else {
-            panic!()
-        };
+        } = *e;
         assert_eq!(p, pid);
         assert_eq!(cmdline.as_deref(), Some("sleep 1000"));
         assert_eq!(code, None);
@@ -491,8 +488,17 @@ mod tests {
         // Until the source has seen the exit of the zombie and waits for
         // its parent (this test) to collect it.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !matches!(src.watching, Watching::Pidfd { reap_by: Some(_), .. }) {
-            assert!(std::time::Instant::now() < deadline, "the exit was not seen");
+        while !matches!(
+            src.watching,
+            Watching::Pidfd {
+                reap_by: Some(_),
+                ..
+            }
+        ) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the exit was not seen"
+            );
             let _ = tokio::time::timeout(Duration::from_millis(10), src.next()).await;
         }
         let t0 = Instant::now();
@@ -500,9 +506,10 @@ mod tests {
         // wakes it, well before REAP_WAIT gives up.
         let (input, _) = tokio::join!(src.next(), async { child.wait().unwrap() });
         let Input::End(ended) = input else { panic!() };
-        let SourceEnd::Ended(MonitorStopReason::Exited { signal, .. }) = ended.end else {
+        let SourceEnd::Ended(MonitorStopReason::Exited(e)) = ended.end else {
             panic!()
         };
+        let signal = e.signal;
         match signal {
             None => eprintln!("this kernel keeps no exit status for pidfds (before 6.15)"),
             Some(signal) => {
@@ -528,10 +535,10 @@ mod tests {
             *start_time = start_time.map(|s| s.saturating_sub(1));
         }
         let mut src = PidSource::watch(&replaced, true).await.unwrap();
-        let MonitorStopReason::Exited { while_down, .. } = end_of(&mut src).await else {
+        let MonitorStopReason::Exited(e) = end_of(&mut src).await else {
             panic!()
         };
-        assert!(while_down);
+        assert!(e.while_down);
         // The live process is still watchable under its own start time.
         let src = PidSource::watch(&source, true).await.unwrap();
         assert!(!matches!(src.watching, Watching::Exited));
@@ -541,7 +548,9 @@ mod tests {
         let mut src = PidSource::watch(&source, true).await.unwrap();
         let reason = end_of(&mut src).await;
         assert!(
-            reason.to_string().contains("exited while the daemon was down"),
+            reason
+                .to_string()
+                .contains("exited while the daemon was down"),
             "{reason}"
         );
     }
@@ -555,7 +564,10 @@ mod tests {
             cmdline: None,
         };
         let err = PidSource::watch(&source, true).await.err().unwrap();
-        assert!(err.to_string().contains("elsewhere platform backend"), "{err}");
+        assert!(
+            err.to_string().contains("elsewhere platform backend"),
+            "{err}"
+        );
         let err = PidSource::watch(&identified(77), true).await.err().unwrap();
         assert!(err.to_string().contains("no start time"), "{err}");
     }
