@@ -194,9 +194,15 @@ fn an_exit_while_the_daemon_was_down_is_reported_once_and_a_live_process_is_neve
     // kill -9 of the daemon while the process runs: the next daemon
     // re-arms the monitor and finds the same process (same start time):
     // no exit.
+    let mut child = child;
     home.kill_daemon();
     let listed = home.listed(&id).unwrap();
     assert_eq!(listed["state"], "running", "{listed}");
+    // The next daemon's crash recovery left it alone: not wakeful's.
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process still runs"
+    );
     let events = home.json_lines(&["events"]);
     assert!(events
         .iter()
@@ -208,7 +214,6 @@ fn an_exit_while_the_daemon_was_down_is_reported_once_and_a_live_process_is_neve
     // A stopped daemon, and the process exits meanwhile: the next daemon
     // reports it once, saying so.
     home.ok(&["daemon", "stop"]);
-    let mut child = child;
     child.kill().unwrap();
     child.wait().unwrap();
     let batch = home.json_lines(&["wait", "--timeout-ms", "20000"]);

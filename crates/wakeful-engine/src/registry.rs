@@ -335,13 +335,15 @@ impl MonitorRegistry {
     }
 
     /// Starts a monitor with explicit options. Validation, the key and the
-    /// session limit are checked first; on any error nothing is started.
+    /// session limit are checked first; on any error nothing is started. A
+    /// pid source (`--pid`) is identified first, unless re-armed: its start
+    /// time and command line are filled in (a pid no process has, or one
+    /// that cannot be watched, is [`StartError::Invalid`]).
     pub async fn start_with(
         &self,
-        spec: MonitorSpec,
+        mut spec: MonitorSpec,
         opts: StartOptions,
     ) -> Result<Started, StartError> {
-        let mut spec = spec;
         spec.validate()?;
         if !opts.rearm {
             // Which process a pid names is read now, and kept: a re-arm
