@@ -148,6 +148,9 @@ pub enum SourceArgError {
     /// A timer with another source's flag.
     #[error("a timer (--in, --at, --cron) watches nothing else: drop --ws, --file or --every")]
     TimerWithSource,
+    /// `--pid` with another source's flag.
+    #[error("--pid watches one process and nothing else: drop --ws, --file, --every, --terminal, --in, --at or --cron")]
+    PidWithSource,
 }
 
 impl MonitorArgs {
@@ -201,6 +204,18 @@ pub struct SourceArgs {
     /// A timer instead of a source: --in, --at, --cron, --say.
     #[command(flatten)]
     pub timer: crate::timer_args::TimerArgs,
+    /// Watch a process wakeful did not start (its pid, as `ps` shows it):
+    /// one event when it exits, then the monitor ends. Its exit status
+    /// when the system can tell, else "status unknown". Survives a daemon
+    /// restart; a pid given to another process meanwhile is never taken
+    /// for the one watched.
+    #[arg(long, value_name = "PID", value_parser = parse_pid, allow_negative_numbers = true)]
+    pub pid: Option<i32>,
+}
+
+/// `--pid`'s value: a process id (docs/CONTRACT.md §3, "A process").
+fn parse_pid(s: &str) -> Result<i32, wakeful_core::pid::PidError> {
+    wakeful_core::pid::parse_pid(s)
 }
 
 impl SourceArgs {
@@ -214,6 +229,23 @@ impl SourceArgs {
                 Err(SourceArgError::CommandWithFlag { flag })
             }
         };
+        if let Some(pid) = self.pid {
+            no_command("--pid")?;
+            if self.ws.is_some()
+                || self.file.is_some()
+                || self.every.is_some()
+                || self.terminal.is_some()
+                || self.timer.names_a_timer()
+            {
+                return Err(SourceArgError::PidWithSource);
+            }
+            return Ok(Source::Pid {
+                pid,
+                start_time: None,
+                backend: None,
+                cmdline: None,
+            });
+        }
         if let Some(url) = &self.ws {
             no_command("--ws")?;
             return Ok(Source::Ws {

@@ -66,10 +66,37 @@ pub fn watch_exit_code(end: WatchEnd<'_>) -> u8 {
         MonitorStopReason::Until
         | MonitorStopReason::MaxEvents
         | MonitorStopReason::Fired { .. } => 0,
+        // A watched process (`--pid`): as a command, when its status is
+        // known; 0 when it is not.
+        MonitorStopReason::Exited(e) => match (e.code, e.signal) {
+            (Some(code), _) => u8::try_from(code).unwrap_or(exit::FAILURE),
+            (None, Some(signal)) => signal
+                .checked_add(128)
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(exit::FAILURE),
+            (None, None) => 0,
+        },
         MonitorStopReason::WsClosed { code: 1000 | 1001 } => 0,
         MonitorStopReason::WsClosed { .. }
         | MonitorStopReason::WsFrameTooLarge
         | MonitorStopReason::Failed { .. } => exit::FAILURE,
+    }
+}
+
+/// What `list` says after a monitor's description about what it watches,
+/// where the description does not say it: a running timer's time left, the
+/// pid a `--pid` monitor watches (` (pid 4242)`, unless the description is
+/// the default `pid 4242`).
+fn source_note(m: &wakeful_core::MonitorInfo) -> String {
+    match &m.source {
+        wakeful_core::Source::Pid { pid, .. } => {
+            if m.description == m.source.default_description() {
+                String::new()
+            } else {
+                format!(" (pid {pid})")
+            }
+        }
+        _ => crate::timer_args::time_left(m),
     }
 }
 
@@ -134,11 +161,7 @@ fn table<'a>(
             m.events,
             m.lines,
             m.suppressed_lines,
-            cell(&format!(
-                "{}{}",
-                m.description,
-                crate::timer_args::time_left(m)
-            ))
+            cell(&format!("{}{}", m.description, source_note(m)))
         )?;
     }
     Ok(())
@@ -321,6 +344,15 @@ mod tests {
     #[test]
     fn watch_exit_codes() {
         use MonitorStopReason as R;
+        let exited = |code, signal| {
+            R::Exited(Box::new(wakeful_core::ProcessExit {
+                pid: 4242,
+                cmdline: None,
+                code,
+                signal,
+                while_down: false,
+            }))
+        };
         let table: Vec<(MonitorStopReason, u8)> = vec![
             (R::ExitCode { code: 0 }, 0),
             (R::ExitCode { code: 3 }, 3),
@@ -347,6 +379,9 @@ mod tests {
                 },
                 0,
             ),
+            (exited(None, None), 0),
+            (exited(Some(3), None), 3),
+            (exited(None, Some(9)), 137),
         ];
         for (reason, code) in &table {
             assert_eq!(

@@ -23,13 +23,18 @@ pub struct TimerArgs {
     /// stopped.
     #[arg(long, value_name = "EXPR")]
     pub cron: Option<String>,
-    /// With --in, --at or --cron: what the timer's event says (its
+    /// With --in, --at, --cron or --pid: what the event says (its
     /// description).
     #[arg(long, value_name = "TEXT", conflicts_with = "description")]
     pub say: Option<String>,
 }
 
 impl TimerArgs {
+    /// Whether a timer is asked for (`--in`, `--at` or `--cron`).
+    pub fn names_a_timer(&self) -> bool {
+        self.in_.is_some() || self.at.is_some() || self.cron.is_some()
+    }
+
     /// The timer these flags name, if any; `--say` alone is an error.
     pub fn to_source(&self) -> Result<Option<Source>, wakeful_core::timer::TimerError> {
         wakeful_core::timer::source_of(
@@ -42,8 +47,8 @@ impl TimerArgs {
         )
     }
 
-    /// A timer's spec made whole: persistent (its deadline outlives the
-    /// daemon), and saying `--say`.
+    /// A durable source's spec made whole (a timer, `--pid`): persistent
+    /// (it outlives the daemon), and saying `--say`.
     pub fn apply(&self, spec: &mut MonitorSpec) {
         if spec.source.is_durable() {
             spec.persistent = true;

@@ -32,6 +32,39 @@ pub struct Unverified {
     pub seen: Vec<i32>,
 }
 
+/// How a watched process (`--pid`) exited, as far as it could be known
+/// (`{"kind": "exited", "pid", "cmdline"?, "code"?, "signal"?,
+/// "while_down"?}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessExit {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command line when the monitor started, when it was readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<String>,
+    /// Its exit code, when it could be known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that killed it, when it could be known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// It was found gone (or its pid given to another process) when the
+    /// daemon started again: it exited while no daemon watched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub while_down: bool,
+}
+
+impl ProcessExit {
+    /// Its status, when known.
+    pub fn status(&self) -> Option<crate::pid::Status> {
+        match (self.code, self.signal) {
+            (Some(c), _) => Some(crate::pid::Status::Code(c)),
+            (None, Some(s)) => Some(crate::pid::Status::Signal(s)),
+            (None, None) => None,
+        }
+    }
+}
+
 /// Why a monitor ended (`stop_reason` on the wire, tagged by `kind`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -77,6 +110,9 @@ pub enum MonitorStopReason {
         /// running, a machine asleep).
         late_ms: u64,
     },
+    /// A watched process (`--pid`) exited: the one event of its monitor
+    /// (boxed: rare, and it would make every event larger).
+    Exited(Box<ProcessExit>),
     /// The source could not run or broke (spawn error, refused connection,
     /// unwritable output file). The event's kind is `failed`.
     Failed {
@@ -101,6 +137,7 @@ impl MonitorStopReason {
             MonitorStopReason::WsClosed { .. } => "ws_closed",
             MonitorStopReason::WsFrameTooLarge => "ws_frame_too_large",
             MonitorStopReason::Fired { .. } => "fired",
+            MonitorStopReason::Exited { .. } => "exited",
             MonitorStopReason::Failed { .. } => "failed",
         }
     }
@@ -142,6 +179,12 @@ impl fmt::Display for MonitorStopReason {
                 }
                 .text(),
             ),
+            MonitorStopReason::Exited(e) => f.write_str(&crate::pid::exit_text(
+                e.pid,
+                e.cmdline.as_deref(),
+                e.status(),
+                e.while_down,
+            )),
             MonitorStopReason::Failed { error } => write!(f, "failed: {error}"),
         }
     }
@@ -864,9 +907,33 @@ mod tests {
                 },
                 r#"{"kind":"failed","error":"boom"}"#,
             ),
+            (
+                MonitorStopReason::Exited(Box::new(ProcessExit {
+                    pid: 4242,
+                    cmdline: Some("sleep 1000".into()),
+                    code: None,
+                    signal: None,
+                    while_down: false,
+                })),
+                r#"{"kind":"exited","pid":4242,"cmdline":"sleep 1000"}"#,
+            ),
+            (
+                MonitorStopReason::Exited(Box::new(ProcessExit {
+                    pid: 4242,
+                    cmdline: None,
+                    code: None,
+                    signal: Some(9),
+                    while_down: true,
+                })),
+                r#"{"kind":"exited","pid":4242,"signal":9,"while_down":true}"#,
+            ),
         ];
         for (reason, json) in cases {
             assert_eq!(serde_json::to_string(&reason).unwrap(), json);
+            assert_eq!(
+                serde_json::from_str::<MonitorStopReason>(json).unwrap(),
+                reason
+            );
             let v: serde_json::Value = serde_json::from_str(json).unwrap();
             assert_eq!(v["kind"], reason.kind());
         }

@@ -33,6 +33,8 @@
 //!   timer fires ([`timer::TimerMachine`]).
 //! - [`task`]: the book of background tasks (a wait that an MCP client
 //!   fetches later by id), with their statuses, time to live and limit.
+//! - [`pid`]: `--pid`: which process a pid names (pid and start time), and
+//!   when the watched one has exited ([`pid::judge`]).
 //! - [`storage`]: sizes, ages, keep-free space, and which ended monitors a
 //!   prune removes ([`storage::plan`]).
 
@@ -49,6 +51,7 @@ pub mod lines;
 pub mod machine;
 pub mod outlog;
 pub mod params;
+pub mod pid;
 pub mod present;
 pub mod rate;
 pub mod session;
@@ -64,7 +67,9 @@ pub mod wake;
 pub use present as text;
 
 pub use batch::Batcher;
-pub use event::{Event, EventBody, EventKind, MonitorStopReason, PendingEvent, Unverified};
+pub use event::{
+    Event, EventBody, EventKind, MonitorStopReason, PendingEvent, ProcessExit, Unverified,
+};
 pub use info::{MonitorInfo, MonitorState};
 pub use lines::{Line, LineSplitter, Stream};
 pub use machine::{MonitorMachine, Step};

@@ -105,6 +105,9 @@ fn is_failure(reason: &MonitorStopReason) -> bool {
         MonitorStopReason::Timeout
         | MonitorStopReason::IdleTimeout
         | MonitorStopReason::WsFrameTooLarge => true,
+        // A watched process: a failure unless it is known to have exited
+        // with 0 (an unknown status may well be one).
+        MonitorStopReason::Exited(e) => e.code != Some(0),
         r => r.is_abnormal(),
     }
 }
@@ -901,6 +904,43 @@ mod tests {
                 (Failed, true)
             ]
         );
+        // A watched process's exit is a failure for `fail` unless it is
+        // known to have exited with 0.
+        let exited = |code: Option<i32>, signal: Option<i32>| {
+            let mut spec = MonitorSpec::command("x", "d");
+            spec.source = crate::Source::Pid {
+                pid: 4242,
+                start_time: Some(1),
+                backend: Some("linux".into()),
+                cmdline: None,
+            };
+            spec.persistent = true;
+            spec.timeout_ms = None;
+            spec.wake_on = WakeOn::Fail;
+            let mut m = machine(&spec, t0);
+            let end = m.finish(
+                t0,
+                SourceEnd::Ended(MonitorStopReason::Exited(Box::new(
+                    crate::event::ProcessExit {
+                        pid: 4242,
+                        cmdline: None,
+                        code,
+                        signal,
+                        while_down: false,
+                    },
+                ))),
+            );
+            let last = end.last().unwrap();
+            assert_eq!(
+                last.text,
+                format!("d: {}", last.body.stop_reason().unwrap())
+            );
+            last.wakes
+        };
+        assert!(!exited(Some(0), None));
+        assert!(exited(Some(1), None));
+        assert!(exited(None, Some(9)));
+        assert!(exited(None, None), "an unknown status wakes `fail`");
         // Silence is a failure for `fail`; its end is not.
         let mut spec = MonitorSpec::command("x", "d");
         spec.wake_on = WakeOn::Fail;

@@ -99,6 +99,28 @@ pub enum Source {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cron: Option<String>,
     },
+    /// A process wakeful did not start (`--pid`): one event when it exits
+    /// ([`crate::pid`]). Always persistent. The engine fills in
+    /// `start_time`, `backend` and `cmdline` when the monitor starts, so
+    /// that a monitor re-armed after a daemon restart never takes a later
+    /// process given the same pid for the one it watched.
+    Pid {
+        /// The process id.
+        pid: i32,
+        /// When the process started, in the unit of `backend` (Linux:
+        /// clock ticks after boot; posix: seconds): with the pid, it names
+        /// one process.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
+        /// The platform backend that read `start_time` (`linux`, `posix`):
+        /// start times of two backends cannot be compared.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backend: Option<String>,
+        /// Its command line when the monitor started (for the texts; cut at
+        /// [`crate::pid::MAX_CMDLINE_CHARS`] characters), when readable.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cmdline: Option<String>,
+    },
 }
 
 /// How fast a replay runs: the recorded time between two lines is divided
@@ -152,13 +174,20 @@ impl Source {
                 "timer on cron `{cron}` (local time), first due {}",
                 due.format("%Y-%m-%d %H:%M:%S UTC")
             ),
+            Source::Pid {
+                pid,
+                cmdline: Some(c),
+                ..
+            } => format!("process {pid} `{c}`"),
+            Source::Pid { pid, .. } => format!("process {pid}"),
         }
     }
 
     /// Whether this source lives across daemon restarts by nature (a
-    /// timer's deadline): its monitor must be persistent, without a timeout.
+    /// timer's deadline, a process that runs without the daemon): its
+    /// monitor must be persistent, without a timeout.
     pub fn is_durable(&self) -> bool {
-        matches!(self, Source::Timer { .. })
+        matches!(self, Source::Timer { .. } | Source::Pid { .. })
     }
 
     /// The source kind as it appears on the wire (`"command"`, ...).
@@ -171,6 +200,7 @@ impl Source {
             Source::Terminal { .. } => "terminal",
             Source::Replay { .. } => "replay",
             Source::Timer { .. } => "timer",
+            Source::Pid { .. } => "pid",
         }
     }
 
@@ -184,6 +214,7 @@ impl Source {
             Source::Replay { monitor, .. } => format!("replay of {monitor}"),
             Source::Timer { cron: None, .. } => "timer".to_string(),
             Source::Timer { cron: Some(c), .. } => format!("timer on cron `{c}`"),
+            Source::Pid { pid, .. } => format!("pid {pid}"),
         };
         text.chars().take(MAX_DESCRIPTION_CHARS).collect()
     }
@@ -253,6 +284,7 @@ impl Source {
                 }
                 Ok(())
             }
+            Source::Pid { pid, .. } => Ok(crate::pid::check_pid(*pid, None)?),
         }
     }
 }
@@ -716,8 +748,12 @@ pub enum ParamError {
     /// A timer that cannot be.
     #[error(transparent)]
     Timer(#[from] crate::timer::TimerError),
-    /// A durable source (a timer) that is not persistent, or has a timeout.
-    #[error("a {0} monitor is persistent and has no timeout (it ends when it fires or is stopped): set persistent, leave timeout_ms out")]
+    /// A process that cannot be watched (`--pid`).
+    #[error(transparent)]
+    Pid(#[from] crate::pid::PidError),
+    /// A durable source (a timer, a process) that is not persistent, or has
+    /// a timeout.
+    #[error("a {0} monitor is persistent and has no timeout (it ends by itself, or when stopped): set persistent, leave timeout_ms out")]
     Durable(&'static str),
     /// A malformed environment variable name.
     #[error(
@@ -740,6 +776,43 @@ mod tests {
         assert!(s.validate().is_ok());
         assert_eq!(s.effective_timeout(), Some(Duration::from_millis(300_000)));
         assert_eq!(s.effective_batch(), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_pid_source_is_durable_and_names_one_process() {
+        let mut s = spec();
+        s.source = Source::Pid {
+            pid: 4242,
+            start_time: None,
+            backend: None,
+            cmdline: None,
+        };
+        assert!(matches!(s.validate(), Err(ParamError::Durable("pid"))));
+        s.persistent = true;
+        assert!(s.validate().is_ok());
+        assert_eq!(s.source.default_description(), "pid 4242");
+        assert_eq!(s.source.summary(), "process 4242");
+        let json = serde_json::to_value(&s.source).unwrap();
+        assert_eq!(json, serde_json::json!({"kind": "pid", "pid": 4242}));
+        s.source = serde_json::from_value(serde_json::json!({
+            "kind": "pid", "pid": 4242, "start_time": 77, "backend": "linux",
+            "cmdline": "sleep 1000"
+        }))
+        .unwrap();
+        assert_eq!(s.source.summary(), "process 4242 `sleep 1000`");
+        for bad in [0, -3, 1] {
+            s.source = Source::Pid {
+                pid: bad,
+                start_time: None,
+                backend: None,
+                cmdline: None,
+            };
+            assert!(
+                matches!(s.validate(), Err(ParamError::Pid(_))),
+                "{bad}: {:?}",
+                s.validate()
+            );
+        }
     }
 
     #[test]

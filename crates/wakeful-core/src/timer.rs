@@ -72,8 +72,10 @@ pub enum TimerError {
     /// A cron expression without an occurrence in the next 366 days.
     #[error("--cron (cron) `{0}` does not fall due within 366 days")]
     CronNever(String),
-    /// `--say` without a timer.
-    #[error("--say (say) goes with a timer: --in, --at or --cron (in, at, cron)")]
+    /// `--say` without a timer (or a process).
+    #[error(
+        "--say (say) goes with a timer: --in, --at or --cron (in, at, cron), or with --pid (pid)"
+    )]
     SayAlone,
     /// More than one of `--in`, `--at`, `--cron`.
     #[error("give one of --in, --at and --cron (in, at, cron), not several")]

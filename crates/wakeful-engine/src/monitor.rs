@@ -46,6 +46,7 @@ enum Prepared {
     Terminal(crate::terminal::TerminalSource),
     Replay(Box<sources::replay::Replayer>),
     Timer(Box<sources::timer::TimerSource>),
+    Pid(Box<sources::pid::PidSource>),
     Failed(String),
 }
 
@@ -109,7 +110,7 @@ pub(crate) async fn run(task: MonitorTask) {
     };
     // Set the source up before announcing it: a line written right after
     // the `started` event must be seen.
-    let prepared = prepare(&spec, &launch, &terminals, &feed).await;
+    let prepared = prepare(&spec, &launch, &terminals, &feed, rearm).await;
     if let Prepared::Command(c) = &prepared {
         let _ = feed
             .hub
@@ -145,6 +146,7 @@ pub(crate) async fn run(task: MonitorTask) {
         Prepared::Terminal(src) => drive(&mut feed, &mut stop_rx, src).await,
         Prepared::Replay(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Timer(src) => drive(&mut feed, &mut stop_rx, *src).await,
+        Prepared::Pid(src) => drive(&mut feed, &mut stop_rx, *src).await,
         Prepared::Failed(e) => feed.finish(SourceEnd::Failed(e)).await,
     }
 }
@@ -154,6 +156,7 @@ async fn prepare(
     launch: &Launch,
     terminals: &crate::terminal::Terminals,
     feed: &Feed,
+    rearm: bool,
 ) -> Prepared {
     match &spec.source {
         Source::Command { command } => {
@@ -207,6 +210,10 @@ async fn prepare(
                 Err(e) => Prepared::Failed(e.to_string()),
             }
         }
+        Source::Pid { .. } => match sources::pid::PidSource::watch(&spec.source, rearm).await {
+            Ok(src) => Prepared::Pid(Box::new(src)),
+            Err(e) => Prepared::Failed(e.to_string()),
+        },
     }
 }
 

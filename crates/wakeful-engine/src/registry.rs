@@ -335,13 +335,24 @@ impl MonitorRegistry {
     }
 
     /// Starts a monitor with explicit options. Validation, the key and the
-    /// session limit are checked first; on any error nothing is started.
+    /// session limit are checked first; on any error nothing is started. A
+    /// pid source (`--pid`) is identified first, unless re-armed: its start
+    /// time and command line are filled in (a pid no process has, or one
+    /// that cannot be watched, is [`StartError::Invalid`]).
     pub async fn start_with(
         &self,
-        spec: MonitorSpec,
+        mut spec: MonitorSpec,
         opts: StartOptions,
     ) -> Result<Started, StartError> {
         spec.validate()?;
+        if !opts.rearm {
+            // Which process a pid names is read now, and kept: a re-arm
+            // checks it instead (it must not take a later process given
+            // the same pid for the one it watched).
+            crate::sources::pid::identify(&mut spec.source)
+                .await
+                .map_err(|e| StartError::Invalid(e.into()))?;
+        }
         let cwd = match (&spec.cwd, &opts.base_cwd) {
             (Some(c), Some(base)) => Some(base.join(c)),
             (Some(c), None) => Some(c.clone()),

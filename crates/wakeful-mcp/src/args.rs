@@ -83,8 +83,11 @@ pub struct MonitorStartArgs {
     pub at: Option<String>,
     /// Source (a recurring timer): an event at every occurrence of this cron expression (five fields, local time, e.g. "0 9 * * MON-FRI"), until monitor_stop.
     pub cron: Option<String>,
-    /// With in, at or cron: what the timer's event says. Default: the description.
+    /// With in, at, cron or pid: what the event says. Default: the description.
     pub say: Option<String>,
+    /// Source (a process, instead of command, ws, file, terminal or a timer): the pid of a running process that wakeful did not start (a build in another terminal, a deploy script, a server). One event when it exits, with its exit status when the system can tell (else "status unknown"), then the monitor ends. Use it instead of polling `ps` or `kill -0`. Survives a daemon restart; a pid given to another process meanwhile is never taken for the one watched. Pid 1, the wakeful daemon's own pid, and a pid no process has are errors.
+    #[schemars(range(min = 2, max = 2147483647))]
+    pub pid: Option<i64>,
 }
 
 impl MonitorStartArgs {
@@ -129,6 +132,18 @@ impl MonitorStartArgs {
         if let Some(timer) = crate::timer::source(self)? {
             sources.push(("in, at or cron", timer));
         }
+        if let Some(pid) = self.pid {
+            let pid = wakeful_core::pid::check_number(pid).map_err(|e| e.to_string())?;
+            sources.push((
+                "pid",
+                Source::Pid {
+                    pid,
+                    start_time: None,
+                    backend: None,
+                    cmdline: None,
+                },
+            ));
+        }
         if let Some(terminal_id) = &self.terminal {
             sources.push((
                 "terminal",
@@ -140,7 +155,7 @@ impl MonitorStartArgs {
         match sources.len() {
             1 => Ok(sources.remove(0).1),
             0 => Err(
-                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file, terminal, or a timer (in, at or cron)".to_string(),
+                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file, terminal, a timer (in, at or cron), or a process (pid)".to_string(),
             ),
             _ => Err(format!(
                 "give exactly one source; got {}",
@@ -158,6 +173,7 @@ impl MonitorStartArgs {
     /// parameter, what was wrong and what is accepted.
     pub fn to_spec(&self) -> Result<MonitorSpec, String> {
         let source = self.source()?;
+        let durable = source.is_durable();
         let description = self.say.clone().or_else(|| self.description.clone()).ok_or_else(|| {
             "description is required: 1–200 characters saying what the monitor watches, e.g. \"test failures\"".to_string()
         })?;
@@ -178,7 +194,7 @@ impl MonitorStartArgs {
             source,
             description,
             timeout_ms: self.timeout_ms,
-            persistent: self.persistent.unwrap_or(false) || crate::timer::is_timer(self),
+            persistent: self.persistent.unwrap_or(false) || durable,
             idle_timeout_ms: self.idle_timeout_ms,
             max_events: self.max_events,
             filter: self.filter.clone(),
@@ -327,6 +343,44 @@ mod tests {
         serde_json::from_value::<MonitorStartArgs>(json)
             .map_err(|e| e.to_string())?
             .to_spec()
+    }
+
+    #[test]
+    fn a_pid_is_a_persistent_source_with_the_same_rules_as_the_command_line() {
+        let spec = start(serde_json::json!({"pid": 4242, "say": "the deploy ended"})).unwrap();
+        assert_eq!(
+            spec.source,
+            Source::Pid {
+                pid: 4242,
+                start_time: None,
+                backend: None,
+                cmdline: None
+            }
+        );
+        assert!(spec.persistent);
+        assert_eq!(spec.description, "the deploy ended");
+        let err = |j| start(j).unwrap_err();
+        assert!(err(serde_json::json!({"pid": 4242})).contains("description is required"));
+        for bad in [0, -5, 4_294_967_296_i64] {
+            assert!(
+                err(serde_json::json!({"pid": bad, "say": "x"})).contains("a whole number from 1"),
+                "{bad}"
+            );
+        }
+        assert!(err(serde_json::json!({"pid": 1, "say": "x"})).contains("init"));
+        assert!(err(serde_json::json!({"pid": "4242", "say": "x"})).contains("invalid type"));
+        assert!(
+            err(serde_json::json!({"pid": 4242, "command": "x", "say": "x"}))
+                .contains("exactly one source; got command and pid")
+        );
+        assert!(
+            err(serde_json::json!({"pid": 4242, "in": "1m", "say": "x"}))
+                .contains("exactly one source")
+        );
+        assert!(
+            err(serde_json::json!({"pid": 4242, "say": "x", "timeout_ms": 5000}))
+                .contains("no timeout")
+        );
     }
 
     #[test]

@@ -6,13 +6,14 @@ use wakeful_core::Source;
 
 use crate::args::MonitorStartArgs;
 
-/// The timer the arguments name, if any; `say` without one is an error.
+/// The timer the arguments name, if any; `say` without one (or a `pid`)
+/// is an error.
 pub fn source(args: &MonitorStartArgs) -> Result<Option<Source>, String> {
     wakeful_core::timer::source_of(
         args.r#in.as_deref(),
         args.at.as_deref(),
         args.cron.as_deref(),
-        args.say.is_some(),
+        args.say.is_some() && args.pid.is_none(),
         Utc::now(),
         &Local,
     )

@@ -59,7 +59,7 @@ Start a managed long-running command (a terminal: a dev server, a long build) ou
 /// top-level `oneOf`/`anyOf`/`allOf` (the Anthropic API among them), so the
 /// rule is stated here and in each source's description, and the server
 /// enforces it.
-const START_SCHEMA_DESCRIPTION: &str = "Give exactly one source: `command` (with `every_ms` for a poll), `ws`, `file`, `terminal`, or a timer (`in`, `at` or `cron`). None, or more than one, is an error that starts nothing. `description` is always required.";
+const START_SCHEMA_DESCRIPTION: &str = "Give exactly one source: `command` (with `every_ms` for a poll), `ws`, `file`, `terminal`, a timer (`in`, `at` or `cron`), or a process (`pid`). None, or more than one, is an error that starts nothing. `description` is always required.";
 
 /// Adds a top-level `description` to an input schema.
 fn described(schema: Arc<JsonObject>, description: &str) -> Arc<JsonObject> {

@@ -117,9 +117,67 @@ pub fn exit_watch(pid: i32) -> Option<std::os::fd::OwnedFd> {
     })
 }
 
+/// A descriptor that becomes readable when process `pid` exits, or why
+/// there is none. Linux: a pidfd, or the `pidfd_open` error (`ESRCH`: no
+/// such process; `EINVAL` or `ENOENT`: `pid` is a thread that does not lead
+/// its process; `ENOSYS`: a kernel before 5.3; `EMFILE`). The posix backend:
+/// `Ok(None)`, always (its callers poll [`is_alive`] and [`proc_info`]).
+pub fn open_exit_watch(pid: i32) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+    either!(linux::proc::open_pidfd(pid).map(Some), {
+        let _ = pid;
+        Ok(None)
+    })
+}
+
+/// What an exit watch ([`open_exit_watch`]) knows of its process's exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitInfo {
+    /// Its wait status (`WIFEXITED`/`WTERMSIG` encoding): it was reaped
+    /// (by its parent, whoever that is) on a kernel that keeps the status
+    /// for pidfds (Linux 6.15 and later).
+    Status(i32),
+    /// It is still there: running, or a zombie its parent has not
+    /// collected yet.
+    NotReaped,
+    /// It cannot be known: a kernel that keeps no exit status for pidfds,
+    /// or a watch that is not a pidfd.
+    Unknown,
+}
+
+/// What the exit watch `watch` of [`open_exit_watch`] knows of its
+/// process's exit (Linux: `PIDFD_GET_INFO`; a process that is not ours
+/// cannot be waited for, but the kernel keeps the status it was reaped
+/// with). [`ExitInfo::Unknown`] off Linux.
+pub fn exit_info(watch: std::os::fd::BorrowedFd<'_>) -> ExitInfo {
+    either!(linux::proc::pidfd_exit(watch), {
+        let _ = watch;
+        ExitInfo::Unknown
+    })
+}
+
+/// Whether the process of the exit watch `watch` ([`open_exit_watch`]) has
+/// exited (its descriptor is readable), without waiting.
+pub fn has_exited(watch: std::os::fd::BorrowedFd<'_>) -> bool {
+    #[cfg(target_os = "linux")]
+    return linux::proc::pidfd_exited(watch);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = watch;
+        false
+    }
+}
+
 /// Whether process `pid` exists (`kill(pid, 0)`; a zombie counts).
 pub fn is_alive(pid: i32) -> bool {
     pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok_or_eperm()
+}
+
+/// Whether process `pid` exists but belongs to another user: `kill(pid,
+/// 0)` says `EPERM`.
+pub fn is_others(pid: i32) -> bool {
+    pid > 0
+        && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::EPERM)
 }
 
 trait OkOrEperm {

@@ -276,7 +276,7 @@ pub fn ending(info: &MonitorInfo) -> String {
 }
 
 /// The kind of a monitor's source: `command`, `ws`, `file`, `poll`,
-/// `terminal`, `replay`, `timer`.
+/// `terminal`, `replay`, `timer`, `pid`.
 pub fn source_kind(info: &MonitorInfo) -> &'static str {
     match &info.source {
         wakeful_core::Source::Command { .. } => "command",
@@ -286,6 +286,7 @@ pub fn source_kind(info: &MonitorInfo) -> &'static str {
         wakeful_core::Source::Terminal { .. } => "terminal",
         wakeful_core::Source::Replay { .. } => "replay",
         wakeful_core::Source::Timer { .. } => "timer",
+        wakeful_core::Source::Pid { .. } => "pid",
     }
 }
 

@@ -44,12 +44,102 @@ pub fn locks_table() -> Option<String> {
 
 /// A pidfd of process `pid` (`pidfd_open`): readable once it exits.
 pub fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    open_pidfd(pid).ok()
+}
+
+/// A pidfd of process `pid` (`pidfd_open`), or why there is none: `ESRCH`
+/// (no such process), `EINVAL` or `ENOENT` (`pid` names a thread that does
+/// not lead its process), `ENOSYS` (a kernel before 5.3), `EMFILE`.
+pub fn open_pidfd(pid: i32) -> std::io::Result<std::os::fd::OwnedFd> {
+    if pid <= 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
     // SAFETY: pidfd_open takes a pid and flags and returns a new
     // descriptor (or -1); no memory is passed.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    let Some(fd) = i32::try_from(fd).ok().filter(|fd| *fd >= 0) else {
+        return Err(std::io::Error::last_os_error());
+    };
     // SAFETY: fd was just returned by pidfd_open and is owned by nobody else.
-    Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// `struct pidfd_info` of `uapi/linux/pidfd.h` as far as its first
+/// version goes (64 bytes; `exit_code` is filled since Linux 6.15).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    exit_code: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<PidfdInfo>() == 64);
+
+/// `PIDFD_INFO_PID`: the process is still there (not yet reaped).
+const PIDFD_INFO_PID: u64 = 1 << 0;
+/// `PIDFD_INFO_EXIT`: its exit status, once it has been reaped.
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+/// `PIDFD_GET_INFO`: `_IOWR(0xFF, 11, struct pidfd_info)`.
+const PIDFD_GET_INFO: u64 = (3 << 30) | (64 << 16) | (0xFF << 8) | 11;
+
+/// What the kernel tells of the exit of the process behind `pidfd`
+/// (`PIDFD_GET_INFO` with `PIDFD_INFO_EXIT`, Linux 6.15 and later): the
+/// wait status once it has been reaped (by whichever process collects it:
+/// it need not be ours), not yet while it is a zombie, and nothing on a
+/// kernel without it.
+pub fn pidfd_exit(pidfd: std::os::fd::BorrowedFd<'_>) -> crate::tree::ExitInfo {
+    use std::os::fd::AsRawFd;
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_EXIT,
+        ..PidfdInfo::default()
+    };
+    // SAFETY: PIDFD_GET_INFO writes at most size_of::<PidfdInfo>() bytes
+    // (the size encoded in the request) through the pointer, which points
+    // to a live, exclusively borrowed local of that size.
+    let rc = unsafe {
+        libc::ioctl(
+            pidfd.as_raw_fd(),
+            PIDFD_GET_INFO as libc::Ioctl,
+            &mut info as *mut PidfdInfo,
+        )
+    };
+    if rc != 0 {
+        // ENOTTY/EINVAL: a kernel without PIDFD_GET_INFO (before 6.13);
+        // ESRCH: reaped, and a kernel that keeps no exit status (6.13, 6.14).
+        return crate::tree::ExitInfo::Unknown;
+    }
+    if info.mask & PIDFD_INFO_EXIT != 0 {
+        crate::tree::ExitInfo::Status(info.exit_code)
+    } else if info.mask & PIDFD_INFO_PID != 0 {
+        crate::tree::ExitInfo::NotReaped
+    } else {
+        crate::tree::ExitInfo::Unknown
+    }
+}
+
+/// Whether the process behind `pidfd` has exited (it is readable), without
+/// waiting.
+pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, which lives across the call; a zero timeout.
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
 }
 
 /// The executable of process `pid` (`/proc/PID/exe`), when readable.
@@ -147,6 +237,58 @@ mod tests {
         assert_eq!(p.pgrp, 1234);
         assert_eq!(p.state, 'S');
         assert_eq!(p.start_ticks, 987654);
+    }
+
+    #[test]
+    fn a_pidfd_says_when_its_process_exited_and_how() {
+        use std::os::fd::AsFd;
+        let mut child = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        let fd = open_pidfd(child.id() as i32).unwrap();
+        assert!(!pidfd_exited(fd.as_fd()));
+        assert_eq!(pidfd_exit(fd.as_fd()), crate::tree::ExitInfo::NotReaped);
+        child.kill().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !pidfd_exited(fd.as_fd()) {
+            assert!(std::time::Instant::now() < deadline, "never readable");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // A zombie: not reaped yet, so no status.
+        assert_eq!(pidfd_exit(fd.as_fd()), crate::tree::ExitInfo::NotReaped);
+        child.wait().unwrap();
+        match pidfd_exit(fd.as_fd()) {
+            crate::tree::ExitInfo::Status(status) => assert_eq!(status, libc::SIGKILL),
+            crate::tree::ExitInfo::Unknown => {
+                eprintln!("this kernel keeps no exit status for pidfds (before 6.15)")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            open_pidfd(child.id() as i32).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
+
+    #[test]
+    fn a_thread_is_not_a_process_to_pidfd_open() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            // SAFETY: gettid takes nothing and returns this thread's id.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        // EINVAL or ENOENT, as the kernel has it.
+        let errno = open_pidfd(tid).unwrap_err().raw_os_error();
+        assert!(
+            matches!(errno, Some(libc::EINVAL | libc::ENOENT)),
+            "{errno:?}"
+        );
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
     }
 
     #[test]
