@@ -6,7 +6,11 @@
 //! A task is `working` until its wait ends, then `completed` (with its
 //! outcome), `failed`, or `cancelled`. A task lives for its time to live,
 //! counted from its creation; after that it is forgotten, whatever its
-//! status. Each session holds at most [`Book::per_session`] live tasks.
+//! status. Once its outcome was handed over, it is kept only a short while
+//! longer (for a client that asks again), at most `keep_ms` of
+//! [`Book::hand`]. Each session holds at most [`Book::per_session`] live
+//! tasks: working, or completed and not yet handed over (the ones that hold
+//! events back from the session's other readers).
 //!
 //! ```
 //! use wakeful_core::task::{Book, Status};
@@ -16,9 +20,10 @@
 //! assert_eq!(book.get("t1", "s", 10).unwrap().status(), Status::Working);
 //! assert!(book.get("t1", "other session", 10).is_none());
 //! book.complete("t1", "the events", 20);
-//! assert!(book.hand("t1", "s", 30));   // the first hand-over acknowledges
-//! assert!(!book.hand("t1", "s", 40));  // later ones do not
-//! assert!(book.get("t1", "s", 1_000).is_none()); // expired
+//! assert!(book.hand("t1", "s", 30, 100));   // the first hand-over acknowledges
+//! assert!(!book.hand("t1", "s", 40, 100));  // later ones do not
+//! assert!(book.get("t1", "s", 129).is_some());
+//! assert!(book.get("t1", "s", 130).is_none()); // kept 100 ms after the hand-over
 //! ```
 
 use std::collections::HashMap;
@@ -95,6 +100,16 @@ impl<R> Entry<R> {
         }
     }
 
+    /// Whether it counts against its session's limit: working, or
+    /// completed and not yet handed over.
+    pub fn is_live(&self) -> bool {
+        match self.state {
+            State::Working => true,
+            State::Completed(_) => !self.handed,
+            State::Failed(_) | State::Cancelled => false,
+        }
+    }
+
     /// When it is forgotten (ms since the epoch).
     pub fn expires_ms(&self) -> i64 {
         self.created_ms
@@ -160,7 +175,11 @@ impl<R> Book<R> {
         if self.tasks.contains_key(&id) {
             return Err(TaskError::Taken);
         }
-        let live = self.tasks.values().filter(|t| t.session == session).count();
+        let live = self
+            .tasks
+            .values()
+            .filter(|t| t.session == session && t.is_live())
+            .count();
         if live >= self.per_session {
             return Err(TaskError::TooMany {
                 session,
@@ -228,14 +247,19 @@ impl<R> Book<R> {
     }
 
     /// Notes that completed task `id`'s outcome reached its client: `true`
-    /// the first time only (the time to acknowledge what it holds).
-    pub fn hand(&mut self, id: &str, session: &str, now_ms: i64) -> bool {
+    /// the first time only (the time to acknowledge what it holds). The
+    /// task is then kept at most `keep_ms` longer.
+    pub fn hand(&mut self, id: &str, session: &str, now_ms: i64, keep_ms: u64) -> bool {
         if self.get(id, session, now_ms).is_none() {
             return false;
         }
         match self.tasks.get_mut(id) {
             Some(t) if t.status() == Status::Completed && !t.handed => {
                 t.handed = true;
+                let until = now_ms.saturating_add(i64::try_from(keep_ms).unwrap_or(i64::MAX));
+                if until < t.expires_ms() {
+                    t.ttl_ms = u64::try_from(until - t.created_ms).unwrap_or(0);
+                }
                 true
             }
             _ => false,
@@ -290,6 +314,27 @@ mod tests {
     }
 
     #[test]
+    fn handed_cancelled_and_failed_tasks_free_their_room() {
+        let mut book: Book<u8> = Book::new(2);
+        book.create("a".into(), "s".into(), 1_000, 0).unwrap();
+        book.create("b".into(), "s".into(), 1_000, 0).unwrap();
+        assert!(book.create("c".into(), "s".into(), 1_000, 1).is_err());
+        book.complete("a", 1, 2);
+        assert!(
+            book.create("c".into(), "s".into(), 1_000, 3).is_err(),
+            "not handed yet"
+        );
+        assert!(book.hand("a", "s", 4, 50));
+        book.create("c".into(), "s".into(), 1_000, 5).unwrap();
+        book.cancel("b", "s", 6).unwrap();
+        book.create("d".into(), "s".into(), 1_000, 7).unwrap();
+        assert!(book.create("e".into(), "s".into(), 1_000, 8).is_err());
+        // The handed task is kept 50 ms after its hand-over, not its full TTL.
+        assert!(book.get("a", "s", 53).is_some());
+        assert!(book.get("a", "s", 54).is_none());
+    }
+
+    #[test]
     fn the_limit_counts_live_tasks_of_one_session_and_expired_ones_free_room() {
         let mut book: Book<u8> = Book::new(2);
         book.create("a".into(), "s".into(), 100, 0).unwrap();
@@ -335,15 +380,19 @@ mod tests {
         let mut book: Book<u8> = Book::new(8);
         book.create("a".into(), "s".into(), 1_000, 0).unwrap();
         assert!(
-            !book.hand("a", "s", 1),
+            !book.hand("a", "s", 1, 10_000),
             "a working task has nothing to hand over"
         );
         book.complete("a", 7, 2);
-        assert!(!book.hand("a", "other", 3));
-        assert!(book.hand("a", "s", 3));
-        assert!(!book.hand("a", "s", 4));
+        assert!(!book.hand("a", "other", 3, 10_000));
+        assert!(book.hand("a", "s", 3, 10_000));
+        assert!(!book.hand("a", "s", 4, 10_000));
         assert!(book.get("a", "s", 4).unwrap().handed);
-        assert!(!book.hand("a", "s", 1_000), "expired");
+        assert!(
+            book.get("a", "s", 999).is_some(),
+            "the TTL is the sooner end"
+        );
+        assert!(!book.hand("a", "s", 1_000, 10_000), "expired");
         book.forget("a");
         assert_eq!(book.len(), 0);
     }

@@ -28,12 +28,17 @@ use wakeful_protocol::{
 use super::conn::Handled;
 use crate::state::{Failure, State};
 
-/// Live tasks one session may hold (working, or ended and not yet
-/// expired).
+/// Live tasks one session may hold: working, or completed and not yet
+/// handed over.
 pub const PER_SESSION: usize = 16;
 
 /// The longest `ttl_ms` a task may ask for: a day.
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// How long a task stays to be fetched again after its outcome was handed
+/// over (its events are acknowledged then; a client that asks again gets
+/// the same outcome).
+pub const HANDED_KEEP_MS: u64 = 10 * 60 * 1000;
 
 /// The longest a `task_get` may wait for its task to end.
 pub const MAX_GET_WAIT_MS: u64 = 10 * 60 * 1000;
@@ -328,7 +333,7 @@ pub(crate) fn cancel(state: &State, r: CancelTask) -> Handled<CancelTask> {
 pub(crate) fn hand(state: &State, r: HandTask) -> Handled<HandTask> {
     let tasks = &state.tasks;
     let now = now_ms();
-    if tasks.book().hand(&r.id, &r.session, now) {
+    if tasks.book().hand(&r.id, &r.session, now, HANDED_KEEP_MS) {
         if let Some(runner) = tasks.runners().get_mut(&r.id) {
             if let Some(decide) = runner.decide.take() {
                 let _ = decide.send(Decision::Hand(r.keep));
