@@ -1,9 +1,11 @@
 //! The real Claude Code, offline: `tests/e2e/claude-code/run.py` runs the
 //! interactive Claude Code (its TUI in tmux) against the project's fake
 //! Anthropic API, with the shipped plugin (`integrations/claude-code`) and
-//! this build's `wakeful` on PATH, through two scenarios: a monitor's line
-//! wakes the idle session, and a line printed while a tool call runs reaches
-//! the model once (see run.py and tests/e2e/claude-code/README.md).
+//! this build's `wakeful` on PATH, through three scenarios: a monitor's line
+//! wakes the idle session, a line printed while a tool call runs reaches the
+//! model once, and a wakeful timer set from the model's shell (`wakeful
+//! start --in 3s`) wakes the idle session when it fires (see run.py and
+//! tests/e2e/claude-code/README.md).
 //!
 //! Runs when `WAKEFUL_CLAUDE_BIN` names a Claude Code 2.1.332 executable (CI
 //! sets it after `npm install @anthropic-ai/claude-code@2.1.332`); then any
@@ -26,7 +28,7 @@ fn real_claude_code_is_woken_by_a_monitor_line_and_gets_each_line_once() {
         "claude-code",
         "WAKEFUL_CLAUDE_BIN",
         "--claude",
-        &["idle", "busy"],
+        &["idle", "busy", "timer"],
         "2.1.332 (Claude Code): all scenarios passed",
         LIMIT,
     );

@@ -12,6 +12,9 @@ with the repository's plugin (`--plugin-dir integrations/claude-code`) and this 
   busy   the model starts a monitor whose line is printed while the same Bash call still
          runs (`sleep 3`); the line reaches the model exactly once, in that turn or the
          next, and the session's consumers end with nothing unacknowledged.
+  timer  the model sets a wakeful timer (`wakeful start --in 3s --say …`) in Bash instead of
+         ScheduleWakeup and ends its turn; when it fires, a new turn of the idle session
+         carries it (within 5 s of the event), once.
 
 Usage: run.py --claude PATH --wakeful PATH --out DIR
 Prints PASS/FAIL per scenario, then "Claude Code <version>: all scenarios passed in <n>s",
@@ -32,6 +35,7 @@ sys.path.insert(0, HERE)
 from tui import Failed, Tui, check  # noqa: E402
 
 IDLE_LINE, BUSY_LINE = "idle-wake-456", "busy-line-77"
+TIMER_FIRED = "timer-due-812: timer fired"
 # The commands print their lines through shell arithmetic, so neither the tool calls nor
 # the `started` events (which quote the command) contain them.
 SCRIPT = [
@@ -44,6 +48,10 @@ SCRIPT = [
                           " sleep 3; echo slept",
                "description": "start a monitor and keep busy"}},
     {"text": "Done."},
+    {"when": "set the timer", "tool": "Bash",
+     "input": {"command": "wakeful start --in 3s --say \"timer-due-$((800+12))\"",
+               "description": "wake me in 3 seconds"}},
+    {"text": "Timer set; it will wake me."},
 ]
 
 
@@ -116,7 +124,7 @@ def main():
     try:
         with tui:
             tui.wait_ready()
-            for name, scenario in (("idle", idle), ("busy", busy)):
+            for name, scenario in (("idle", idle), ("busy", busy), ("timer", timer)):
                 t0 = time.time()
                 try:
                     said = scenario(run, tui)
@@ -169,6 +177,28 @@ def busy(run, tui):
     check(n == 1, f"{BUSY_LINE} reached the model {n} times")
     return (f"{BUSY_LINE}, printed during the Bash call, reached the model once (request "
             f"{got['i']}); nothing left unacknowledged")
+
+
+def timer(run, tui):
+    tui.type_prompt("please set the timer")
+    monitor = tui.wait_until(lambda _: run.monitor("timer-due-812"), 30,
+                             "the model's Bash call set the timer")
+    woke = tui.wait_until(
+        lambda reqs: next((r for r in reqs if TIMER_FIRED in r["new"]), None), 30,
+        "a new turn carrying the fired timer")
+    fired = None
+    for line in run.wk_json("events", "--session", monitor["session"]).splitlines():
+        event = json.loads(line)
+        if event["monitor_id"] == monitor["id"] and event["kind"] == "stopped":
+            fired = event
+    check(fired is not None and fired["stop_reason"]["kind"] == "fired", f"no fired event: {fired}")
+    latency = woke["ts"] - ts(fired["ts"])
+    check(0 <= latency < 5, f"the timer's turn started {latency:.2f} s after it fired")
+    run.quiet(tui, monitor)
+    n = deliveries(tui.requests(), TIMER_FIRED)
+    check(n == 1, f"the fired timer reached the model {n} times")
+    return (f"the timer fired {fired['stop_reason'].get('late_ms', 0)} ms late and started turn "
+            f"request {woke['i']} {latency * 1000:.0f} ms after its event; once")
 
 
 if __name__ == "__main__":
