@@ -253,14 +253,20 @@ fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() 
         r["result"]["capabilities"]["experimental"]["claude/channel"].is_object(),
         "{r}"
     );
-    // As before 2026-07-28 was served: no extensions on the legacy handshake.
+    // As before 2026-07-28 was served, but for MCP Events (served on both
+    // eras): no tasks extension on the legacy handshake.
     assert_eq!(
         r["result"]["capabilities"]
             .as_object()
             .unwrap()
             .keys()
             .collect::<Vec<_>>(),
-        ["experimental", "tools"],
+        ["experimental", "extensions", "tools"],
+        "{r}"
+    );
+    assert_eq!(
+        r["result"]["capabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/events": {}}),
         "{r}"
     );
     mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));

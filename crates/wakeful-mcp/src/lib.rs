@@ -24,6 +24,7 @@
 pub mod args;
 pub mod channel;
 pub mod era;
+pub mod events;
 pub mod results;
 pub mod server;
 pub mod session;

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    DiscoverResult, ExperimentalCapabilities, GetTaskParams, GetTaskResult, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    CustomRequest, CustomResult, DiscoverResult, ExperimentalCapabilities, GetTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -496,6 +496,16 @@ impl WakefulServer {
         results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
     }
 
+    /// The daemon's paths.
+    pub(crate) fn paths(&self) -> &Paths {
+        &self.inner.paths
+    }
+
+    /// The session a request with `_meta` `meta` speaks for.
+    pub(crate) fn session_for(&self, meta: &serde_json::Map<String, Value>) -> String {
+        self.inner.session.for_call(meta).0
+    }
+
     pub(crate) async fn connect(&self) -> Result<Connection, String> {
         connect(&self.inner.paths).await.map_err(daemon_error)
     }
@@ -523,15 +533,19 @@ impl ServerHandler for WakefulServer {
     fn get_info(&self) -> ServerConfig {
         let mut experimental = ExperimentalCapabilities::new();
         experimental.insert(channel::CAPABILITY.to_string(), JsonObject::new());
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_experimental_with(experimental)
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("wakeful", env!("CARGO_PKG_VERSION")))
-        .with_instructions(INSTRUCTIONS)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_experimental_with(experimental)
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        let (id, settings) = crate::events::capability();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(id, settings);
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("wakeful", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
     }
 
     /// The revisions of the server's [`crate::era::Protocol`] (a
@@ -549,9 +563,10 @@ impl ServerHandler for WakefulServer {
         context.peer.set_peer_info(request.clone());
         self.note_start_seq().await;
         let mut result = self.negotiate_initialize(&request)?;
-        // Extensions are a 2026-07-28 matter: the legacy handshake answers
-        // as it always did.
-        result.capabilities.extensions = None;
+        // The tasks extension is a 2026-07-28 matter; MCP Events is served
+        // on both eras.
+        let (id, settings) = crate::events::capability();
+        result.capabilities.extensions = Some([(id, settings)].into_iter().collect());
         Ok(result)
     }
 
@@ -613,6 +628,16 @@ impl ServerHandler for WakefulServer {
     ) -> Result<(), ErrorData> {
         let (session, _) = self.inner.session.for_call(&context.meta.0 .0);
         self.task_cancel(request.task_id, &session).await
+    }
+
+    /// MCP Events (`events/*`, [`crate::events`]); anything else is not
+    /// found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        crate::events::handle(self, request, context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -781,7 +806,7 @@ impl Page {
 /// An event in its wire shape (`wakeful events --json`) for a model: the
 /// text sanitized and capped, without the `lines` array (the text holds
 /// them).
-fn event_for_model(event: &Event) -> Value {
+pub(crate) fn event_for_model(event: &Event) -> Value {
     let mut v = serde_json::to_value(event).unwrap_or_else(|_| {
         json!({
             "seq": event.seq,
