@@ -811,6 +811,12 @@ async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
     } else {
         outln!("pid:              {}", s.pid)?;
         outln!("version:          {} (protocol {})", s.version, s.protocol)?;
+        if s.version != wakeful_client::VERSION {
+            outln!(
+                "                  this wakeful is {}: requests the daemon does not know fail with both versions named; `wakeful daemon stop` lets the next command start this version (running monitors stop; persistent ones are re-armed)",
+                wakeful_client::VERSION
+            )?;
+        }
         outln!("socket:           {}", s.socket.display())?;
         outln!("state dir:        {}", s.state_dir.display())?;
         outln!(

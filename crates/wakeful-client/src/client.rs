@@ -56,6 +56,19 @@ pub enum ClientError {
     /// The daemon closed the connection before the end of its answer.
     #[error("lost the connection to the wakeful daemon: the daemon closed the connection; run the command again (the daemon restarts on demand)")]
     Closed,
+    /// The running daemon is another version, and it did not understand
+    /// the request (an older daemon and a newer client, or the reverse).
+    #[error("this wakeful is {client} but the running daemon is {daemon}, which cannot serve `{op}` ({detail}). Restart the daemon to run this version: `wakeful daemon stop`, then run the command again (running monitors stop; persistent ones are re-armed by the new daemon). Or finish with the wakeful of version {daemon} first")]
+    Skew {
+        /// This client's version.
+        client: String,
+        /// The daemon's version.
+        daemon: String,
+        /// The request it could not serve.
+        op: String,
+        /// What it said.
+        detail: String,
+    },
     /// The daemon refused the request.
     #[error("{message}")]
     Refused {
@@ -91,6 +104,30 @@ fn encode(request: Request) -> Result<Vec<u8>, ClientError> {
 pub struct Connection {
     reader: Lines<BufReader<OwnedReadHalf>>,
     writer: OwnedWriteHalf,
+    /// The daemon's version, as it recorded it when it started (`None`
+    /// when unknown): a request it does not understand is then named a
+    /// version skew ([`ClientError::Skew`]), never a parse error.
+    daemon_version: Option<String>,
+}
+
+/// This client's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The version the daemon of `paths` recorded, if it did.
+fn recorded_version(paths: &Paths) -> Option<String> {
+    let bytes = std::fs::read(paths.daemon_info()).ok()?;
+    serde_json::from_slice::<DaemonInfo>(&bytes)
+        .ok()
+        .map(|i| i.version)
+}
+
+/// Whether a daemon's answer says that it did not understand a request:
+/// an `invalid` error naming an unknown `op` or field, or a `version`
+/// error.
+fn not_understood(kind: ErrorKind, message: &str) -> bool {
+    kind == ErrorKind::Version
+        || (kind == ErrorKind::Invalid
+            && (message.contains("unknown variant") || message.contains("unknown field")))
 }
 
 impl Connection {
@@ -159,16 +196,54 @@ impl Connection {
     }
 
     /// Sends a request and returns the result of its single `ok` reply,
-    /// as the type the request names ([`Call::Reply`]).
+    /// as the type the request names ([`Call::Reply`]). When the daemon is
+    /// another version and did not understand the request (or its reply
+    /// cannot be read), the error says so ([`ClientError::Skew`]).
     pub async fn call<C: Call>(&mut self, request: C) -> Result<C::Reply, ClientError> {
+        let request: Request = request.into();
+        let op = request.op();
         self.send(request).await?;
-        match self.next().await? {
-            Some(reply) => C::decode(reply).map_err(ClientError::from),
-            None => Err(ClientError::Io(std::io::Error::new(
+        let result = match self.next().await {
+            Ok(Some(reply)) => C::decode(reply).map_err(ClientError::from),
+            Ok(None) => Err(ClientError::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 "the daemon closed the connection",
             ))),
+            Err(e) => Err(e),
+        };
+        result.map_err(|e| self.name_skew(op, e))
+    }
+
+    /// The daemon's version as it recorded it, when known.
+    pub fn daemon_version(&self) -> Option<&str> {
+        self.daemon_version.as_deref()
+    }
+
+    /// `e` as a [`ClientError::Skew`] when the daemon is another version and
+    /// `e` says it did not understand `op`; `e` otherwise.
+    pub(crate) fn name_skew(&self, op: &str, e: ClientError) -> ClientError {
+        let Some(daemon) = self.daemon_version.as_deref().filter(|v| *v != VERSION) else {
+            return e;
+        };
+        let detail = match &e {
+            ClientError::Refused { kind, message } if not_understood(*kind, message) => {
+                message.clone()
+            }
+            ClientError::Protocol(m) => m.clone(),
+            _ => return e,
+        };
+        ClientError::Skew {
+            client: VERSION.to_string(),
+            daemon: daemon.to_string(),
+            op: op.to_string(),
+            detail,
         }
+    }
+
+    /// The same connection, told the daemon's version.
+    pub(crate) fn knowing(mut self, version: Option<String>) -> Connection {
+        self.daemon_version = version;
+        self
     }
 }
 
@@ -186,11 +261,13 @@ impl From<ReplyError> for ClientError {
 /// (a client may see another runtime directory than the daemon's starter).
 pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
     let first = match connect_at(&paths.socket()).await {
-        Ok(c) => return Ok(c),
+        Ok(c) => return Ok(c.knowing(recorded_version(paths))),
         Err(e) => e,
     };
     match recorded_socket(paths) {
-        Some(socket) if socket != paths.socket() => connect_at(&socket).await,
+        Some(socket) if socket != paths.socket() => connect_at(&socket)
+            .await
+            .map(|c| c.knowing(recorded_version(paths))),
         _ => Err(first),
     }
 }
@@ -209,6 +286,7 @@ impl Connection {
         Connection {
             reader: BufReader::new(r).lines(),
             writer: w,
+            daemon_version: None,
         }
     }
 }
@@ -264,6 +342,7 @@ pub async fn connect(paths: &Paths) -> Result<Connection, ClientError> {
     };
     connect_at(&socket)
         .await
+        .map(|c| c.knowing(recorded_version(paths)))
         .map_err(|e| not_started(paths, format!("its socket {}: {e}", socket.display())))
 }
 

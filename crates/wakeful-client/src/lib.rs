@@ -15,7 +15,7 @@ pub mod output_file;
 pub mod stream;
 
 pub use client::{
-    connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection,
+    connect, connect_existing, digest, stop_daemon, wait_gone, ClientError, Connection, VERSION,
 };
 pub use stream::{EventStream, Followed, Follower, StreamEvent, Waiter};
 pub use wakeful_protocol::{self as protocol, ErrorKind, Paths, Reply, Request, PROTOCOL_VERSION};

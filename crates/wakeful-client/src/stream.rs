@@ -55,6 +55,9 @@ enum Line {
 struct Reader {
     conn: Connection,
     described: Option<Descriptions>,
+    /// The request's `op` (named when another version of the daemon did
+    /// not understand it).
+    op: &'static str,
 }
 
 impl Reader {
@@ -65,18 +68,28 @@ impl Reader {
         fds: &[BorrowedFd<'_>],
     ) -> Result<Reader, ClientError> {
         let described = request.describes().then(Descriptions::default);
+        let op = request.op();
         if fds.is_empty() {
             conn.send(request).await?;
         } else {
             conn.send_with_fds(request, fds).await?;
         }
-        Ok(Reader { conn, described })
+        Ok(Reader {
+            conn,
+            described,
+            op,
+        })
     }
 
     /// The next line of the stream: an `error` is
     /// [`ClientError::Refused`], the daemon closing the connection
     /// [`ClientError::Closed`].
     async fn read(&mut self) -> Result<Line, ClientError> {
+        let read = self.read_line().await;
+        read.map_err(|e| self.conn.name_skew(self.op, e))
+    }
+
+    async fn read_line(&mut self) -> Result<Line, ClientError> {
         let line = self.conn.next_line().await?.ok_or(ClientError::Closed)?;
         let (json, sent) = match wakeful_protocol::event_of_line(&line) {
             Some((json, sent)) => (json.to_string(), sent),
@@ -392,6 +405,67 @@ mod tests {
             got
         });
         (crate::client::connect_at(&socket).await.unwrap(), served)
+    }
+
+    const UNKNOWN_OP: &[u8] = b"{\"type\":\"error\",\"kind\":\"invalid\",\"message\":\"unknown variant `task_create`, expected one of `status`, `start`\"}\n";
+
+    #[tokio::test]
+    async fn an_older_daemon_that_does_not_know_a_request_is_named_with_both_versions() {
+        let (conn, _served) = daemon(vec![UNKNOWN_OP.to_vec()]).await;
+        let mut conn = conn.knowing(Some("0.0.9".into()));
+        let e = conn
+            .call(wakeful_protocol::CreateTask {
+                session: "s".into(),
+                consumer: "mcp".into(),
+                ttl_ms: 1000,
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, ClientError::Skew { .. }), "{text}");
+        for want in [
+            crate::client::VERSION,
+            "0.0.9",
+            "`task_create`",
+            "wakeful daemon stop",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_same_version_or_an_unknown_one_keeps_the_daemons_own_error() {
+        for version in [Some(crate::client::VERSION.to_string()), None] {
+            let (conn, _served) = daemon(vec![UNKNOWN_OP.to_vec()]).await;
+            let mut conn = conn.knowing(version);
+            let e = conn.call(wakeful_protocol::GetStatus {}).await.unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    ClientError::Refused {
+                        kind: wakeful_protocol::ErrorKind::Invalid,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_an_older_daemon_refuses_is_named_too() {
+        let refused =
+            b"{\"type\":\"error\",\"kind\":\"invalid\",\"message\":\"unknown field `describe`\"}\n";
+        let (conn, _served) = daemon(vec![refused.to_vec()]).await;
+        let conn = conn.knowing(Some("0.0.9".into()));
+        let mut waiter = conn.waiter(wait_request()).await.unwrap();
+        let e = waiter.wait().await.unwrap_err();
+        assert!(
+            matches!(e, ClientError::Skew { ref op, .. } if op == "wait"),
+            "{e}"
+        );
     }
 
     fn wait_request() -> wakeful_protocol::WaitEvents {
