@@ -13,7 +13,9 @@
 //!   `hookSpecificOutput.additionalContext`, which Codex adds to the
 //!   thread's context.
 //! - `codex-stop` (Stop, the end of every turn): the session's
-//!   unacknowledged events as `{"decision":"block","reason":…}`. Codex then
+//!   unacknowledged events that wake (see `--wake-on`), with the quieter
+//!   ones before them, as `{"decision":"block","reason":…}` (a monitor's
+//!   `started` alone does not keep a turn going). Codex then
 //!   does not end the turn: the reason goes to the model as a continuation
 //!   prompt of the same turn, and Stop fires again at its end with
 //!   `stop_hook_active: true` — Codex's loop guard — when this hook never
@@ -155,7 +157,8 @@ pub async fn stop(paths: &Paths, explicit: Option<&str>, consumer: &str) -> Resu
     let mut waiter = conn
         .waiter(wakeful_protocol::WaitEvents {
             describe: true,
-            ..hook::take_now(session, consumer, true)
+            // What wakes, with the quieter events before it.
+            ..hook::take_now(session, consumer, false)
         })
         .await?;
     let mut batch = match waiter.wait().await {
