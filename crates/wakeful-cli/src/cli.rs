@@ -649,6 +649,25 @@ pub enum HookCommand {
         #[arg(long, value_name = "NAME", default_value = wakeful_agents::gemini::CONSUMER)]
         consumer: String,
     },
+    /// Codex's SessionStart hook: prints the session's resume digest as
+    /// additionalContext.
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id, the thread id) on stdin; prints {\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}, or nothing when there is nothing to say. Exit 0, or 1 on an error (never 2).\n\nInstalled by `wakeful integrate codex --hooks`."
+    )]
+    CodexSessionStart,
+    /// Codex's Stop hook: at the end of a turn, hands over the session's
+    /// unacknowledged events as {"decision":"block","reason":…}, which Codex
+    /// gives the model to go on with in the same turn; nothing when there
+    /// are none, when the session's codex wake route already delivers them,
+    /// or when the input's stop_hook_active is true (Codex's loop guard).
+    #[command(
+        after_help = "Reads the hook input (JSON with session_id, stop_hook_active) on stdin. Never starts the daemon or waits. Exit 0, or 1 on an error (never 2).\n\nInstalled by `wakeful integrate codex --hooks`."
+    )]
+    CodexStop {
+        /// Whose cursor to read and move.
+        #[arg(long, value_name = "NAME", default_value = wakeful_agents::codex::hooks::CONSUMER)]
+        consumer: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -670,6 +689,25 @@ pub enum IntegrateCommand {
         /// user's (Gemini runs project hooks only in trusted folders).
         #[arg(long, value_name = "DIR")]
         project: Option<std::path::PathBuf>,
+    },
+    /// Add wakeful's hooks to Codex's config.toml: the resume digest at
+    /// SessionStart, and at the end of each turn (Stop) the events that came
+    /// during it, with which the turn goes on.
+    #[command(
+        after_help = "Edits $CODEX_HOME/config.toml (~/.codex/config.toml without CODEX_HOME), or <DIR>/.codex/config.toml with --project DIR. wakeful's hooks are one block between `# BEGIN wakeful hooks` and `# END wakeful hooks` lines, appended once and replaced in place; everything else stays byte for byte. Nothing is written when the block is current; otherwise the file is first copied to config.toml.wakeful-backup-<UTC time>. A file that is not valid TOML is not changed.\n\nCodex runs new hooks only once you trusted them (it asks at start), or under --dangerously-bypass-hook-trust.\n\nExamples:\n  wakeful integrate codex --hooks\n  wakeful integrate codex --hooks --remove"
+    )]
+    Codex {
+        /// Install the SessionStart and Stop hooks (the only Codex
+        /// integration this command writes; the MCP server and the wake
+        /// route need no installer, see docs/agents/codex.md).
+        #[arg(long)]
+        hooks: bool,
+        /// Edit this project's .codex/config.toml instead of the user's.
+        #[arg(long, value_name = "DIR")]
+        project: Option<std::path::PathBuf>,
+        /// Take wakeful's hooks out again.
+        #[arg(long, requires = "hooks")]
+        remove: bool,
     },
 }
 

@@ -176,6 +176,11 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Integrate(crate::cli::IntegrateCommand::Gemini { project }) => {
             crate::integrate::gemini(project.as_deref(), json)
         }
+        Command::Integrate(crate::cli::IntegrateCommand::Codex {
+            hooks,
+            project,
+            remove,
+        }) => crate::integrate::codex(hooks, project.as_deref(), remove, json),
         Command::Export {
             monitor,
             since,
@@ -214,10 +219,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-/// `wakeful hook …`: the hooks of [`wakeful_agents::claude_code`] and
-/// [`wakeful_agents::gemini`]. A hook's failures exit 1 (never 2, which
-/// Claude Code reads as "show this to the model" and Gemini CLI as "block").
+/// `wakeful hook …`: the hooks of [`wakeful_agents::claude_code`],
+/// [`wakeful_agents::gemini`] and [`wakeful_agents::codex::hooks`]. A hook's
+/// failures exit 1 (never 2, which Claude Code reads as "show this to the
+/// model" and Gemini CLI and Codex as "block").
 async fn hook(paths: &Paths, session: Option<&str>, command: HookCommand) -> Result<u8, Failure> {
+    use wakeful_agents::codex::hooks as codex;
     use wakeful_agents::{claude_code, gemini};
     let result = match command {
         HookCommand::Monitor { consumer } => claude_code::monitor(paths, session, &consumer).await,
@@ -234,6 +241,8 @@ async fn hook(paths: &Paths, session: Option<&str>, command: HookCommand) -> Res
         HookCommand::GeminiAfterAgent { consumer } => {
             gemini::after_agent(paths, session, &consumer).await
         }
+        HookCommand::CodexSessionStart => codex::session_start(paths, session).await,
+        HookCommand::CodexStop { consumer } => codex::stop(paths, session, &consumer).await,
     };
     match result {
         Ok(code) => Ok(code),

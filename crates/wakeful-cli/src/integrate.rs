@@ -1,10 +1,11 @@
-//! `wakeful integrate claude-code` and `wakeful integrate gemini`: what the
+//! `wakeful integrate claude-code`, `gemini` and `codex --hooks`: what the
 //! installers of `wakeful-agents` wrote, said to the user.
 
 use std::path::Path;
 
 use serde_json::json;
 use wakeful_agents::claude_code::plugin::{self, Installed};
+use wakeful_agents::codex::config as codex_config;
 use wakeful_agents::gemini::settings;
 use wakeful_agents::install::wakeful_on_path;
 use wakeful_client::Paths;
@@ -132,6 +133,86 @@ pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
         outln!("Project hooks run only in folders Gemini trusts, and Gemini asks before running")?;
         outln!("project hooks it has not seen.")?;
     }
+    for w in &done.warnings {
+        outln!()?;
+        outln!("Warning: {w}")?;
+    }
+    if on_path.is_none() {
+        outln!()?;
+        outln!(
+            "Warning: `wakeful` is not on PATH, and the hooks run `wakeful` from PATH (they do"
+        )?;
+        outln!(
+            "  nothing without it). Install it: npm install -g wakeful (or cargo install --locked wakeful-cli)"
+        )?;
+    }
+    Ok(0)
+}
+
+/// `wakeful integrate codex --hooks [--remove]`: wakeful's hooks in Codex's
+/// config.toml.
+pub fn codex(hooks: bool, project: Option<&Path>, remove: bool, json: bool) -> Result<u8, Failure> {
+    if !hooks {
+        return Err(wakeful_agents::Error::usage(
+            "say what to install: `wakeful integrate codex --hooks` adds wakeful's SessionStart and Stop hooks to Codex's config.toml (the MCP server and the wake route need no installer: docs/agents/codex.md)",
+        )
+        .into());
+    }
+    let path = codex_config::config_path(project)?;
+    let done = codex_config::install(&path, remove)?;
+    let on_path = wakeful_on_path();
+    if json {
+        let v = json!({
+            "path": done.path,
+            "scope": if project.is_some() { "project" } else { "user" },
+            "removed": remove,
+            "created": done.created,
+            "changed": done.changed,
+            "backup": done.backup,
+            "warnings": done.warnings,
+            "wakeful_on_path": on_path,
+        });
+        outln!("{v}")?;
+        return Ok(0);
+    }
+    match (remove, done.changed) {
+        (true, false) => outln!(
+            "No wakeful hooks in {}; nothing changed.",
+            done.path.display()
+        )?,
+        (true, true) => outln!("Removed wakeful's hooks from {}.", done.path.display())?,
+        (false, false) => outln!(
+            "The wakeful hooks in {} are up to date; nothing changed.",
+            done.path.display()
+        )?,
+        (false, true) => outln!(
+            "{} {} (2 wakeful hooks):",
+            if done.created { "Created" } else { "Updated" },
+            done.path.display()
+        )?,
+    }
+    if let Some(b) = &done.backup {
+        outln!("  backup of the previous file: {}", b.display())?;
+    }
+    if remove {
+        return Ok(0);
+    }
+    outln!()?;
+    for (event, sub, _) in codex_config::HOOKS {
+        outln!("  {event:<13} wakeful hook {sub}")?;
+    }
+    outln!()?;
+    outln!("What they do, each event reaching the thread once (consumer `codex`):")?;
+    outln!(
+        "  SessionStart  the resume digest (running monitors, those that ended unseen) as context"
+    )?;
+    outln!("  Stop          events that came during the turn: the turn goes on with them instead")?;
+    outln!("                of ending (never twice in a row: Codex's stop_hook_active)")?;
+    outln!("An idle thread is woken by the `codex` wake route (automatic for monitors started")?;
+    outln!("inside Codex); the Stop hook leaves it the events it already delivers or holds.")?;
+    outln!()?;
+    outln!("Codex runs new hooks only once you trusted them: it says \"hooks need review\" at")?;
+    outln!("start (review them there), or run it with --dangerously-bypass-hook-trust.")?;
     for w in &done.warnings {
         outln!()?;
         outln!("Warning: {w}")?;

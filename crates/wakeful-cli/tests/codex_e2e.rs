@@ -1,7 +1,7 @@
 //! The real Codex, offline: `tests/e2e/codex/run.py` drives Codex's
 //! app-server (and `codex exec`, `codex queue`) against a fake Responses API
-//! with this build's `wakeful` as the wake route, through five scenarios
-//! (idle, busy, unloaded, exec, fallback; see run.py and
+//! with this build's `wakeful` as the wake route, through six scenarios
+//! (idle, busy, unloaded, exec, fallback, hooks: see run.py and
 //! tests/e2e/codex/README.md).
 //!
 //! Runs when `WAKEFUL_CODEX_BIN` names a Codex 0.171 executable (CI sets it
@@ -25,7 +25,7 @@ fn real_codex_wakes_idle_busy_and_unloaded_threads_and_refuses_exec_ones() {
         "codex",
         "WAKEFUL_CODEX_BIN",
         "--codex",
-        &["idle", "busy", "unloaded", "exec", "fallback"],
+        &["idle", "busy", "unloaded", "exec", "fallback", "hooks"],
         "codex-cli 0.171.0",
         LIMIT,
     );

@@ -5,6 +5,7 @@
 //! rows); [`Consumer`] is what the name means. Each of wakeful's clients
 //! reads as one consumer of its own, so that one never takes another's
 //! events: the Claude Code plugin as `claude`, the Gemini hooks as `gemini`,
+//! the Codex hooks as `codex`,
 //! `wakeful mcp`'s `monitor_wait` as `mcp`, the ACP proxy as `acp`, the
 //! daemon's wake route as `wake`, and `wakeful wait` as `default` or the
 //! name its `--consumer` gives.
@@ -26,6 +27,8 @@ pub const DEFAULT: &str = "default";
 pub const CLAUDE: &str = "claude";
 /// [`Consumer::Gemini`]'s name.
 pub const GEMINI: &str = "gemini";
+/// [`Consumer::Codex`]'s name.
+pub const CODEX: &str = "codex";
 /// [`Consumer::Mcp`]'s name.
 pub const MCP: &str = "mcp";
 /// [`Consumer::Acp`]'s name.
@@ -42,6 +45,8 @@ pub enum Consumer {
     Claude,
     /// The Gemini CLI hooks (`gemini`).
     Gemini,
+    /// The Codex hooks (`codex`).
+    Codex,
     /// `wakeful mcp`'s `monitor_wait` (`mcp`).
     Mcp,
     /// `wakeful acp-proxy` (`acp`).
@@ -61,6 +66,7 @@ impl Consumer {
             Consumer::Default => DEFAULT,
             Consumer::Claude => CLAUDE,
             Consumer::Gemini => GEMINI,
+            Consumer::Codex => CODEX,
             Consumer::Mcp => MCP,
             Consumer::Acp => ACP,
             Consumer::Wake => WAKE,
@@ -74,6 +80,7 @@ impl Consumer {
             DEFAULT => Consumer::Default,
             CLAUDE => Consumer::Claude,
             GEMINI => Consumer::Gemini,
+            CODEX => Consumer::Codex,
             MCP => Consumer::Mcp,
             ACP => Consumer::Acp,
             WAKE => Consumer::Wake,
@@ -111,6 +118,7 @@ mod tests {
             Consumer::Default,
             Consumer::Claude,
             Consumer::Gemini,
+            Consumer::Codex,
             Consumer::Mcp,
             Consumer::Acp,
             Consumer::Wake,

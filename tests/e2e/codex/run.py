@@ -21,6 +21,11 @@ session, `wakeful start -- echo LINE` as the monitor). The scenarios:
   fallback  with the app-server stopped the wake goes through `codex queue` and is shown
             as queued; once the app-server is back, wakeful resumes the thread, Codex runs
             the queued message, and the wake is confirmed (once)
+  hooks     `wakeful integrate codex --hooks` (twice: the second changes nothing), then a
+            `codex exec` turn whose shell starts a monitor: its line, printed while the
+            turn runs, reaches the model in the same turn through the Stop hook (the
+            route refuses the thread the exec run holds), once; a run in a session with a
+            running monitor starts with the SessionStart hook's digest
 
 Assertions are on the fake's request log (what reached the model), on `wakeful wake show`,
 and on the notifications of the control socket. Prints one line per scenario and writes
@@ -43,11 +48,17 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 from codex_ws import ControlClient  # noqa: E402
 
+HOOK_TAG = uuid.uuid4().hex[:8]
 RULES = [
     {"match": "SLOW-TURN", "shell": "sleep 5"},
     {"match": "EXEC-SLOW", "shell": "sleep 8"},
+    # The monitor prints HOOK-LINE-<tag> a second after it started, while the shell call
+    # still runs (sleep 3): during the turn.
+    {"match": "^HOOK-TURN", "shell": "wakeful start -d 'e2e hook monitor' -- "
+                                     f"\"sleep 1; printf '%s-%s\\n' HOOK-LINE {HOOK_TAG}\"; "
+                                     "sleep 3"},
 ]
-SCENARIOS = ["idle", "busy", "unloaded", "exec", "fallback"]
+SCENARIOS = ["idle", "busy", "unloaded", "exec", "fallback", "hooks"]
 
 
 class Failed(Exception):
@@ -91,7 +102,10 @@ class Harness:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CODEX_", "OPENAI_", "WAKEFUL_", "CLAUDE_"))}
         env.update(HOME=self.home, CODEX_HOME=self.codex_home, FAKE_OPENAI_API_KEY="dummy",
-                   WAKEFUL_HOME=self.wakeful_home)
+                   WAKEFUL_HOME=self.wakeful_home,
+                   # The hooks and the model's shell run `wakeful` from PATH: this build.
+                   PATH=os.path.dirname(self.wakeful_bin) + os.pathsep
+                   + os.environ.get("PATH", ""))
         return env
 
     def setup(self):
@@ -99,6 +113,9 @@ class Harness:
             shutil.rmtree(self.out)
         for d in (self.home, self.codex_home, self.wakeful_home, self.proj):
             os.makedirs(d)
+        # Codex runs shell commands in a login shell, whose /etc/profile resets PATH.
+        with open(os.path.join(self.home, ".profile"), "w") as f:
+            f.write(f"export PATH='{os.path.dirname(self.wakeful_bin)}':\"$PATH\"\n")
         fake = self.spawn("fake", [sys.executable, os.path.join(HERE, "fake_responses.py"),
                                    "--log", self.req_log, "--rules", json.dumps(RULES)],
                           stdout=subprocess.PIPE)
@@ -125,9 +142,9 @@ stream_max_retries = 0
         self.results["codex_version"] = version.stdout.strip()
         self.start_app_server()
 
-    def spawn(self, name, argv, stdout=None, **kw):
+    def spawn(self, name, argv, stdout=None, extra_env=None, **kw):
         log = open(os.path.join(self.out, f"{name}.log"), "ab")
-        p = subprocess.Popen(argv, env=self.env(), cwd=self.proj, stdin=subprocess.DEVNULL,
+        p = subprocess.Popen(argv, env=dict(self.env(), **(extra_env or {})), cwd=self.proj, stdin=subprocess.DEVNULL,
                              stdout=stdout or log, stderr=log, start_new_session=True, **kw)
         self.procs[name] = p
         return p
@@ -378,6 +395,60 @@ stream_max_retries = 0
                 f"started -> wakeful resumed the thread, Codex ran it as turn {runs[0]['turn']} "
                 f"(request #{runs[0]['i']}), once; the line in turn {req['turn']} (request "
                 f"#{req['i']}); acked_seq {done['acked_seq']}")
+
+    def scenario_hooks(self):
+        """Runs last: the hooks it installs are in the config of every later Codex."""
+        first = json.loads(subprocess.run(
+            [self.wakeful_bin, "--json", "integrate", "codex", "--hooks"], env=self.env(),
+            cwd=self.proj, capture_output=True, text=True, timeout=60, check=True).stdout)
+        again = json.loads(subprocess.run(
+            [self.wakeful_bin, "--json", "integrate", "codex", "--hooks"], env=self.env(),
+            cwd=self.proj, capture_output=True, text=True, timeout=60, check=True).stdout)
+        check(first["changed"] and not again["changed"], f"installed once: {first} {again}")
+        check(first["path"] == os.path.join(self.codex_home, "config.toml"),
+              f"in CODEX_HOME: {first['path']}")
+        line = f"HOOK-LINE-{HOOK_TAG}"
+        out = os.path.join(self.out, "exec-hooks.jsonl")
+        p = self.spawn("exec-hooks", [self.codex, "exec", "--json", "--skip-git-repo-check",
+                                      "--dangerously-bypass-hook-trust",
+                                      "HOOK-TURN: start the monitor"], stdout=open(out, "wb"))
+        check(p.wait(90) == 0, "`codex exec` succeeded")
+        self.procs.pop("exec-hooks", None)
+        with open(out) as f:
+            events = [json.loads(x) for x in f if x.strip()]
+        tid = next(e["thread_id"] for e in events if e.get("type") == "thread.started")
+        turn = self.turn_requests_with("HOOK-TURN")[0]["turn"]
+        seen = [r for r in self.requests() if line in json.dumps(r["body"])]
+        check(seen, "the line reached the model")
+        check(seen[0]["turn"] == turn and seen[0]["thread"] == tid,
+              f"in the same turn ({seen[0]['turn']} vs {turn}): before the turn ended")
+        check(line in seen[0]["user"] and "[wakeful]" in seen[0]["user"],
+              f"as the continuation prompt: {seen[0]['user'][-300:]!r}")
+        check(all(line not in r["user"] for r in self.requests() if r["i"] != seen[0]["i"]
+                  and r["turn"] != turn), "no other turn got it")
+        consumers = self.wakeful(tid, "consumers")
+        codex = [c for c in consumers if c["consumer"] == "codex"]
+        check(codex and codex[0]["acked_seq"] > 0, f"the hook acknowledged: {consumers}")
+        # SessionStart: a run in a session with a running monitor starts with the digest
+        # (WAKEFUL_SESSION names the session before the thread exists; the monitor's
+        # `started` alone does not wake, so no Stop hook keeps that turn going).
+        self.wakeful("e2e-hooks-digest", "start", "-d", "e2e long monitor", "--", "sleep 60",
+                     as_json=False)
+        p = self.spawn("exec-digest", [self.codex, "exec", "--json", "--skip-git-repo-check",
+                                       "--dangerously-bypass-hook-trust", "DIGEST-TURN"],
+                       stdout=open(os.path.join(self.out, "exec-digest.jsonl"), "wb"),
+                       extra_env={"WAKEFUL_SESSION": "e2e-hooks-digest"})
+        check(p.wait(90) == 0, "the second `codex exec` succeeded")
+        self.procs.pop("exec-digest", None)
+        after = self.turn_requests_with("DIGEST-TURN")
+        check(len(after) == 1, f"one request in that turn: {len(after)}")
+        digest = [i for i in after[0]["body"]["input"] if i.get("type") == "message"
+                  and "e2e long monitor" in json.dumps(i)]
+        check(digest and "Background monitors of this session" in json.dumps(digest[0]),
+              "the SessionStart digest names the running monitor")
+        return (f"thread {tid} (`codex exec`): the line reached the model in turn {turn} "
+                f"(request #{seen[0]['i']}, the Stop hook's continuation), once; consumer "
+                f"codex acked_seq {codex[0]['acked_seq']}; a new run got the digest as a {digest[0].get('role')} message")
 
     def t_fake(self, t):
         """A wall-clock time on the fake's clock (seconds since it started)."""

@@ -1,11 +1,17 @@
 //! Codex: the wake adapter that starts a turn in a Codex thread through its
 //! app-server ([`wake`], the daemon's side), and what can be told of Codex
 //! from outside ([`probe`]), what `wakeful doctor` reports of a Codex
-//! route ([`doctor`]), and when a session is routed to its Codex thread
-//! without being asked ([`auto_route`]).
+//! route ([`doctor`]), when a session is routed to its Codex thread
+//! without being asked ([`auto_route`]), and Codex's own hooks: the
+//! SessionStart and Stop hooks ([`hooks`]) and their installer into
+//! Codex's `config.toml` ([`config`]).
 
 pub mod auto_route;
+#[cfg(feature = "hooks")]
+pub mod config;
 pub mod doctor;
+#[cfg(feature = "hooks")]
+pub mod hooks;
 pub mod probe;
 #[cfg(feature = "daemon")]
 pub mod wake;
