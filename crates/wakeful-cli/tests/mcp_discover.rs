@@ -618,6 +618,68 @@ fn a_task_that_ends_is_pushed_on_an_open_listen_stream_and_then_acknowledged() {
     assert!(status.success(), "{status}: {stderr}");
 }
 
+#[test]
+fn monitor_start_with_wait_is_one_task_that_ends_with_the_monitor() {
+    let home = Home::new();
+    let mut mcp = Raw::start(&home, "startwait");
+    let r = mcp.request(
+        1,
+        "tools/call",
+        json!({"name": "monitor_start",
+               "arguments": {"command": "echo built; exit 3", "description": "the build",
+                             "until": "exit", "wait": true},
+               "_meta": meta_of("other", tasks())}),
+    );
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let id = r["result"]["taskId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + DEADLINE;
+    let done = loop {
+        let r = mcp.request(
+            2,
+            "tasks/get",
+            json!({"taskId": id, "_meta": meta_of("other", tasks())}),
+        );
+        if r["result"]["status"] != "working" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the task never ended: {r}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let result = &done["result"]["result"]["structuredContent"];
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let monitor = result["monitor"]["id"].as_str().unwrap();
+    let ended: Vec<&Value> = result["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["monitor_id"] == monitor && e["kind"] == "stopped")
+        .collect();
+    assert_eq!(ended.len(), 1, "{done}");
+    assert!(ended[0]["text"].as_str().unwrap().contains("built"), "{done}");
+
+    // Without the tasks extension: one blocking call, the same result.
+    let r = mcp.request(
+        3,
+        "tools/call",
+        json!({"name": "monitor_start",
+               "arguments": {"command": "echo again", "description": "again",
+                             "until": "exit", "wait": true},
+               "_meta": meta_of("other", json!({}))}),
+    );
+    let result = &r["result"]["structuredContent"];
+    let monitor = result["monitor"]["id"].as_str().unwrap();
+    assert!(
+        result["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["monitor_id"] == monitor && e["kind"] == "stopped"),
+        "{r}"
+    );
+    let (status, stderr) = mcp.close();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
 // What `auto` gives Claude Code, from the command line above `wakeful mcp`.
 
 /// The probe Claude Code 2.1.332 sends first (client `name`, declaring the

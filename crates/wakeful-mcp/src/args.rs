@@ -88,6 +88,8 @@ pub struct MonitorStartArgs {
     /// Source (a process, instead of command, ws, file, terminal or a timer): the pid of a running process that wakeful did not start (a build in another terminal, a deploy script, a server). One event when it exits, with its exit status when the system can tell (else "status unknown"), then the monitor ends. Use it instead of polling `ps` or `kill -0`. Survives a daemon restart; a pid given to another process meanwhile is never taken for the one watched. Pid 1, the wakeful daemon's own pid, and a pid no process has are errors.
     #[schemars(range(min = 2, max = 2147483647))]
     pub pid: Option<i64>,
+    /// Start it and wait for this session's next event that wakes (with `until: "exit"` or `wake_on: "fail"`, typically this monitor's end or failure), in one call: "run the build and tell me when it fails or ends". Where the client runs tool calls as MCP tasks (Claude Code), the call returns at once as a background task and its result comes when the event does (within 6 hours); elsewhere it blocks like monitor_wait (50 s). The result is monitor_wait's, with this monitor's start result under `monitor`. Default false.
+    pub wait: Option<bool>,
 }
 
 impl MonitorStartArgs {

@@ -47,14 +47,14 @@ const RECEIPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a tool call carries besides its arguments.
-struct Call {
+pub(crate) struct Call {
     /// The JSON-RPC id of the request.
     id: RequestId,
     /// Cancelled when the client cancels the request (and when its
     /// response is sent).
     ct: CancellationToken,
     /// The session this call speaks for.
-    session: String,
+    pub(crate) session: String,
     /// The Codex thread named by the call's `_meta`, if any.
     codex_thread: Option<String>,
     /// The call's `_meta.progressToken` and the client to report progress
@@ -283,6 +283,7 @@ impl WakefulServer {
 
     async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, String>> {
         Some(match name {
+            MONITOR_START if wants_wait(&args) => self.monitor_start_and_wait(args, call).await,
             MONITOR_START => self.monitor_start(args, call).await,
             MONITOR_LIST => self.monitor_list(args, call).await,
             MONITOR_STOP => self.monitor_stop(args).await,
@@ -310,7 +311,18 @@ impl WakefulServer {
         env
     }
 
-    async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, String> {
+    /// `monitor_start` with `wait: true` where the call is not a task: the
+    /// start, then a plain `monitor_wait` (its defaults), in one result.
+    async fn monitor_start_and_wait(&self, args: Value, call: &Call) -> Result<Value, String> {
+        let started = self.monitor_start(args, call).await?;
+        let note = serde_json::to_string(&started).ok();
+        let waited = self
+            .monitor_wait(Value::Object(Default::default()), call)
+            .await;
+        crate::tasks::with_monitor(waited, note.as_deref())
+    }
+
+    pub(crate) async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, String> {
         let args: MonitorStartArgs = parse(MONITOR_START, args)?;
         // Checked before the daemon is contacted: a bad argument starts nothing.
         let spec = args.to_spec()?;
@@ -678,6 +690,8 @@ impl ServerHandler for WakefulServer {
                 Err(bad) => bad.into(),
             });
         }
+        let start_task =
+            request.name == MONITOR_START && wants_wait(&args) && crate::tasks::declared(&context);
         let call = Call {
             id: context.id.clone(),
             ct: context.ct.clone(),
@@ -688,6 +702,12 @@ impl ServerHandler for WakefulServer {
                 .get_progress_token()
                 .map(|token| (token, context.peer.clone())),
         };
+        if start_task {
+            return Ok(match self.monitor_start_task(args, &call).await {
+                Ok(task) => task.into(),
+                Err(bad) => bad.into(),
+            });
+        }
         let digest = self.first_digest(&call.session).await;
         let Some(result) = self.call(&request.name, args, &call).await else {
             return Err(ErrorData::invalid_params(
@@ -725,6 +745,11 @@ pub(crate) fn tool_result(result: Result<Value, String>) -> CallToolResult {
             wakeful_core::present::sanitize_for_model(&message),
         )]),
     }
+}
+
+/// Whether a `monitor_start` call asks to wait (`wait: true`).
+fn wants_wait(args: &Value) -> bool {
+    args.get("wait").and_then(Value::as_bool) == Some(true)
 }
 
 /// Decodes a tool's arguments; the error names the tool and the problem.

@@ -72,6 +72,12 @@ pub fn declared(context: &rmcp::service::RequestContext<rmcp::service::RoleServe
         .is_some_and(|c| c.supports_tasks())
 }
 
+/// A bad argument (or a failure before the task exists) as a plain tool
+/// error.
+fn bad(message: String) -> CallToolResult {
+    crate::server::tool_result(Err(message))
+}
+
 /// Why a task request failed: the error the client gets.
 fn daemon_error(e: ClientError) -> ErrorData {
     match e {
@@ -140,7 +146,25 @@ fn completed(info: &TaskInfo) -> (CallToolResult, usize) {
             )
         }
     };
-    (crate::server::tool_result(value), keep)
+    (
+        crate::server::tool_result(with_monitor(value, info.note.as_deref())),
+        keep,
+    )
+}
+
+/// A wait's result with the start result a `monitor_start` task kept
+/// (`note`) under `monitor`.
+pub(crate) fn with_monitor(
+    result: Result<Value, String>,
+    note: Option<&str>,
+) -> Result<Value, String> {
+    let started = note.and_then(|n| serde_json::from_str::<Value>(n).ok());
+    result.map(|mut value| {
+        if let (Some(started), Some(obj)) = (started, value.as_object_mut()) {
+            obj.insert("monitor".into(), started);
+        }
+        value
+    })
 }
 
 /// The open `subscriptions/listen` streams of a connection, and how many
@@ -200,9 +224,31 @@ impl WakefulServer {
         args: Value,
         session: &str,
     ) -> Result<CreateTaskResult, CallToolResult> {
-        let bad = |m: String| crate::server::tool_result(Err(m));
         let args: MonitorWaitArgs =
             crate::server::parse(crate::tools::MONITOR_WAIT, args).map_err(bad)?;
+        self.wait_task(&args, session, None).await
+    }
+
+    /// Starts a monitor (`monitor_start` with `wait: true`) and a task that
+    /// waits for the session's next event that wakes; the task's result
+    /// carries the start result under `monitor`.
+    pub(crate) async fn monitor_start_task(
+        &self,
+        args: Value,
+        call: &crate::server::Call,
+    ) -> Result<CreateTaskResult, CallToolResult> {
+        let started = self.monitor_start(args, call).await.map_err(bad)?;
+        let note = serde_json::to_string(&started).ok();
+        self.wait_task(&MonitorWaitArgs::default(), &call.session, note)
+            .await
+    }
+
+    async fn wait_task(
+        &self,
+        args: &MonitorWaitArgs,
+        session: &str,
+        note: Option<String>,
+    ) -> Result<CreateTaskResult, CallToolResult> {
         let timeout_ms = match args.timeout_ms {
             Some(_) => args.timeout_ms().map_err(bad)?,
             None => TASK_WAIT_MS,
@@ -215,6 +261,7 @@ impl WakefulServer {
                 timeout_ms: Some(timeout_ms),
                 all: args.all.unwrap_or(false),
                 ttl_ms: timeout_ms + HOLD_MS,
+                note,
             })
             .await
             .map_err(|e| bad(e.to_string()))?;

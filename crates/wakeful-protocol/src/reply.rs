@@ -332,6 +332,9 @@ pub struct TaskInfo {
     /// Its outcome was handed over and acknowledged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handed: bool,
+    /// What the client kept with the task ([`CreateTask`](crate::CreateTask)'s `note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Result of [`Request::Import`](crate::Request::Import).

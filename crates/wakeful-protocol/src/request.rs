@@ -454,6 +454,11 @@ pub struct CreateTask {
     pub all: bool,
     /// How long the task lives after its creation, whatever its status.
     pub ttl_ms: u64,
+    /// What the client keeps with the task and gets back with it
+    /// ([`TaskInfo::note`](crate::TaskInfo::note)): the MCP server keeps
+    /// the start result of a `monitor_start` that waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A background task of `session`. Reply: its

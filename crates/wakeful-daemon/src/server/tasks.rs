@@ -62,6 +62,8 @@ enum Decision {
 pub(crate) struct Tasks {
     book: Mutex<Book<Outcome>>,
     runners: Mutex<HashMap<String, Runner>>,
+    /// What the clients keep with their tasks (`CreateTask::note`).
+    notes: Mutex<HashMap<String, String>>,
     /// Bumped whenever a task changes: `task_get` with `wait_ms` waits on it.
     changed: watch::Sender<u64>,
 }
@@ -79,6 +81,7 @@ impl Default for Tasks {
         Tasks {
             book: Mutex::new(Book::new(PER_SESSION)),
             runners: Mutex::new(HashMap::new()),
+            notes: Mutex::new(HashMap::new()),
             changed: watch::channel(0).0,
         }
     }
@@ -100,18 +103,28 @@ impl Tasks {
 
     /// Task `id` of `session` as a reply shows it.
     fn info(&self, id: &str, session: &str, now: i64) -> Result<TaskInfo, Failure> {
-        self.book()
+        let mut found = self
+            .book()
             .get(id, session, now)
             .map(|t| info(id, t))
-            .ok_or_else(unknown)
+            .ok_or_else(unknown)?;
+        found.note = self
+            .notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned();
+        Ok(found)
     }
 
     /// Forgets expired tasks; their runners (if any still run) let go.
     fn expire(&self, now: i64) {
         let gone = self.book().expire(now);
         let mut runners = self.runners();
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
         for id in gone {
             runners.remove(&id);
+            notes.remove(&id);
         }
     }
 }
@@ -144,6 +157,7 @@ fn info(id: &str, t: &Entry<Outcome>) -> TaskInfo {
         timed_out_ms,
         error,
         handed: t.handed,
+        note: None,
     }
 }
 
@@ -185,6 +199,13 @@ pub(crate) async fn create(state: &Arc<State>, r: CreateTask) -> Handled<CreateT
         .book()
         .create(id.clone(), r.session.clone(), r.ttl_ms, now)
         .map_err(failure)?;
+    if let Some(note) = r.note.clone() {
+        tasks
+            .notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), note);
+    }
     let (cancel, cancelled) = oneshot::channel();
     let (decide, decided) = oneshot::channel();
     tasks.runners().insert(
