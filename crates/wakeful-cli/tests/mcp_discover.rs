@@ -655,7 +655,10 @@ fn monitor_start_with_wait_is_one_task_that_ends_with_the_monitor() {
         .filter(|e| e["monitor_id"] == monitor && e["kind"] == "stopped")
         .collect();
     assert_eq!(ended.len(), 1, "{done}");
-    assert!(ended[0]["text"].as_str().unwrap().contains("built"), "{done}");
+    assert!(
+        ended[0]["text"].as_str().unwrap().contains("built"),
+        "{done}"
+    );
 
     // Without the tasks extension: one blocking call, the same result.
     let r = mcp.request(

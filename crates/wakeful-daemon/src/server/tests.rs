@@ -251,6 +251,7 @@ mod tasks {
             timeout_ms: Some(60_000),
             all: false,
             ttl_ms,
+            note: None,
         }
     }
 
@@ -285,8 +286,17 @@ mod tasks {
     #[tokio::test]
     async fn a_task_completes_with_the_wait_and_its_hand_over_acknowledges() {
         let t = state();
-        let task = tasks::create(&t.state, create("s", 60_000)).await.unwrap();
+        let task = tasks::create(
+            &t.state,
+            CreateTask {
+                note: Some("{\"kept\":1}".into()),
+                ..create("s", 60_000)
+            },
+        )
+        .await
+        .unwrap();
         assert_eq!(task.status, "working");
+        assert_eq!(task.note.as_deref(), Some("{\"kept\":1}"));
         assert_eq!(task.id.len(), 32, "128 random bits: {}", task.id);
         monitors::start(&t.state, start_request(&t, "s", "echo task-line"))
             .await
