@@ -86,12 +86,19 @@ def main(argv):
             tui.wait_ready()
             tui.type_prompt("watch-app-log")
             # Either Claude Code backgrounds the call as a task (its debug log says so),
-            # or the call blocks the turn (a plain wait attaches to the daemon).
+            # or the call blocks the turn (a plain wait attaches to the daemon). A task's
+            # wait attaches too, a moment before the debug log names the task: a wait
+            # counts as blocking only once it has been attached for 2 s without that line.
             deadline = time.time() + args.wait
-            blocking = False
-            while time.time() < deadline and not (backgrounded or blocking):
+            blocking_since = None
+            while time.time() < deadline and not backgrounded:
                 backgrounded = task_backgrounded(out)
-                blocking = not backgrounded and blocking_wait_attached(wakeful, home)
+                if backgrounded:
+                    break
+                if blocking_wait_attached(wakeful, home):
+                    blocking_since = blocking_since or time.time()
+                    if time.time() - blocking_since > 2:
+                        break
                 time.sleep(0.05)
             if backgrounded:
                 # The turn's last request (answered with text): the session goes idle.
