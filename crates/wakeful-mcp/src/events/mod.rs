@@ -10,7 +10,7 @@
 //!   daemon commits it (`notifications/events/event`), with
 //!   `notifications/events/active` first and
 //!   `notifications/events/heartbeat` (carrying the cursor) in quiet
-//!   periods; `notifications/cancelled` ends it ([`stream`]).
+//!   periods; `notifications/cancelled` ends it (module `stream`).
 //!
 //! Webhook delivery (`events/subscribe`) is not offered yet: those methods
 //! get [`code::DELIVERY_NOT_OFFERED`].
