@@ -48,9 +48,17 @@ fn seq_under_cap(cap: &str, cap_bytes: u64, count: u64) {
         .unwrap();
     let (from, to) = range.split_once('–').unwrap();
     let (from, to): (u64, u64) = (from.parse().unwrap(), to.parse().unwrap());
-    assert_eq!(from, marker as u64 + 1, "{cap}: the marker follows the head");
+    assert_eq!(
+        from,
+        marker as u64 + 1,
+        "{cap}: the marker follows the head"
+    );
     for (i, l) in lines[marker + 1..].iter().enumerate() {
-        assert_eq!(*l, (to + 1 + i as u64).to_string(), "{cap}: after the marker");
+        assert_eq!(
+            *l,
+            (to + 1 + i as u64).to_string(),
+            "{cap}: after the marker"
+        );
     }
     assert_eq!(
         lines.last().copied(),

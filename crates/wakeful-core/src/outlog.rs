@@ -896,10 +896,14 @@ mod layout_props {
             let segments = m.segments();
             // No segment holds more than a segment, but one long line.
             for (n, bytes) in &segments {
-                let one_line = m.parts.iter().any(|p| {
-                    matches!(p, Part::Kept { segment, lines: 1, .. } if segment == n)
-                });
-                assert!(*bytes <= layout.segment || one_line, "segment {n}: {bytes} > {layout:?}");
+                let one_line = m
+                    .parts
+                    .iter()
+                    .any(|p| matches!(p, Part::Kept { segment, lines: 1, .. } if segment == n));
+                assert!(
+                    *bytes <= layout.segment || one_line,
+                    "segment {n}: {bytes} > {layout:?}"
+                );
             }
             let kept: u64 = segments.iter().map(|(_, b)| b).sum::<u64>() + model.live;
             // The newest line is in the live file.
@@ -959,7 +963,11 @@ mod layout_props {
         let mut events = model.events;
         events.extend(model.reports.finish());
         for e in &events {
-            assert_eq!(e.count, e.to_line - e.from_line + 1, "{e:?} is not one range");
+            assert_eq!(
+                e.count,
+                e.to_line - e.from_line + 1,
+                "{e:?} is not one range"
+            );
         }
         let reported = merged(events.iter().map(|e| (e.from_line, e.to_line)).collect());
         let dropped = merged(

@@ -964,7 +964,10 @@ mod tests {
         assert!(head.starts_with(b"1\n2\n3\n"));
         assert!(head.len() <= 16 << 10);
         let live = std::fs::read(&path).unwrap();
-        assert!(live.ends_with(b"\n299999\n300000\n"), "the newest lines are kept");
+        assert!(
+            live.ends_with(b"\n299999\n300000\n"),
+            "the newest lines are kept"
+        );
         let m = read_manifest(&path).unwrap().unwrap();
         let spans = m.spans();
         let Span::Dropped {
@@ -973,9 +976,7 @@ mod tests {
         else {
             panic!("{spans:?}")
         };
-        assert!(spans[2..]
-            .iter()
-            .all(|s| matches!(s, Span::Kept { .. })));
+        assert!(spans[2..].iter().all(|s| matches!(s, Span::Kept { .. })));
         let reports = f.finish_reports();
         assert_eq!(reports.first().map(|r| r.from_line), Some(first_line));
         assert_eq!(
