@@ -397,6 +397,30 @@ impl Manifest {
         out
     }
 
+    /// The kept runs of segment `n` as cap drops, with their line numbers:
+    /// what deleting it removes, for [`DropReports`].
+    pub fn segment_drops(&self, n: u32, reason: DropReason) -> Vec<Dropped> {
+        self.spans()
+            .into_iter()
+            .filter_map(|s| match s {
+                Span::Kept {
+                    segment,
+                    first_line,
+                    lines: Some(lines),
+                    bytes: Some(bytes),
+                    ..
+                } if segment == n && (lines > 0 || bytes > 0) => Some(Dropped {
+                    reason,
+                    count: lines,
+                    from_line: first_line,
+                    to_line: (first_line + lines).saturating_sub(1),
+                    bytes,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The whole output as a reader meets it: every part with absolute
     /// line numbers and offsets, then the live file's last run.
     pub fn spans(&self) -> Vec<Span> {
@@ -470,6 +494,49 @@ impl Manifest {
     }
 }
 
+/// Where an output file's lines go under its cap: the decisions its
+/// writer takes, pure (the engine's `OutputFile` follows them; the
+/// property test below checks them over caps, line lengths and counts).
+///
+/// - The live file is rotated *before* a line that would take it past a
+///   segment is written ([`Layout::rotate_before`]), never after: so no
+///   segment, the head included, holds more than a segment (but for a
+///   single line longer than one, alone in its file), and the live file is
+///   never left empty: the newest lines are always in it.
+/// - Rotated segments are dropped, the oldest first and never the head,
+///   until they and the live file, with room for it to grow to a segment,
+///   fit in the cap ([`Layout::over_cap`]): the file never holds more
+///   than its cap (unless one line is longer than the cap less the head).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// A segment's size.
+    pub segment: u64,
+    /// The most the file keeps: head, segments and live file together.
+    pub cap: u64,
+}
+
+impl Layout {
+    /// Whether the live file, holding `live` bytes, is rotated before a
+    /// line (or run of lines) of `len` bytes is written to it: when it
+    /// holds something and would pass a segment.
+    pub fn rotate_before(&self, live: u64, len: u64) -> bool {
+        live > 0 && live.saturating_add(len) > self.segment
+    }
+
+    /// What the live file, holding `live` bytes, may grow to before it is
+    /// rotated: a segment, or more while it holds one longer line.
+    pub fn reserve(&self, live: u64) -> u64 {
+        live.max(self.segment)
+    }
+
+    /// The rotated segments of `m` to delete now, the live file holding
+    /// `live` bytes: the oldest but the head, until the segments plus the
+    /// live file's [`Layout::reserve`] fit in the cap.
+    pub fn over_cap(&self, m: &Manifest, live: u64) -> Vec<u32> {
+        m.over_cap(self.reserve(live), self.cap)
+    }
+}
+
 /// Lines an output file did not keep, as an `output_dropped` event
 /// reports them: `count` lines between `from_line` and `to_line` (all of
 /// them when the range is whole; the manifest has each range exactly).
@@ -491,13 +558,20 @@ pub struct Dropped {
 /// reason (a disk that stays low, a flood past the cap).
 pub const DROP_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Ranges of one reason that a report waits with at most: past it, a
+/// range is merged into the last one (its report then says how many lines
+/// between which are missing).
+pub const MAX_PENDING_RANGES: usize = 64;
+
 /// Turns the ranges an output file drops into reports, the way the rate
-/// gate reports suppression: the first at once, then at most one every
-/// [`DROP_REPORT_INTERVAL`] per reason, each covering what was dropped
-/// since the last (one report a reason: the lines between its first and
-/// its last line, and how many of them are missing); what is left is
-/// reported when the monitor ends ([`DropReports::finish`]). The clock is
-/// passed in.
+/// gate reports suppression: the first at once, then at most one batch
+/// every [`DROP_REPORT_INTERVAL`] per reason, covering what was dropped
+/// since the last; what is left is reported when the monitor ends
+/// ([`DropReports::finish`]). Each report names one range exactly:
+/// contiguous ranges are one report, ranges with kept lines between them
+/// are reported apart (up to [`MAX_PENDING_RANGES`] a reason), so the
+/// reports name every dropped line and nothing else. The clock is passed
+/// in.
 #[derive(Debug, Default)]
 pub struct DropReports {
     pending: Vec<Dropped>,
@@ -510,14 +584,15 @@ impl DropReports {
         if d.count == 0 && d.bytes == 0 {
             return;
         }
-        match self.pending.iter_mut().find(|p| p.reason == d.reason) {
-            Some(p) => {
+        let same = self.pending.iter().filter(|p| p.reason == d.reason).count();
+        match self.pending.iter_mut().rev().find(|p| p.reason == d.reason) {
+            Some(p) if p.to_line + 1 == d.from_line || same >= MAX_PENDING_RANGES => {
                 p.count += d.count;
                 p.from_line = p.from_line.min(d.from_line);
                 p.to_line = p.to_line.max(d.to_line);
                 p.bytes += d.bytes;
             }
-            None => self.pending.push(d),
+            _ => self.pending.push(d),
         }
     }
 
@@ -533,7 +608,12 @@ impl DropReports {
                 .find(|(r, _)| *r == reason)
                 .map(|(_, t)| *t);
             if last.is_none_or(|t| now.saturating_duration_since(t) >= DROP_REPORT_INTERVAL) {
-                out.push(self.pending.remove(i));
+                let (due, rest) = std::mem::take(&mut self.pending)
+                    .into_iter()
+                    .partition(|p| p.reason == reason);
+                let due: Vec<Dropped> = due;
+                out.extend(due);
+                self.pending = rest;
                 self.last.retain(|(r, _)| *r != reason);
                 self.last.push((reason, now));
             } else {
@@ -706,17 +786,265 @@ mod tests {
         assert_eq!(r.next_due(), Some(t0 + DROP_REPORT_INTERVAL));
         assert_eq!(r.due(t0 + DROP_REPORT_INTERVAL), [d(6, 20)]);
         r.add(d(30, 31));
-        // Ranges that are not contiguous (the disk around its mark) make
-        // one report: how many lines, between which.
+        // Ranges that are not contiguous (the disk around its mark) are
+        // reported apart: no report names a line that was kept.
         r.add(d(40, 40));
-        assert_eq!(
-            r.finish(),
-            [Dropped {
-                count: 3,
-                bytes: 30,
-                ..d(30, 40)
-            }]
-        );
+        r.add(d(41, 42));
+        assert_eq!(r.finish(), [d(30, 31), d(40, 42)]);
+        // Past the bound, ranges merge (how many lines, between which).
+        for i in 0..MAX_PENDING_RANGES as u64 + 1 {
+            r.add(d(100 + 2 * i, 100 + 2 * i));
+        }
+        let all = r.finish();
+        assert_eq!(all.len(), MAX_PENDING_RANGES);
+        let last = all[MAX_PENDING_RANGES - 1];
+        assert_eq!((last.count, last.from_line, last.to_line), (2, 226, 228));
         assert!(r.finish().is_empty());
+    }
+}
+
+/// The layout's promises, checked over caps, line lengths and line
+/// counts: the head and the newest lines are kept, no file passes its
+/// share, and the reports name every dropped range and nothing else.
+#[cfg(test)]
+mod layout_props {
+    use super::*;
+    use crate::storage::OutputCaps;
+    use proptest::prelude::*;
+    use std::time::{Duration, Instant};
+
+    /// Lines written by the layout's decisions, as the engine's
+    /// `OutputFile` writes them (without the files).
+    struct Model {
+        layout: Layout,
+        m: Manifest,
+        live: u64,
+        run_lines: u64,
+        lines: u64,
+        reports: DropReports,
+        events: Vec<Dropped>,
+    }
+
+    impl Model {
+        fn trim(&mut self, live: u64) {
+            for n in self.layout.over_cap(&self.m, live) {
+                for d in self.m.segment_drops(n, DropReason::Cap) {
+                    self.reports.add(d);
+                }
+                self.m.drop_segment(n, DropReason::Cap);
+            }
+        }
+
+        fn write(&mut self, len: u64, now: Instant) {
+            if self.layout.rotate_before(self.live, len) {
+                self.m.close_run(self.run_lines, self.live);
+                self.m.rotate();
+                self.live = 0;
+                self.run_lines = 0;
+                self.trim(len);
+            }
+            self.live += len;
+            self.run_lines += 1;
+            self.lines += 1;
+            self.trim(self.live);
+            self.events.extend(self.reports.due(now));
+        }
+    }
+
+    /// Merges ranges that touch (the form both sides are compared in).
+    fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+        ranges.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (a, b) in ranges {
+            match out.last_mut() {
+                Some(last) if last.1 + 1 == a => last.1 = b,
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    }
+
+    fn check(per_file: u64, running: usize, count: u64, max_len: u64, seed: u64, step_ms: u64) {
+        let caps = OutputCaps {
+            per_file,
+            total: per_file * 4,
+        };
+        let layout = Layout {
+            segment: caps.segment(),
+            cap: caps.share(running),
+        };
+        let mut model = Model {
+            layout,
+            m: Manifest::default(),
+            live: 0,
+            run_lines: 0,
+            lines: 0,
+            reports: DropReports::default(),
+            events: Vec::new(),
+        };
+        let t0 = Instant::now();
+        let mut rng = seed | 1;
+        let mut lens = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let len = 1 + rng % max_len;
+            lens.push(len);
+            model.write(len, t0 + Duration::from_millis(i * step_ms));
+            let m = &model.m;
+            let segments = m.segments();
+            // No segment holds more than a segment, but one long line.
+            for (n, bytes) in &segments {
+                let one_line = m
+                    .parts
+                    .iter()
+                    .any(|p| matches!(p, Part::Kept { segment, lines: 1, .. } if segment == n));
+                assert!(
+                    *bytes <= layout.segment || one_line,
+                    "segment {n}: {bytes} > {layout:?}"
+                );
+            }
+            let kept: u64 = segments.iter().map(|(_, b)| b).sum::<u64>() + model.live;
+            // The newest line is in the live file.
+            assert!(model.live >= len, "line {} is not kept", i + 1);
+            if max_len <= layout.segment {
+                // The cap holds, with room for the live file to grow.
+                assert!(
+                    kept - model.live + layout.reserve(model.live) <= layout.cap,
+                    "{kept} kept under {layout:?}"
+                );
+            }
+        }
+        let m = &model.m;
+        // The head: the first lines up to a segment (at least one), in
+        // segment 1, whole.
+        let mut head_lines = 0;
+        let mut head_bytes = 0;
+        for &len in &lens {
+            if head_bytes > 0 && head_bytes + len > layout.segment {
+                break;
+            }
+            head_bytes += len;
+            head_lines += 1;
+        }
+        if head_lines < count {
+            assert_eq!(
+                m.parts.first(),
+                Some(&Part::Kept {
+                    segment: HEAD_SEGMENT,
+                    lines: head_lines,
+                    bytes: head_bytes
+                })
+            );
+        }
+        // The newest lines: everything after the last dropped range is
+        // kept, and that is at least the cap less three segments.
+        let spans = m.spans();
+        let last_drop = spans.iter().rev().find_map(|s| match s {
+            Span::Dropped {
+                first_line, lines, ..
+            } => Some(first_line + lines - 1),
+            _ => None,
+        });
+        if let Some(last_drop) = last_drop {
+            let tail: u64 = lens[last_drop as usize..].iter().sum();
+            if max_len <= layout.segment {
+                assert!(
+                    tail >= layout.cap.saturating_sub(3 * layout.segment),
+                    "only {tail} newest bytes kept under {layout:?}"
+                );
+            }
+        }
+        // Every line is numbered: the parts and the live run.
+        assert_eq!(m.lines() + model.run_lines, count);
+        // The reports, once the monitor ended, name every dropped range
+        // and nothing else.
+        let mut events = model.events;
+        events.extend(model.reports.finish());
+        for e in &events {
+            assert_eq!(
+                e.count,
+                e.to_line - e.from_line + 1,
+                "{e:?} is not one range"
+            );
+        }
+        let reported = merged(events.iter().map(|e| (e.from_line, e.to_line)).collect());
+        let dropped = merged(
+            spans
+                .iter()
+                .filter_map(|s| match *s {
+                    Span::Dropped {
+                        first_line, lines, ..
+                    } => Some((first_line, first_line + lines - 1)),
+                    _ => None,
+                })
+                .collect(),
+        );
+        assert_eq!(reported, dropped);
+        let bytes: u64 = events.iter().map(|e| e.bytes).sum();
+        assert_eq!(bytes, m.dropped().iter().map(|(_, _, b)| b).sum::<u64>());
+    }
+
+    #[test]
+    fn the_reported_case_64kib_and_300000_lines_of_seq() {
+        // `seq 1 300000` under the smallest cap: lines of 2 to 7 bytes.
+        let caps = OutputCaps {
+            per_file: 64 << 10,
+            total: 1 << 30,
+        };
+        let layout = Layout {
+            segment: caps.segment(),
+            cap: caps.share(1),
+        };
+        let mut model = Model {
+            layout,
+            m: Manifest::default(),
+            live: 0,
+            run_lines: 0,
+            lines: 0,
+            reports: DropReports::default(),
+            events: Vec::new(),
+        };
+        let now = Instant::now();
+        for i in 1..=300_000u64 {
+            model.write(i.to_string().len() as u64 + 1, now);
+        }
+        let segs = model.m.segments();
+        assert_eq!(segs[0].0, HEAD_SEGMENT);
+        assert!(segs.iter().all(|(_, b)| *b <= 16 << 10), "{segs:?}");
+        let kept = segs.iter().map(|(_, b)| b).sum::<u64>() + model.live;
+        assert!(kept <= 64 << 10, "{kept}");
+        assert!(model.live > 0, "the newest lines are kept");
+        let mut events = model.events;
+        events.extend(model.reports.finish());
+        let Span::Dropped {
+            first_line, lines, ..
+        } = model.m.spans()[1]
+        else {
+            panic!("{:?}", model.m.spans())
+        };
+        assert_eq!(events.first().map(|e| e.from_line), Some(first_line));
+        assert_eq!(
+            events.last().map(|e| e.to_line),
+            Some(first_line + lines - 1)
+        );
+        assert_eq!(events.iter().map(|e| e.count).sum::<u64>(), lines);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        #[test]
+        fn caps_keep_the_head_and_the_newest_lines_and_say_what_they_dropped(
+            per_file_kib in prop_oneof![Just(64u64), 64u64..=1024, Just(200), Just(4096)],
+            running in prop_oneof![Just(1usize), 1usize..=64],
+            count in 1u64..12_000,
+            max_len in prop_oneof![Just(8u64), 1u64..=256, 1u64..=20_000, 1u64..=70_000],
+            seed in any::<u64>(),
+            step_ms in prop_oneof![Just(0u64), 0u64..=20_000],
+        ) {
+            check(per_file_kib << 10, running, count, max_len, seed, step_ms);
+        }
     }
 }

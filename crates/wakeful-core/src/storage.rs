@@ -348,6 +348,45 @@ impl OutputCaps {
     }
 }
 
+/// When the daemon checks the store's size: within `every` of a write,
+/// and never while nothing is written (an idle daemon is not woken for
+/// it). The clock is passed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeChecks {
+    every: std::time::Duration,
+    due: Option<std::time::Instant>,
+}
+
+impl SizeChecks {
+    /// Checks spaced `every` apart, the first due at `now` (a daemon
+    /// that starts checks what it finds).
+    pub fn new(every: std::time::Duration, now: std::time::Instant) -> Self {
+        SizeChecks {
+            every,
+            due: Some(now),
+        }
+    }
+
+    /// Something was written at `now`: a check is due `every` later,
+    /// unless one is due already (a flood arms one check, not one a line).
+    pub fn wrote(&mut self, now: std::time::Instant) {
+        if self.due.is_none() {
+            self.due = Some(now + self.every);
+        }
+    }
+
+    /// The check ran: none is due until something is written again.
+    pub fn checked(&mut self) {
+        self.due = None;
+    }
+
+    /// When the next check is due; `None` while nothing was written since
+    /// the last.
+    pub fn due(&self) -> Option<std::time::Instant> {
+        self.due
+    }
+}
+
 /// What a prune keeps (`[store] max_age`, `max_size`, `output_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
@@ -625,6 +664,22 @@ mod tests {
         assert_eq!(KeepFree::parse("2MiB").unwrap().bytes(1 << 40), 2 << 20);
         assert!(KeepFree::parse("120%").is_err());
         assert!(KeepFree::parse("x%").is_err());
+    }
+
+    #[test]
+    fn size_checks_follow_writes_and_sleep_without_them() {
+        use std::time::{Duration, Instant};
+        let t0 = Instant::now();
+        let every = Duration::from_secs(10);
+        let mut c = SizeChecks::new(every, t0);
+        assert_eq!(c.due(), Some(t0), "a starting daemon checks at once");
+        c.checked();
+        assert_eq!(c.due(), None, "idle: no check, no timer");
+        c.wrote(t0 + Duration::from_secs(3));
+        c.wrote(t0 + Duration::from_secs(4));
+        assert_eq!(c.due(), Some(t0 + Duration::from_secs(13)), "one per spell");
+        c.checked();
+        assert_eq!(c.due(), None);
     }
 
     #[test]

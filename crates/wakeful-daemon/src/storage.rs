@@ -4,8 +4,10 @@
 //!
 //! - A task ([`Storage::run`]) prunes when the daemon starts, then every
 //!   tenth of `max_age` (at most every 10 minutes), and at once when a
-//!   size check (every 10 s: three `stat`s and the output directory)
-//!   finds the store over a cap. `wakeful prune` runs the same prune on
+//!   size check (three `stat`s and the output directory) finds the store
+//!   over a cap. A size check runs at most every 10 s, and only when
+//!   something was written since the last ([`storage::SizeChecks`]): an
+//!   idle daemon is not woken for it. `wakeful prune` runs the same prune on
 //!   request.
 //! - A prune removes what [`wakeful_core::storage::plan`] decides, output
 //!   files after their rows (a daemon killed in between leaves files that
@@ -402,15 +404,25 @@ impl Storage {
     pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let every = (self.policy.max_age.0 / 10).clamp(Duration::from_secs(1), PRUNE_EVERY);
         let mut next_prune = tokio::time::Instant::now();
-        let mut size_check = tokio::time::interval(SIZE_CHECK);
-        size_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut checks = storage::SizeChecks::new(SIZE_CHECK, Instant::now());
+        // What makes the store grow: events (the hub's latest seq) and
+        // output files (the disk guard sees every write). While neither
+        // moves, no size check is armed.
+        let mut latest = self.registry.hub().latest_watch();
+        let mut events_open = true;
+        let disk = self.disk.clone();
         loop {
+            let due = checks.due().map(tokio::time::Instant::from_std);
+            let idle = due.is_none();
             tokio::select! {
                 _ = tokio::time::sleep_until(next_prune) => {
                     self.prune_logged().await;
                     next_prune = tokio::time::Instant::now() + every;
                 }
-                _ = size_check.tick() => {
+                _ = sleep_until_opt(due), if !idle => {
+                    checks.checked();
+                    // What comes from now on arms the next check.
+                    latest.borrow_and_update();
                     let me = self.clone();
                     let over = tokio::task::spawn_blocking(move || {
                         let (u, _) = me.measure();
@@ -422,6 +434,11 @@ impl Storage {
                         self.prune_logged().await;
                     }
                 }
+                changed = latest.changed(), if idle && events_open => {
+                    events_open = changed.is_ok();
+                    checks.wrote(Instant::now());
+                }
+                _ = disk.written(), if idle => checks.wrote(Instant::now()),
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() {
                         return;
@@ -435,6 +452,13 @@ impl Storage {
         if let Err(e) = self.prune(Utc::now(), false).await {
             tracing::error!("pruning the store failed: {e}; it is tried again later");
         }
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

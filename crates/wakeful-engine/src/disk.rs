@@ -81,6 +81,10 @@ pub struct DiskGuard {
     failed: AtomicBool,
     /// Answers that failed (the directory vanished, …): writes go on.
     errors: AtomicU64,
+    /// Someone waits in [`DiskGuard::written`] for the next write.
+    wanted: AtomicBool,
+    /// Wakes that waiter.
+    wrote: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for DiskGuard {
@@ -116,6 +120,8 @@ impl DiskGuard {
             low: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             errors: AtomicU64::new(0),
+            wanted: AtomicBool::new(false),
+            wrote: tokio::sync::Notify::new(),
         })
     }
 
@@ -210,8 +216,28 @@ impl DiskGuard {
         let ok = !r.low && r.free.saturating_sub(since) >= r.keep_free + headroom(r.keep_free);
         if ok {
             self.written.store(since, Ordering::Relaxed);
+            drop(last);
+            self.note_written();
         }
         ok
+    }
+
+    /// Wakes a task waiting in [`DiskGuard::written`]; costs one atomic
+    /// load when none waits.
+    fn note_written(&self) {
+        if self.wanted.load(Ordering::Relaxed) && self.wanted.swap(false, Ordering::AcqRel) {
+            self.wrote.notify_one();
+        }
+    }
+
+    /// Returns once an output file writes again (after this is called):
+    /// the daemon's size check sleeps on it while nothing is written.
+    pub async fn written(&self) {
+        let notified = self.wrote.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        self.wanted.store(true, Ordering::Release);
+        notified.await;
     }
 
     /// A write failed for lack of space (`ENOSPC`, `EDQUOT`): until the

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wakeful_core::lines::{Piece, Stream};
-use wakeful_core::outlog::{self, DropReason, DropReports, Dropped, Manifest, Span};
+use wakeful_core::outlog::{self, DropReason, DropReports, Dropped, Layout, Manifest};
 use wakeful_core::storage::{ByteSize, OutputCaps};
 
 use crate::disk::{is_no_space, DiskGuard};
@@ -263,6 +263,8 @@ impl OutputFile {
             return Ok(Some(self.lines));
         }
         if self.open_line.is_none() {
+            let len = (prefix.len() + bytes.len()) as u64 + u64::from(ends != Some(false));
+            self.make_room(len)?;
             self.end_unterminated();
             self.open_start = Some(self.live_bytes);
         }
@@ -376,14 +378,39 @@ impl OutputFile {
     pub fn write_stdout_lines(&mut self, bytes: &[u8], count: u64) -> io::Result<(u64, u64)> {
         let first = self.lines + 1;
         if self.dropping_line.is_none() && self.may_write(bytes.len() as u64, Instant::now()) {
-            self.end_unterminated();
-            self.push(bytes);
-            // One end for the whole run of lines: should the write fail
-            // part-way, all of them are counted missing and cut back.
-            self.ends.push((self.live_bytes, true));
-            self.lines += count;
-            self.run_lines += count;
-            self.spill()?;
+            let segment = self.layout().segment;
+            let mut rest = bytes;
+            let mut left = count;
+            while !rest.is_empty() {
+                // As many whole lines as fit in the live file's segment;
+                // the live file is rotated first if not even one does.
+                let first = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+                self.make_room(first as u64)?;
+                let room = segment.saturating_sub(self.live_bytes) as usize;
+                let take = if room >= rest.len() {
+                    rest.len()
+                } else {
+                    memchr::memrchr(b'\n', &rest[..room])
+                        .map_or(first, |i| i + 1)
+                        .max(first)
+                };
+                let (run, after) = rest.split_at(take);
+                let n = if after.is_empty() {
+                    left
+                } else {
+                    (memchr::memchr_iter(b'\n', run).count() as u64).min(left)
+                };
+                left -= n;
+                self.end_unterminated();
+                self.push(run);
+                // One end for the run of lines: should the write fail
+                // part-way, all of them are counted missing and cut back.
+                self.ends.push((self.live_bytes, true));
+                self.lines += n;
+                self.run_lines += n;
+                self.spill()?;
+                rest = after;
+            }
         } else {
             self.lines += count;
             self.count_missing(count, bytes.len() as u64);
@@ -399,14 +426,13 @@ impl OutputFile {
         Ok(())
     }
 
-    /// Pushes buffered bytes to the file, so readers see them; rotates and
-    /// drops segments when the file is over its bounds. A lack of space is
-    /// no error: what did not fit is counted as missing.
+    /// Pushes buffered bytes to the file, so readers see them; drops
+    /// segments when the file is over its cap (its share may have shrunk).
+    /// A lack of space is no error: what did not fit is counted as
+    /// missing.
     pub fn flush(&mut self) -> io::Result<()> {
         self.write_buffer()?;
-        if self.open_line.is_none() && !self.unterminated && self.buf.is_empty() {
-            self.bound()?;
-        }
+        self.trim(self.live_bytes)?;
         self.recount();
         Ok(())
     }
@@ -480,11 +506,32 @@ impl OutputFile {
         Ok(())
     }
 
-    /// Rotates the live file once it is a segment long, and drops the
-    /// oldest segments but the head while the file is over its cap.
-    fn bound(&mut self) -> io::Result<()> {
-        let caps = self.budget.caps;
-        if self.live_bytes < caps.segment() || self.gap.is_some() {
+    /// The layout this file is written by now (its cap is its share of
+    /// the total, which changes as files open and close).
+    fn layout(&self) -> Layout {
+        Layout {
+            segment: self.budget.caps.segment(),
+            cap: self.budget.cap(),
+        }
+    }
+
+    /// Before a line (or run of lines) of `len` bytes is written: rotates
+    /// the live file if the line would take it past a segment, then drops
+    /// the oldest segments but the head that no longer fit the cap
+    /// ([`Layout`]). The newest lines are never rotated away after they
+    /// are written, so the live file always holds them.
+    fn make_room(&mut self, len: u64) -> io::Result<()> {
+        if self.open_line.is_some() || self.gap.is_some() {
+            return Ok(());
+        }
+        let pending = u64::from(self.unterminated);
+        if !self.layout().rotate_before(self.live_bytes, len + pending) {
+            return Ok(());
+        }
+        self.end_unterminated();
+        self.write_buffer()?;
+        if !self.buf.is_empty() || self.gap.is_some() || self.dropping_line.is_some() {
+            // The write fell short (no space): nothing to rotate now.
             return Ok(());
         }
         // The file is rotated by renaming it; a reader holding it reads
@@ -506,35 +553,23 @@ impl OutputFile {
         self.run_start = 0;
         self.run_lines = 0;
         self.last_end = (0, true);
-        let cap = self.budget.cap();
-        let over = self.manifest.over_cap(0, cap);
+        self.trim(len)?;
+        self.recount();
+        Ok(())
+    }
+
+    /// Drops the oldest segments but the head while they and the live
+    /// file (holding or about to hold `live` bytes) would not fit the cap;
+    /// the lines they held are reported.
+    fn trim(&mut self, live: u64) -> io::Result<()> {
+        let over = self.layout().over_cap(&self.manifest, live);
         if over.is_empty() {
             return Ok(());
         }
-        let spans = self.manifest.spans();
         let saved = self.manifest.clone();
         let mut drops = Vec::new();
         for n in &over {
-            for s in &spans {
-                if let Span::Kept {
-                    segment,
-                    first_line,
-                    lines: Some(lines),
-                    bytes: Some(bytes),
-                    ..
-                } = *s
-                {
-                    if segment == *n && lines > 0 {
-                        drops.push(Dropped {
-                            reason: DropReason::Cap,
-                            count: lines,
-                            from_line: first_line,
-                            to_line: first_line + lines - 1,
-                            bytes,
-                        });
-                    }
-                }
-            }
+            drops.extend(self.manifest.segment_drops(*n, DropReason::Cap));
             self.manifest.drop_segment(*n, DropReason::Cap);
         }
         // The manifest first: a segment is deleted only once no reader
@@ -723,6 +758,7 @@ fn count_from(file: &mut File, offset: u64) -> io::Result<(u64, bool, u64)> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
+    use wakeful_core::outlog::Span;
     use wakeful_core::storage::KeepFree;
 
     fn line(rest: &'static [u8]) -> Piece<'static> {
@@ -890,6 +926,64 @@ mod tests {
         drop(f);
         let f = OutputFile::open(&path, &b).unwrap();
         assert_eq!(f.lines(), 40_000);
+    }
+
+    /// Issue 40: `seq 1 300000` under the smallest cap, in runs of whole
+    /// lines as the feed writes them: no file passes the cap or a
+    /// segment, the head and the newest lines are kept, and the reports
+    /// name exactly the dropped range.
+    #[test]
+    fn the_smallest_cap_keeps_the_head_and_the_newest_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mon.log");
+        let free = Arc::new(AtomicU64::new(50 << 20));
+        let b = small(64 << 10, free);
+        let mut f = OutputFile::open(&path, &b).unwrap();
+        let text: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
+        let mut max_kept = 0;
+        // 64 KiB runs cut at a newline, the way the feed hands them over.
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            let end = rest.len().min(65_536);
+            let end = memchr::memrchr(b'\n', &rest[..end]).unwrap() + 1;
+            let (run, after) = rest.split_at(end);
+            let n = memchr::memchr_iter(b'\n', run).count() as u64;
+            f.write_stdout_lines(run, n).unwrap();
+            f.flush().unwrap();
+            max_kept = max_kept.max(f.kept_bytes());
+            for n in 1..f.manifest.next_segment {
+                if let Ok(md) = std::fs::metadata(outlog::segment_path(&path, n)) {
+                    assert!(md.len() <= 16 << 10, "segment {n}: {}", md.len());
+                }
+            }
+            rest = after;
+        }
+        assert_eq!(f.lines(), 300_000);
+        assert!(max_kept <= 64 << 10, "{max_kept} bytes kept");
+        let head = std::fs::read(outlog::segment_path(&path, 1)).unwrap();
+        assert!(head.starts_with(b"1\n2\n3\n"));
+        assert!(head.len() <= 16 << 10);
+        let live = std::fs::read(&path).unwrap();
+        assert!(
+            live.ends_with(b"\n299999\n300000\n"),
+            "the newest lines are kept"
+        );
+        let m = read_manifest(&path).unwrap().unwrap();
+        let spans = m.spans();
+        let Span::Dropped {
+            first_line, lines, ..
+        } = spans[1]
+        else {
+            panic!("{spans:?}")
+        };
+        assert!(spans[2..].iter().all(|s| matches!(s, Span::Kept { .. })));
+        let reports = f.finish_reports();
+        assert_eq!(reports.first().map(|r| r.from_line), Some(first_line));
+        assert_eq!(
+            reports.last().map(|r| r.to_line),
+            Some(first_line + lines - 1)
+        );
+        assert_eq!(reports.iter().map(|r| r.count).sum::<u64>(), lines);
     }
 
     #[test]
