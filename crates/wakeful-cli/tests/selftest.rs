@@ -123,3 +123,25 @@ fn a_client_that_relays_fails_the_handover_check_on_linux() {
 fn a_writer_that_never_locks_fails_the_framelock_check_on_linux() {
     breaks("framelock", &["linux"]);
 }
+
+/// No scratch directory can be made: nothing is claimed (exit 3).
+#[test]
+fn without_a_scratch_directory_nothing_is_checked() {
+    let home = Home::new();
+    let out = home
+        .cmd(&["--json", "doctor", "--selftest"])
+        .env("TMPDIR", home.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome(&v, "scratch"), "not_checked", "{v}");
+    assert!(
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["outcome"] != "ok"),
+        "{v}"
+    );
+}

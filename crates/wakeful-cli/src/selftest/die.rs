@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
-use super::scratch::{pids, until, Scratch};
+use super::scratch::{missing, pids, until, Scratch};
 use super::stop::plant_survivor;
 use super::{Check, Outcome};
 
 /// `sleep 600 & exec sleep 601`, then SIGKILL to the daemon.
 pub fn with_daemon(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backend) -> Check {
     const G: &str = "a command dies with a killed daemon";
+    if let Some(why) = missing(&["sleep"]) {
+        return Check::new("die", G, Outcome::NotChecked, why);
+    }
     let word = format!("{}3", s.tag());
     let id = match s.start(&format!("sleep 600.{word} & exec sleep 601.{word}")) {
         Ok(id) => id,

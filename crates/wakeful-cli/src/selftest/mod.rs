@@ -181,19 +181,18 @@ pub fn run(exe: &std::path::Path) -> (Setting, Vec<Check>) {
     };
     let brk = broken();
     let brk = brk.as_deref();
+    const SCRATCH: &str = "a scratch daemon runs here";
     let scratch = match scratch::Scratch::new(exe) {
         Ok(s) => s,
         Err(e) => {
-            let why = format!("no scratch state directory: {e}");
+            let why = format!(
+                "no scratch state directory in {}: {e}; no guarantee was checked",
+                std::env::temp_dir().display()
+            );
             return (
                 setting,
-                vec![Check::new(
-                    "scratch",
-                    "a scratch daemon can run here",
-                    Outcome::Failed,
-                    why,
-                )
-                .fix("make the temporary directory ($TMPDIR, else /tmp) writable and executable")],
+                vec![Check::new("scratch", SCRATCH, Outcome::NotChecked, why)
+                    .fix("point TMPDIR at a directory you can write (and execute in)")],
             );
         }
     };
@@ -203,6 +202,18 @@ pub fn run(exe: &std::path::Path) -> (Setting, Vec<Check>) {
             scratch.dir().join("config.toml"),
             "[store]\nkeep_free = 12345\n",
         );
+    }
+    if let Err(e) = scratch.daemon_pid() {
+        let log = std::fs::read_to_string(scratch.dir().join("daemon.log")).unwrap_or_default();
+        let last: Vec<&str> = log.lines().rev().take(3).collect();
+        let why = format!(
+            "the scratch daemon did not answer: {e}; its log ends: {}; no guarantee was checked",
+            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        );
+        let first = Check::new("scratch", SCRATCH, Outcome::NotChecked, why).fix(
+            "`wakeful daemon --foreground` with WAKEFUL_HOME set to an empty directory shows why a daemon cannot run here",
+        );
+        return (setting, vec![first, scratch.finish()]);
     }
     let checks = vec![
         stop::pipeline(&scratch, brk, backend),

@@ -32,7 +32,13 @@ impl Scratch {
             .unwrap_or(0);
         // Digits only: it goes into `sleep 600.TAG`.
         let tag = format!("{}{:06}", std::process::id(), nanos / 1000);
-        let dir = std::env::temp_dir().join(format!("wakeful-st-{tag}"));
+        // The socket's path must fit in a sockaddr_un (104 bytes on macOS,
+        // whose $TMPDIR is long): /tmp when $TMPDIR is too long for it.
+        let mut base = std::env::temp_dir();
+        if base.as_os_str().len() > 64 && Path::new("/tmp").is_dir() {
+            base = PathBuf::from("/tmp");
+        }
+        let dir = base.join(format!("wakeful-st-{tag}"));
         std::fs::create_dir(&dir)?;
         Ok(Scratch {
             exe: exe.to_path_buf(),
@@ -204,6 +210,21 @@ impl Scratch {
             how,
         )
     }
+}
+
+/// The first of `tools` this machine does not have (`command -v`).
+pub fn missing(tools: &[&str]) -> Option<String> {
+    tools
+        .iter()
+        .find(|t| {
+            !Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|st| st.success())
+        })
+        .map(|t| format!("no `{t}` on this machine"))
 }
 
 /// SIGKILL to `pid` (through kill(1): no unsafe code here).

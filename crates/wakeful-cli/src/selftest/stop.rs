@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use wakeful_platform::tree::ProcInfo;
 
-use super::scratch::{pids, until, Scratch};
+use super::scratch::{missing, pids, until, Scratch};
 use super::{Check, Outcome};
 
 const BUG: &str = "report it with the output of `wakeful doctor --selftest --json`; until then stop such commands yourself";
@@ -28,6 +28,9 @@ pub fn plant_survivor(word: &str) {
 /// and no zombie, counted by command line and process group.
 pub fn pipeline(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backend) -> Check {
     const G: &str = "a stop kills the whole process tree";
+    if let Some(why) = missing(&["tail", "grep", "sleep"]) {
+        return Check::new("stop", G, Outcome::NotChecked, why);
+    }
     let word = format!("{}1", s.tag());
     let file = s.dir().join(format!("pipe-{word}.log"));
     if let Err(e) = std::fs::write(&file, b"") {
@@ -160,19 +163,8 @@ pub fn judge_left(left: &[ProcInfo], daemon: i32, subreaper: bool) -> Left {
 pub fn escapee(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backend) -> Check {
     const G: &str = "a stop finds a setsid escapee";
     let word = format!("{}2", s.tag());
-    let have_setsid = Command::new("sh")
-        .args(["-c", "command -v setsid"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|st| st.success());
-    if !have_setsid {
-        return Check::new(
-            "escapee",
-            G,
-            Outcome::NotChecked,
-            "no setsid(1) on this machine",
-        );
+    if let Some(why) = missing(&["setsid", "sleep"]) {
+        return Check::new("escapee", G, Outcome::NotChecked, why);
     }
     let command = format!("(setsid sleep 600.{word} &); sleep 601.{word}");
     let id = match s.start(&command) {
