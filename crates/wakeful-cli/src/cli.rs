@@ -192,9 +192,17 @@ pub enum Command {
     /// directory, what is attached to the session, the wake route's target
     /// and the Claude Code plugin, and prints a fix for each problem.
     #[command(
-        after_help = "Exit 0 only when a wake would arrive now (a waiter, the Claude Code plugin, an MCP client that shows channel notifications, or a working wake route whose target can take it) and no check found a problem; 1 otherwise.\n\nExamples:\n  wakeful doctor\n  wakeful doctor --session my-agent --json"
+        after_help = "Exit 0 only when a wake would arrive now (a waiter, the Claude Code plugin, an MCP client that shows channel notifications, or a working wake route whose target can take it) and no check found a problem; 1 otherwise.\n\nExamples:\n  wakeful doctor\n  wakeful doctor --session my-agent --json\n  wakeful doctor --selftest   # the guarantees, proved on this machine (exit 0 held, 1 failed, 3 limit)"
     )]
-    Doctor,
+    Doctor {
+        /// Prove wakeful's guarantees on this machine instead: a scratch
+        /// daemon of its own in a temporary state directory (the user's is
+        /// never touched), a table of guarantee, result and how it was
+        /// checked. Exit 0 when every guarantee held, 1 when one failed, 3
+        /// when one is only a limit here or could not be checked.
+        #[arg(long)]
+        selftest: bool,
+    },
     /// What an agent coming back (a new, resumed or compacted session) should
     /// know: the session's running monitors, those that ended since it last
     /// saw their events, and how to read them.

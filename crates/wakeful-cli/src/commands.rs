@@ -108,7 +108,8 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Status => status(&paths, json).await,
         Command::Prune { dry_run } => crate::storage::prune(&paths, dry_run, json).await,
         Command::Cluster(crate::cli::ClusterCommand::Status) => cluster_status(&paths, json).await,
-        Command::Doctor => crate::doctor::doctor(&paths, session, json).await,
+        Command::Doctor { selftest: true } => crate::doctor::selftest(json).await,
+        Command::Doctor { selftest: false } => crate::doctor::doctor(&paths, session, json).await,
         Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
         Command::AcpProxy { wake_on, agent } => {

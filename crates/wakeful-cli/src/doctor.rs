@@ -321,3 +321,19 @@ fn store_check(s: &wakeful_protocol::StorageStatus) -> Check {
         .unwrap_or_default();
     Check::new("store", Level::Ok, format!("{taken}{pruned}"))
 }
+
+/// `wakeful doctor --selftest [--json]`: the guarantees proved against a
+/// scratch daemon started from this binary (`crate::selftest`).
+pub async fn selftest(json: bool) -> Result<u8, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::new(exit::FAILURE, format!("where is this binary? {e}")))?;
+    let (setting, checks) = tokio::task::spawn_blocking(move || crate::selftest::run(&exe))
+        .await
+        .map_err(|e| Failure::new(exit::FAILURE, format!("the self-test stopped: {e}")))?;
+    if json {
+        outln!("{}", crate::selftest::to_json(&setting, &checks))?;
+    } else {
+        outln!("{}", crate::selftest::render(&setting, &checks).trim_end())?;
+    }
+    Ok(crate::selftest::exit_code(&checks))
+}

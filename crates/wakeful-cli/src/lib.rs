@@ -28,6 +28,7 @@ mod output;
 mod package;
 mod plugin_cmd;
 mod render;
+mod selftest;
 mod storage;
 mod timer_args;
 
