@@ -8,7 +8,7 @@ threads from /proc/PID/task/*/status) over a window. With --baseline it
 measures an older binary the same way, side by side in one run.
 
     bench/idle_wakeups.py --bin target/release/wakeful [--baseline OLD] \
-        [--monitors 200] [--window 60] [--settle 5]
+        [--monitors 200] [--window 60] [--settle 30]
 
 Python 3 standard library only; Linux (/proc).
 """
@@ -76,7 +76,9 @@ def main():
     p.add_argument("--baseline", help="an older build, measured the same way")
     p.add_argument("--monitors", type=int, default=200)
     p.add_argument("--window", type=float, default=60.0, help="seconds counted")
-    p.add_argument("--settle", type=float, default=5.0, help="seconds before counting")
+    p.add_argument("--settle", type=float, default=30.0,
+                   help="seconds before counting: start-up writes arm one size check 10 s "
+                        "later, and tokio's blocking threads end 10 s after their last use")
     a = p.parse_args()
     builds = [("baseline", a.baseline)] if a.baseline else []
     builds.append(("this", a.bin))
