@@ -125,15 +125,16 @@ try {
   // the subscription from the file it keeps.
   await until('the monitor rearmed', () => {
     try {
-      const info = JSON.parse(cli('--json', 'get', monitor));
-      return info.state === 'running';
+      const info = JSON.parse(cli('--json', 'list')).find(m => m.id === monitor);
+      return info?.state === 'running';
     } catch { return false; }
   });
   fs.appendFileSync(log, 'aisdk line two\n');
   await until('line two', () => texts().includes('aisdk line two'));
 
-  const logged = cli('--json', 'events', '--monitor', monitor)
-    .split('\n').filter(Boolean).map(l => JSON.parse(l)).filter(e => e.kind === 'lines');
+  const logged = cli('--json', 'events')
+    .split('\n').filter(Boolean).map(l => JSON.parse(l))
+    .filter(e => e.kind === 'lines' && e.monitor_id === monitor);
   const got = new Set(received.map(r => r.event.eventId));
   const seqs = [...got].map(id => Number(id.split('-').pop()));
   const missing = logged.filter(e => !seqs.includes(e.seq)).map(e => e.seq);
@@ -145,7 +146,7 @@ try {
   await client.experimental_events.unsubscribe({ id: sub.id });
   const before = received.length;
   fs.appendFileSync(log, 'aisdk line three\n');
-  await until('line three in the log', () => cli('--json', 'events', '--monitor', monitor).includes('aisdk line three'));
+  await until('line three in the log', () => cli('--json', 'events').includes('aisdk line three'));
   await new Promise(r => setTimeout(r, 1000));
   if (received.length !== before) throw new Error(`delivered after unsubscribe: ${texts()}`);
   seen.after_unsubscribe = received.length - before;
