@@ -117,9 +117,17 @@ impl Subscriptions {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Every subscription as `status` shows it, by session and id.
+    /// Every subscription as `status` shows it, by session and id (not
+    /// the expired ones: a given-up subscription has no task to forget it
+    /// when its lifetime ends).
     pub(crate) fn infos(&self) -> Vec<EventSubscriptionInfo> {
-        let mut out: Vec<_> = self.book().values().map(|e| e.record.info()).collect();
+        let now = now_ms();
+        let mut out: Vec<_> = self
+            .book()
+            .values()
+            .filter(|e| e.record.expires_ms > now)
+            .map(|e| e.record.info())
+            .collect();
         out.sort_by(|a, b| (&a.session, &a.id).cmp(&(&b.session, &b.id)));
         out
     }
@@ -220,7 +228,10 @@ pub(crate) async fn subscribe(state: &Arc<State>, r: SubscribeEvents) -> Handled
         .await
         .map_err(|e| invalid(format!("webhook URL refused: {e}")))?;
     {
-        let book = state.subscriptions.book();
+        let mut book = state.subscriptions.book();
+        // Expired subscriptions (given up, so no task forgot them) go now.
+        let now = now_ms();
+        book.retain(|_, e| e.record.expires_ms > now);
         let held = book
             .values()
             .filter(|e| e.record.session == r.session && e.record.id != r.id)
