@@ -10,7 +10,7 @@
 //!   daemon commits it (`notifications/events/event`), with
 //!   `notifications/events/active` first and
 //!   `notifications/events/heartbeat` (carrying the cursor) in quiet
-//!   periods; `notifications/cancelled` ends it ([`stream`]).
+//!   periods; `notifications/cancelled` ends it (the `stream` module).
 //!
 //! - `events/subscribe`, `events/unsubscribe`: webhook delivery, kept and
 //!   sent by the daemon ([`webhook`] has its pure parts: secret, signature,

@@ -85,7 +85,7 @@ pub struct Occurrence {
     pub name: &'static str,
     /// When the event was made (RFC 3339).
     pub timestamp: String,
-    /// The payload ([`super::types::payload`]).
+    /// The payload (its `payloadSchema` in `events/list`).
     pub data: Value,
     /// The position after this event.
     pub cursor: String,
