@@ -26,6 +26,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
             consumers = found;
             checks.push(daemon_check(&status));
             checks.extend(status.storage.as_ref().map(store_check));
+            checks.extend(webhooks_check(&status.event_webhooks));
             // The route's own target, probed here: a program that is gone
             // or a server that does not answer means no wake comes that way,
             // whatever its last delivery said.
@@ -286,6 +287,47 @@ fn daemon_check(status: &Status) -> Check {
             status.socket.display()
         ),
     )
+}
+
+/// The webhook subscriptions of MCP Events (docs/agents/mcp.md): a problem
+/// for each one given up; nothing when there are none.
+fn webhooks_check(hooks: &[wakeful_protocol::EventSubscriptionInfo]) -> Option<Check> {
+    if hooks.is_empty() {
+        return None;
+    }
+    let given_up: Vec<String> = hooks
+        .iter()
+        .filter(|h| h.state != "active")
+        .map(|h| {
+            format!(
+                "{} (session {}, {}): {}",
+                h.id,
+                h.session,
+                h.url,
+                h.last_error.as_deref().unwrap_or("given up")
+            )
+        })
+        .collect();
+    if given_up.is_empty() {
+        let delivered: u64 = hooks.iter().map(|h| h.delivered).sum();
+        return Some(Check::new(
+            "webhooks",
+            Level::Ok,
+            format!(
+                "{} MCP Events webhook subscriptions delivering ({delivered} delivered)",
+                hooks.len()
+            ),
+        ));
+    }
+    Some(Check::problem(
+        "webhooks",
+        format!(
+            "{} MCP Events webhook subscriptions given up, deliveries stopped: {}",
+            given_up.len(),
+            given_up.join("; ")
+        ),
+        "fix the receiver, then subscribe again with the same URL (events/subscribe refreshes it and resumes from where it stopped)",
+    ))
 }
 
 /// What the store takes, and whether the disk lets it write (docs/STORAGE.md).

@@ -254,14 +254,15 @@ fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() 
         "{r}"
     );
     // As before 2026-07-28 was served, but for MCP Events (served on both
-    // eras): no tasks extension on the legacy handshake.
+    // eras, with the top-level `events` the AI SDK looks for): no tasks
+    // extension on the legacy handshake.
     assert_eq!(
         r["result"]["capabilities"]
             .as_object()
             .unwrap()
             .keys()
             .collect::<Vec<_>>(),
-        ["experimental", "extensions", "tools"],
+        ["events", "experimental", "extensions", "tools"],
         "{r}"
     );
     assert_eq!(

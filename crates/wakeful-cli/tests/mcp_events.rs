@@ -3,7 +3,7 @@
 //! `nextPollMs`, the same `eventId`s after `kill -9` of the daemon),
 //! `events/stream` (active, event, heartbeat, cancelled), and bad input
 //! (another session's cursor, a malformed one, an unknown type, an
-//! out-of-range `maxEvents`, webhook delivery), on the legacy handshake and
+//! out-of-range `maxEvents`, a delivery mode `events/subscribe` does not serve), on the legacy handshake and
 //! on a 2026-07-28 request.
 // A test's helpers may unwrap too: a failure is the test's (clippy.toml
 // allows it only inside #[test] functions).
@@ -164,7 +164,11 @@ fn events_are_listed_and_polled_from_a_cursor_that_survives_kill_9_of_the_daemon
         "{list}"
     );
     let first = &list["result"]["events"][0];
-    assert_eq!(first["delivery"], json!(["poll", "push"]), "{list}");
+    assert_eq!(
+        first["delivery"],
+        json!(["poll", "push", "webhook"]),
+        "{list}"
+    );
     assert_eq!(first["inputSchema"]["type"], "object", "{list}");
     assert_eq!(first["payloadSchema"]["type"], "object", "{list}");
 
@@ -291,7 +295,7 @@ fn bad_cursors_names_and_params_get_the_extension_errors_and_reveal_nothing() {
     let hook = mcp.request(
         8,
         "events/subscribe",
-        json!({"name": "monitor.lines", "delivery": {"mode": "webhook",
+        json!({"name": "monitor.lines", "delivery": {"mode": "poll",
                "url": "https://example.invalid/", "secret": "whsec_AAAA"}}),
     );
     assert_eq!(hook["error"]["code"], -32013, "{hook}");

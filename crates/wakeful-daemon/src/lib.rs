@@ -320,6 +320,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         storage.clone(),
     ));
     tokio::spawn(storage.run(state.stopping()));
+    server::subscriptions::resume(&state);
     // Without `[cluster]` nothing of the link runs.
     if let Some(cluster) = config.cluster.clone() {
         cluster::start_link(cluster, &state)

@@ -38,6 +38,8 @@ pub struct State {
     pub(crate) storage: Arc<crate::storage::Storage>,
     /// Background tasks (`task_create`).
     pub(crate) tasks: crate::server::tasks::Tasks,
+    /// Webhook subscriptions of MCP Events (`event_subscribe`).
+    pub(crate) subscriptions: crate::server::subscriptions::Subscriptions,
 }
 
 /// Counts a streaming connection while it lives.
@@ -293,6 +295,7 @@ impl State {
             pushers: std::sync::Mutex::new(HashMap::new()),
             cluster: std::sync::OnceLock::new(),
             tasks: Default::default(),
+            subscriptions: Default::default(),
         }
     }
 }

@@ -112,6 +112,11 @@ impl Wakes {
         }
     }
 
+    /// The network policy every outbound request follows.
+    pub(crate) fn policy(&self) -> &NetPolicy {
+        &self.policy
+    }
+
     /// Whether `session` has a route.
     pub fn has_route(&self, session: &str) -> bool {
         lock(&self.wakers).contains_key(session)

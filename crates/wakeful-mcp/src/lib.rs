@@ -93,7 +93,7 @@ pub async fn serve_stdio(
     let transport = written::Written::new(
         rmcp::transport::async_rw::AsyncRwTransport::new_server(
             read,
-            stdout::Locked::new(write, lock),
+            events::declared::Declared::new(stdout::Locked::new(write, lock)),
         ),
         server.receipts(),
     );

@@ -49,17 +49,18 @@ pub use frame_lock::FrameLock;
 pub use liveness::{WakeInfo, WakePath, WakeReport};
 pub use paths::{Paths, PathsError};
 pub use reply::{
-    Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, ImportResult, PruneResult,
-    PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult, ShutdownResult, StartResult,
-    Status, StorageStatus, StreamEnd, TaskInfo, WakeClearResult, WakeDelivery, WakeStatus,
+    Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, EventSubscriptionInfo,
+    ImportResult, PruneResult, PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult,
+    ShutdownResult, StartResult, Status, StorageStatus, StreamEnd, TaskInfo, WakeClearResult,
+    WakeDelivery, WakeStatus,
 };
 pub use request::{
     decode_ok, Ack, Batch, Call, CancelTask, CheckWake, ClearWake, CreateTask, EndSession,
     Envelope, GetClusterStatus, GetDigest, GetMonitor, GetStatus, GetTask, GetTerminal, HandTask,
     Import, ImportedEvent, KillTerminal, ListClusterMonitors, ListConsumers, ListMonitors,
     ListPrunes, ListTerminals, OutputForm, Prune, ReadAllEvents, ReadEvents, ReplyError, Request,
-    RunRequest, SetWake, ShowWake, Shutdown, StartMonitor, StopMonitor, Stream, WaitEvents,
-    WaitTerminal, WakeAdapter,
+    RunRequest, SetWake, ShowWake, Shutdown, StartMonitor, StopMonitor, Stream, SubscribeEvents,
+    UnsubscribeEvents, WaitEvents, WaitTerminal, WakeAdapter,
 };
 pub use stream::{described_event_reply_line, event_of_line, Descriptions, MAX_DESCRIBED};
 pub use wakeful_core::digest::Digest;

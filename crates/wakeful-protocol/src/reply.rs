@@ -166,6 +166,10 @@ pub struct Status {
     /// (docs/STORAGE.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageStatus>,
+    /// The webhook subscriptions of MCP Events, every session's (never
+    /// their secrets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_webhooks: Vec<EventSubscriptionInfo>,
 }
 
 /// The store's share of the disk, in [`Status`] (`status --json`'s
@@ -335,6 +339,39 @@ pub struct TaskInfo {
     /// What the client kept with the task ([`CreateTask`](crate::CreateTask)'s `note`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// A webhook subscription of MCP Events
+/// ([`Request::EventSubscribe`](crate::Request::EventSubscribe)), as
+/// `status` shows it: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSubscriptionInfo {
+    /// Its id.
+    pub id: String,
+    /// The session whose events it delivers.
+    pub session: String,
+    /// The event type.
+    pub name: String,
+    /// Only this monitor's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// Where deliveries go.
+    pub url: String,
+    /// When it ends unless refreshed (ms since the epoch).
+    pub expires_ms: i64,
+    /// The last seq delivered or passed over.
+    pub position: u64,
+    /// `active`, or `given_up` (deliveries stopped; a refresh resumes).
+    pub state: String,
+    /// Occurrences delivered since it was made.
+    #[serde(default)]
+    pub delivered: u64,
+    /// Failed attempts at the current delivery.
+    #[serde(default)]
+    pub failures: u32,
+    /// The last failure, or why it was given up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Result of [`Request::Import`](crate::Request::Import).

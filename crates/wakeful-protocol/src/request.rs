@@ -96,6 +96,11 @@ pub enum Request {
     TaskCancel(CancelTask),
     /// A completed task's outcome reached its client: acknowledge it.
     TaskHand(HandTask),
+    /// Deliver a session's events to a webhook (MCP Events), or refresh
+    /// such a subscription.
+    EventSubscribe(SubscribeEvents),
+    /// End a webhook subscription.
+    EventUnsubscribe(UnsubscribeEvents),
 }
 
 impl Request {
@@ -238,6 +243,8 @@ pairs! {
     TaskGet(GetTask) => crate::TaskInfo;
     TaskCancel(CancelTask) => crate::TaskInfo;
     TaskHand(HandTask) => crate::TaskInfo;
+    EventSubscribe(SubscribeEvents) => crate::EventSubscriptionInfo;
+    EventUnsubscribe(UnsubscribeEvents) => Option<crate::EventSubscriptionInfo>;
 }
 
 macro_rules! streams {
@@ -504,6 +511,68 @@ pub struct HandTask {
     pub keep: usize,
 }
 
+/// Deliver the events of `session` (one monitor's with `monitor`) that
+/// are occurrences of the MCP Events type `name` to `url`, signed with
+/// `secret` (Standard Webhooks v1), from the seq `after` (default: the
+/// latest), until `ttl_ms` from now. The daemon keeps the subscription
+/// across restarts. A subscription with the same `id` is refreshed: its
+/// lifetime, secret and URL are replaced, its position is kept, and a
+/// given-up one is resumed. The URL must pass the network policy and
+/// answer a verification request. Reply: its
+/// [`EventSubscriptionInfo`](crate::EventSubscriptionInfo) (never the
+/// secret); error `invalid` (the URL, the secret, the type, the TTL, the
+/// verification) or `limit` (the session holds its limit).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeEvents {
+    /// The session.
+    pub session: String,
+    /// The subscription's id (chosen by the client, stable for the same
+    /// session, type, monitor and URL).
+    pub id: String,
+    /// The event type (`monitor.lines`, …).
+    pub name: String,
+    /// Only this monitor's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// Where deliveries are POSTed.
+    pub url: String,
+    /// The signing secret, `whsec_` and base64; kept by the daemon, never
+    /// shown.
+    pub secret: String,
+    /// Deliver the events after this seq (default: the latest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// How long the subscription lives from now.
+    pub ttl_ms: u64,
+}
+
+impl std::fmt::Debug for SubscribeEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscribeEvents")
+            .field("session", &self.session)
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("monitor", &self.monitor)
+            .field("url", &self.url)
+            .field("secret", &"…")
+            .field("after", &self.after)
+            .field("ttl_ms", &self.ttl_ms)
+            .finish()
+    }
+}
+
+/// End the webhook subscription `id` of `session`. Reply: what it was, or
+/// null when there was none (unsubscribing twice is not an error).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnsubscribeEvents {
+    /// The session.
+    pub session: String,
+    /// The subscription's id.
+    pub id: String,
+}
+
 /// Consumers and their cursors. Reply: an array of
 /// [`crate::ConsumerInfo`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -732,6 +801,8 @@ impl Request {
             Request::TaskGet(_) => "task_get",
             Request::TaskCancel(_) => "task_cancel",
             Request::TaskHand(_) => "task_hand",
+            Request::EventSubscribe(_) => "event_subscribe",
+            Request::EventUnsubscribe(_) => "event_unsubscribe",
         }
     }
 }

@@ -53,6 +53,8 @@ fn each_reply_decodes_into_the_type_its_request_names() {
             Request::TaskGet(r) => call(r, reply),
             Request::TaskHand(r) => call(r, reply),
             Request::TaskCancel(r) => call(r, reply),
+            Request::EventSubscribe(r) => call(r, reply),
+            Request::EventUnsubscribe(r) => call(r, reply),
             other => panic!("no pair for {}", other.op()),
         };
         assert_eq!(back, reply_line, "the reply to {request_line}");

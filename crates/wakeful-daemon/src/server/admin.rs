@@ -45,6 +45,7 @@ pub(crate) fn status(state: &State, _: GetStatus) -> Handled<GetStatus> {
             .map(|(t, _)| t.clone()),
         connections_refused: health.refused.load(SeqCst),
         storage: Some(state.storage.status()),
+        event_webhooks: state.subscriptions.infos(),
     })
 }
 

@@ -13,6 +13,9 @@
 //! - [`tasks`]: `task_create`, `task_get`, `task_cancel`, `task_hand`:
 //!   background tasks, each a `wait` the daemon runs and keeps for a
 //!   client that fetches its outcome later;
+//! - [`subscriptions`]: `event_subscribe`, `event_unsubscribe`: webhook
+//!   subscriptions of MCP Events, kept across restarts, and their signed
+//!   deliveries;
 //! - [`wakes`]: `wake_set`, `wake_show`, `wake_clear`, `wake_check`,
 //!   `digest`;
 //! - [`admin`]: `status`, `shutdown`, `import`, `prune`, `prunes`;
@@ -41,6 +44,7 @@ pub mod events;
 mod handed;
 pub mod monitors;
 mod quiet;
+pub mod subscriptions;
 pub mod tasks;
 pub mod terminals;
 pub mod wait;
@@ -263,6 +267,8 @@ async fn dispatch(conn: &mut Conn, state: &Arc<State>, req: Request) -> std::io:
         Request::TaskGet(r) => conn.answer(tasks::get(state, r).await).await,
         Request::TaskCancel(r) => conn.answer(tasks::cancel(state, r)).await,
         Request::TaskHand(r) => conn.answer(tasks::hand(state, r)).await,
+        Request::EventSubscribe(r) => conn.answer(subscriptions::subscribe(state, r).await).await,
+        Request::EventUnsubscribe(r) => conn.answer(subscriptions::unsubscribe(state, r)).await,
         Request::Shutdown(r) => {
             conn.ok(&admin::shutdown_result(r)).await?;
             state.shutdown.send_replace(true);

@@ -203,9 +203,42 @@ pub async fn request(
     policy: &NetPolicy,
     reach: Reach,
 ) -> Result<Response, HttpError> {
+    let body = json_body.map(|v| v.to_string());
+    send_within(method, url, body, &[], policy, reach).await
+}
+
+/// POSTs `body`, exactly these bytes, as `application/json` with the extra
+/// `headers` (a signed webhook: the signature covers the bytes sent), and
+/// reads the whole response. Redirects are not followed.
+pub async fn post_json(
+    url: &str,
+    body: String,
+    headers: &[(&str, &str)],
+    policy: &NetPolicy,
+    reach: Reach,
+) -> Result<Response, HttpError> {
+    send_within("POST", url, Some(body), headers, policy, reach).await
+}
+
+/// Whether `url` could be requested under `policy`: its form, and an
+/// address of its host that the policy allows (what [`request`] checks
+/// before it connects). Nothing is sent.
+pub async fn check(url: &str, policy: &NetPolicy, reach: Reach) -> Result<(), HttpError> {
+    let target = parse(url)?;
+    resolve(&target, policy, reach).await.map(|_| ())
+}
+
+async fn send_within(
+    method: &str,
+    url: &str,
+    body: Option<String>,
+    headers: &[(&str, &str)],
+    policy: &NetPolicy,
+    reach: Reach,
+) -> Result<Response, HttpError> {
     tokio::time::timeout(
         TIMEOUT,
-        request_inner(method, url, json_body, policy, reach),
+        request_inner(method, url, body, headers, policy, reach),
     )
     .await
     .map_err(|_| {
@@ -219,7 +252,8 @@ pub async fn request(
 async fn request_inner(
     method: &str,
     url: &str,
-    json_body: Option<&serde_json::Value>,
+    json_body: Option<String>,
+    headers: &[(&str, &str)],
     policy: &NetPolicy,
     reach: Reach,
 ) -> Result<Response, HttpError> {
@@ -228,7 +262,8 @@ async fn request_inner(
     let tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| HttpError::Transport(format!("cannot connect to {addr}: {e}")))?;
-    let body = json_body.map(|v| v.to_string()).unwrap_or_default();
+    let has_body = json_body.is_some();
+    let body = json_body.unwrap_or_default();
     let host_header = if (target.tls && target.port == 443) || (!target.tls && target.port == 80) {
         target.host.clone()
     } else {
@@ -239,8 +274,11 @@ async fn request_inner(
         .uri(&target.path)
         .header("host", host_header)
         .header("user-agent", concat!("wakeful/", env!("CARGO_PKG_VERSION")));
-    if json_body.is_some() {
+    if has_body {
         builder = builder.header("content-type", "application/json");
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
     }
     let req = builder
         .body(Full::new(Bytes::from(body)))

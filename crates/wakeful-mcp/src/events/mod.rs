@@ -10,17 +10,20 @@
 //!   daemon commits it (`notifications/events/event`), with
 //!   `notifications/events/active` first and
 //!   `notifications/events/heartbeat` (carrying the cursor) in quiet
-//!   periods; `notifications/cancelled` ends it (module `stream`).
+//!   periods; `notifications/cancelled` ends it (the `stream` module).
 //!
-//! Webhook delivery (`events/subscribe`) is not offered yet: those methods
-//! get [`code::DELIVERY_NOT_OFFERED`].
+//! - `events/subscribe`, `events/unsubscribe`: webhook delivery, kept and
+//!   sent by the daemon ([`webhook`] has its pure parts: secret, signature,
+//!   bodies, backoff).
 //!
 //! Payloads are the events as `monitor_events` gives them
 //! (`server::event_for_model`, then `present::sanitize_json`).
 
 pub mod cursor;
+pub mod declared;
 mod stream;
 pub mod types;
+pub mod webhook;
 pub mod wire;
 
 use std::time::Duration;
@@ -36,7 +39,10 @@ use wakeful_core::Event;
 use crate::server::WakefulServer;
 use cursor::{BadCursor, Cursors};
 use types::{Arguments, BadArguments};
-use wire::{ListParams, ListResult, Occurrence, PollResult, SubscriptionParams};
+use wire::{
+    ListParams, ListResult, Occurrence, PollResult, SubscribeResult, SubscriptionParams,
+    WebhookParams,
+};
 
 /// The extension's identifier, the key of `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/events";
@@ -47,9 +53,9 @@ pub const LIST: &str = "events/list";
 pub const POLL: &str = "events/poll";
 /// `events/stream`.
 pub const STREAM: &str = "events/stream";
-/// `events/subscribe` (webhook delivery; not offered).
+/// `events/subscribe` (webhook delivery).
 pub const SUBSCRIBE: &str = "events/subscribe";
-/// `events/unsubscribe` (webhook delivery; not offered).
+/// `events/unsubscribe` (webhook delivery).
 pub const UNSUBSCRIBE: &str = "events/unsubscribe";
 
 /// The JSON-RPC error codes of the extension as wakeful uses them.
@@ -60,7 +66,9 @@ pub mod code {
     pub const INVALID_CURSOR: i32 = -32012;
     /// The event type is not served by the delivery mode asked for.
     pub const DELIVERY_NOT_OFFERED: i32 = -32013;
-    /// Too many open streams on this connection ([`super::MAX_STREAMS`]).
+    /// Too many open streams on this connection ([`super::MAX_STREAMS`]),
+    /// or webhook subscriptions of the session
+    /// ([`super::webhook::MAX_PER_SESSION`]).
     pub const TOO_MANY_SUBSCRIPTIONS: i32 = -32015;
 }
 
@@ -114,6 +122,10 @@ pub enum EventsError {
     /// Too many streams are open.
     #[error("too many open events/stream requests on this connection (at most {MAX_STREAMS}); cancel one first")]
     TooManyStreams,
+    /// Too many webhook subscriptions, or another refusal of the daemon
+    /// that names what was wrong.
+    #[error("{0}")]
+    Refused(String),
     /// The daemon could not be asked.
     #[error("the wakeful daemon could not be asked: {0}")]
     Daemon(String),
@@ -126,6 +138,7 @@ impl From<EventsError> for ErrorData {
             EventsError::Cursor(_) => code::INVALID_CURSOR,
             EventsError::NotOffered(_) => code::DELIVERY_NOT_OFFERED,
             EventsError::TooManyStreams => code::TOO_MANY_SUBSCRIPTIONS,
+            EventsError::Refused(_) => code::TOO_MANY_SUBSCRIPTIONS,
             EventsError::Arguments(_) | EventsError::Params { .. } => ErrorCode::INVALID_PARAMS.0,
             EventsError::Daemon(_) => ErrorCode::INTERNAL_ERROR.0,
         };
@@ -173,12 +186,14 @@ pub(crate) async fn handle(
             stream::run(server, open, &context).await?;
             Value::Object(Default::default())
         }
-        SUBSCRIBE | UNSUBSCRIBE => {
-            return Err(EventsError::NotOffered(format!(
-                "{}: wakeful offers its event types by poll and push (events/poll, events/stream), not by webhook",
-                request.method
-            ))
-            .into())
+        SUBSCRIBE => {
+            let p: WebhookParams = params(SUBSCRIBE, request.params)?;
+            to_value(&subscribe(server, p, &session).await?)
+        }
+        UNSUBSCRIBE => {
+            let p: WebhookParams = params(UNSUBSCRIBE, request.params)?;
+            unsubscribe(server, p, &session).await?;
+            Value::Object(Default::default())
         }
         other => {
             return Err(ErrorData::new(
@@ -284,6 +299,113 @@ impl Subscription {
             cursor: self.cursors.encode(event.seq),
         }
     }
+}
+
+fn webhook_subscription(
+    server: &WakefulServer,
+    method: &'static str,
+    p: &WebhookParams,
+    session: &str,
+) -> Result<(&'static str, Arguments, String, String), EventsError> {
+    let name = types::known(&p.name).ok_or_else(|| EventsError::UnknownEvent(p.name.clone()))?;
+    if p.delivery.mode != "webhook" {
+        return Err(EventsError::NotOffered(format!(
+            "{method}: delivery mode `{}` is not served by {method}; use events/poll or events/stream, or mode `webhook`",
+            p.delivery.mode
+        )));
+    }
+    let args = Arguments::parse(name, p.arguments.clone())?;
+    let session = args.session.clone().unwrap_or_else(|| session.to_string());
+    let id = webhook::subscription_id(
+        &server.paths().state_dir,
+        &session,
+        name,
+        args.monitor.as_deref(),
+        &p.delivery.url,
+    );
+    Ok((name, args, session, id))
+}
+
+fn refused(method: &'static str, e: ClientError) -> EventsError {
+    match e {
+        ClientError::Refused {
+            kind: wakeful_protocol::ErrorKind::Limit,
+            message,
+        } => EventsError::Refused(message),
+        ClientError::Refused { message, .. } => EventsError::Params {
+            method,
+            reason: message,
+        },
+        other => other.into(),
+    }
+}
+
+async fn subscribe(
+    server: &WakefulServer,
+    p: WebhookParams,
+    session: &str,
+) -> Result<SubscribeResult, EventsError> {
+    let (name, args, session, id) = webhook_subscription(server, SUBSCRIBE, &p, session)?;
+    let bad = |reason: String| EventsError::Params {
+        method: SUBSCRIBE,
+        reason,
+    };
+    let secret = p.delivery.secret.clone().ok_or_else(|| {
+        bad("delivery.secret is missing (whsec_ and 24 to 64 bytes in base64)".into())
+    })?;
+    webhook::Secret::parse(&secret).map_err(|e| bad(e.to_string()))?;
+    let ttl_ms = p.ttl_ms.unwrap_or(webhook::DEFAULT_TTL_MS);
+    if ttl_ms == 0 || ttl_ms > webhook::MAX_TTL_MS {
+        return Err(bad(format!(
+            "ttlMs {ttl_ms} is out of range: 1 to {} (7 days)",
+            webhook::MAX_TTL_MS
+        )));
+    }
+    let target = webhook::Target::new(
+        &server.paths().state_dir,
+        &session,
+        name,
+        args.monitor.clone(),
+    )
+    .ok_or_else(|| EventsError::UnknownEvent(name.to_string()))?;
+    let after = p.cursor.as_deref().map(|c| target.decode(c)).transpose()?;
+    let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+    let status = conn.call(wakeful_protocol::GetStatus {}).await?;
+    let info = conn
+        .call(wakeful_protocol::SubscribeEvents {
+            session,
+            id,
+            name: name.to_string(),
+            monitor: args.monitor,
+            url: p.delivery.url,
+            secret,
+            after,
+            ttl_ms,
+        })
+        .await
+        .map_err(|e| refused(SUBSCRIBE, e))?;
+    let refresh_before = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(info.expires_ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    Ok(SubscribeResult {
+        id: info.id,
+        refresh_before,
+        cursor: target.cursor(info.position),
+        truncated: after.is_some_and(|a| truncated(a, status.storage.and_then(|s| s.oldest_seq))),
+    })
+}
+
+async fn unsubscribe(
+    server: &WakefulServer,
+    p: WebhookParams,
+    session: &str,
+) -> Result<(), EventsError> {
+    let (_, _, session, id) = webhook_subscription(server, UNSUBSCRIBE, &p, session)?;
+    let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+    conn.call(wakeful_protocol::UnsubscribeEvents { session, id })
+        .await
+        .map_err(|e| refused(UNSUBSCRIBE, e))?;
+    Ok(())
 }
 
 /// The stable id of the event `seq` of the home `home`: the same event has

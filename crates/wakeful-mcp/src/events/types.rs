@@ -98,7 +98,7 @@ pub fn matches(name: &str, args: &Arguments, event: &Event) -> bool {
 
 /// Every event type, with its schemas.
 pub fn catalogue() -> Vec<EventType> {
-    let delivery = vec![Delivery::Poll, Delivery::Push];
+    let delivery = vec![Delivery::Poll, Delivery::Push, Delivery::Webhook];
     let describe = |name| {
         match name {
         LINES => "Lines a monitor of the session printed (one occurrence per batch of lines, as `wakeful events` shows them).",
@@ -181,11 +181,14 @@ mod tests {
     }
 
     #[test]
-    fn the_catalogue_names_every_type_once_with_poll_and_push() {
+    fn the_catalogue_names_every_type_once_with_poll_push_and_webhook() {
         let list = catalogue();
         assert_eq!(list.iter().map(|t| t.name).collect::<Vec<_>>(), NAMES);
         for t in list {
-            assert_eq!(t.delivery, vec![Delivery::Poll, Delivery::Push]);
+            assert_eq!(
+                t.delivery,
+                vec![Delivery::Poll, Delivery::Push, Delivery::Webhook]
+            );
             assert_eq!(t.input_schema["additionalProperties"], false);
             assert_eq!(known(t.name), Some(t.name));
         }

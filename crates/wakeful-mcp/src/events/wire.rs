@@ -85,7 +85,7 @@ pub struct Occurrence {
     pub name: &'static str,
     /// When the event was made (RFC 3339).
     pub timestamp: String,
-    /// The payload: the event as `monitor_events` shows it, sanitized.
+    /// The payload (its `payloadSchema` in `events/list`).
     pub data: Value,
     /// The position after this event.
     pub cursor: String,
@@ -109,3 +109,53 @@ pub struct PollResult {
 
 /// The `_meta` key that names the stream a frame belongs to.
 pub const SUBSCRIPTION_META: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// `delivery` of `events/subscribe` and `events/unsubscribe`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeliveryParams {
+    /// `webhook` (the one mode these methods serve).
+    pub mode: String,
+    /// Where deliveries are POSTed.
+    pub url: String,
+    /// The signing secret (`whsec_…`; subscribe only).
+    #[serde(default)]
+    pub secret: Option<String>,
+}
+
+/// Params of `events/subscribe` and `events/unsubscribe`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookParams {
+    /// The event type.
+    pub name: String,
+    /// The subscription arguments ([`super::types::Arguments`]).
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// How occurrences are delivered.
+    pub delivery: DeliveryParams,
+    /// Where to start; absent or null starts from now (subscribe only).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// The subscription's lifetime (subscribe only).
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Accepted and not used: a subscription delivers every event after its
+    /// cursor.
+    #[serde(default)]
+    pub max_age_ms: Option<u64>,
+}
+
+/// Result of `events/subscribe`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeResult {
+    /// The subscription's id (`X-MCP-Subscription-Id` of its deliveries).
+    pub id: String,
+    /// Subscribe again (a refresh) before this time (RFC 3339), or the
+    /// deliveries stop.
+    pub refresh_before: String,
+    /// The position deliveries start after.
+    pub cursor: String,
+    /// Events between the request's cursor and the oldest kept were lost.
+    pub truncated: bool,
+}
