@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Line -> MCP Events webhook delivery received, beside line -> `wakeful events --follow`, in one run.
+"""Line -> MCP Events webhook delivery and `notifications/events/event`, beside `events --follow`, in one run.
 
 Usage:
     cargo build --release -p wakeful-cli
@@ -10,9 +10,11 @@ one file monitor of session `bench`, and two readers:
 - an HTTP receiver in this script on loopback, subscribed through a `wakeful mcp` (raw stdio
   frames: `initialize`, `events/subscribe` of `monitor.lines` with a webhook); it answers the
   verification challenge and 204 to each delivery, and checks each signature;
+- a second `wakeful mcp` with an open `events/stream` of `monitor.lines`;
 - `wakeful events --follow --json` of the same session.
 For each sample the script appends one line to the followed file and takes the time from
-the append to the receiver's request and to the follower's line (samples are --gap apart,
+the append to the receiver's request, to the stream's `notifications/events/event` and to
+the follower's line (samples are --gap apart,
 within the monitor's rate limit). Prints one JSON object with the medians, p90s and
 maxima (ms).
 """
@@ -99,9 +101,24 @@ def main():
                            text=True, bufsize=1)
     follow = subprocess.Popen([bin_, "events", "--follow", "--json"], env=env,
                               stdout=subprocess.PIPE, text=True, bufsize=1)
-    mq, fq = queue.Queue(), queue.Queue()
+    streamer = subprocess.Popen([bin_, "mcp"], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, bufsize=1)
+    mq, fq, sq = queue.Queue(), queue.Queue(), queue.Queue()
     threading.Thread(target=reader, args=(mcp.stdout, mq), daemon=True).start()
     threading.Thread(target=reader, args=(follow.stdout, fq), daemon=True).start()
+    threading.Thread(target=reader, args=(streamer.stdout, sq), daemon=True).start()
+    for frame in ({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "stream-bench", "version": "0"}}},
+                  {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  {"jsonrpc": "2.0", "id": 1, "method": "events/stream",
+                   "params": {"name": "monitor.lines"}}):
+        streamer.stdin.write(json.dumps(frame) + "\n")
+        streamer.stdin.flush()
+    while True:
+        _, line = sq.get(timeout=20)
+        if json.loads(line).get("method") == "notifications/events/active":
+            break
 
     def request(i, method, params):
         mcp.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
@@ -121,7 +138,7 @@ def main():
     if "result" not in sub:
         sys.exit(f"mcp_webhook_bench: subscribe failed: {sub}")
 
-    hook_lat, follow_lat = [], []
+    hook_lat, stream_lat, follow_lat = [], [], []
     for i in range(args.samples):
         mark = f"bench-line-{i:03d}"
         time.sleep(args.gap)
@@ -136,11 +153,17 @@ def main():
             t2, line = fq.get(timeout=20)
             if mark in line:
                 break
+        while True:
+            t3, line = sq.get(timeout=20)
+            if mark in line and "notifications/events/event" in line:
+                break
         hook_lat.append((t1 - t0) * 1000)
+        stream_lat.append((t3 - t0) * 1000)
         follow_lat.append((t2 - t0) * 1000)
     request(2, "events/unsubscribe", {"name": "monitor.lines",
                                       "delivery": {"mode": "webhook", "url": url}})
     mcp.stdin.close()
+    streamer.stdin.close()
     follow.terminate()
     mcp.wait(timeout=10)
     subprocess.run([bin_, "daemon", "stop"], env=env, capture_output=True)
@@ -154,6 +177,7 @@ def main():
                 "max": round(max(xs), 2)}
     print(json.dumps({"samples": args.samples,
                       "line_to_webhook_received_ms": summary(hook_lat),
+                      "line_to_events_stream_ms": summary(stream_lat),
                       "line_to_events_follow_ms": summary(follow_lat)}))
 
 
