@@ -394,3 +394,46 @@ fn a_2026_07_28_request_polls_with_its_meta() {
         "{r}"
     );
 }
+
+#[test]
+fn a_wake_on_argument_keeps_only_the_events_that_wake_under_it() {
+    let home = Home::new();
+    let (mut mcp, _) = Raw::initialized(&home, &[]);
+    let now = mcp.poll(1, json!({"name": "monitor.lines", "arguments": {}}));
+    let from = now["cursor"].as_str().unwrap().to_string();
+    start_monitor(
+        &home,
+        "echo 'INFO fine'; sleep 0.3; echo 'ERROR broke'; sleep 0.3; echo 'INFO after'",
+    );
+    // Every line is in the log once the last one is.
+    let mut plain = Value::Null;
+    let mut n = 10;
+    assert!(
+        common::eventually(DEADLINE, || {
+            n += 1;
+            plain = mcp.poll(
+                n,
+                json!({"name": "monitor.lines", "cursor": from, "arguments": {}}),
+            );
+            texts(&plain).concat().contains("INFO after")
+        }),
+        "{plain}"
+    );
+    assert_eq!(texts(&plain).len(), 3, "one event a line: {plain}");
+    let got = mcp.poll(
+        99,
+        json!({"name": "monitor.lines", "cursor": from, "arguments": {"wake_on": "match:ERROR"}}),
+    );
+    assert_eq!(texts(&got), ["ERROR broke"], "{got}");
+    // A rule that cannot be read is refused with the reason.
+    let r = mcp.request(
+        100,
+        "events/poll",
+        json!({"name": "monitor.lines", "arguments": {"wake_on": "sometimes"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("wake_on"),
+        "{r}"
+    );
+}

@@ -98,6 +98,36 @@ pub fn survivors_text(pids: &[i32]) -> String {
     )
 }
 
+/// Whether an event with `body` wakes under `rule` (`matching`: the
+/// compiled regex of a `match:` rule): what a monitor's `wake_on`
+/// decides, and what an MCP Events subscription's `wake_on` argument
+/// asks for.
+pub fn wakes_under(rule: &WakeOn, matching: Option<&Regex>, body: &EventBody) -> bool {
+    let failure = match body {
+        EventBody::MonitorFailed { .. } | EventBody::MonitorSilent { .. } => true,
+        EventBody::OutputDropped { reason, .. } => *reason == crate::outlog::DropReason::DiskLow,
+        EventBody::MonitorStopped { reason, .. } => is_failure(reason),
+        _ => false,
+    };
+    match rule {
+        WakeOn::Any => true,
+        WakeOn::Exit => matches!(
+            body,
+            EventBody::MonitorStopped { .. } | EventBody::MonitorFailed { .. }
+        ),
+        WakeOn::Fail => failure,
+        WakeOn::Match(_) => {
+            failure
+                || match body {
+                    EventBody::MonitorEvent { lines, .. } => {
+                        matching.is_some_and(|re| lines.iter().any(|l| re.is_match(l)))
+                    }
+                    _ => false,
+                }
+        }
+    }
+}
+
 /// Whether a monitor ending for `reason` is a failure for `wake_on: fail`.
 fn is_failure(reason: &MonitorStopReason) -> bool {
     match reason {
@@ -228,32 +258,7 @@ impl MonitorMachine {
         {
             return false;
         }
-        let failure = match body {
-            EventBody::MonitorFailed { .. } | EventBody::MonitorSilent { .. } => true,
-            EventBody::OutputDropped { reason, .. } => {
-                *reason == crate::outlog::DropReason::DiskLow
-            }
-            EventBody::MonitorStopped { reason, .. } => is_failure(reason),
-            _ => false,
-        };
-        match &self.wake_on {
-            WakeOn::Any => true,
-            WakeOn::Exit => matches!(
-                body,
-                EventBody::MonitorStopped { .. } | EventBody::MonitorFailed { .. }
-            ),
-            WakeOn::Fail => failure,
-            WakeOn::Match(_) => {
-                failure
-                    || match body {
-                        EventBody::MonitorEvent { lines, .. } => self
-                            .wake_match
-                            .as_ref()
-                            .is_some_and(|re| lines.iter().any(|l| re.is_match(l))),
-                        _ => false,
-                    }
-            }
-        }
+        wakes_under(&self.wake_on, self.wake_match.as_ref(), body)
     }
 
     /// Sets `wakes` of each emit.

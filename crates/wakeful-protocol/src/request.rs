@@ -535,6 +535,10 @@ pub struct SubscribeEvents {
     /// Only this monitor's events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<String>,
+    /// Only the events that wake under this rule (`any`, `exit`, `fail`,
+    /// `match:<regex>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_on: Option<String>,
     /// Where deliveries are POSTed.
     pub url: String,
     /// The signing secret, `whsec_` and base64; kept by the daemon, never
@@ -554,6 +558,7 @@ impl std::fmt::Debug for SubscribeEvents {
             .field("id", &self.id)
             .field("name", &self.name)
             .field("monitor", &self.monitor)
+            .field("wake_on", &self.wake_on)
             .field("url", &self.url)
             .field("secret", &"…")
             .field("after", &self.after)

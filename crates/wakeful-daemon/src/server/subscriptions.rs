@@ -51,6 +51,8 @@ struct Record {
     name: String,
     #[serde(default)]
     monitor: Option<String>,
+    #[serde(default)]
+    wake_on: Option<String>,
     url: String,
     secret: String,
     expires_ms: i64,
@@ -208,10 +210,14 @@ pub(crate) async fn subscribe(state: &Arc<State>, r: SubscribeEvents) -> Handled
         &r.session,
         &r.name,
         r.monitor.clone(),
+        r.wake_on.clone(),
     )
     .is_none()
     {
-        return Err(invalid(format!("unknown event type `{}`", r.name)));
+        return Err(invalid(format!(
+            "unknown event type `{}`, or a wake_on rule that cannot be read",
+            r.name
+        )));
     }
     if r.ttl_ms == 0 || r.ttl_ms > webhook::MAX_TTL_MS {
         return Err(invalid(format!(
@@ -261,6 +267,7 @@ pub(crate) async fn subscribe(state: &Arc<State>, r: SubscribeEvents) -> Handled
             Record {
                 url: r.url,
                 secret: r.secret,
+                wake_on: r.wake_on,
                 expires_ms,
                 state: ACTIVE.into(),
                 failures: 0,
@@ -272,6 +279,7 @@ pub(crate) async fn subscribe(state: &Arc<State>, r: SubscribeEvents) -> Handled
             session: r.session,
             name: r.name,
             monitor: r.monitor,
+            wake_on: r.wake_on,
             url: r.url,
             secret: r.secret,
             expires_ms,
@@ -417,6 +425,7 @@ async fn deliver(state: Arc<State>, id: String) {
         &record.session,
         &record.name,
         record.monitor.clone(),
+        record.wake_on.clone(),
     ) else {
         return;
     };

@@ -366,6 +366,7 @@ async fn subscribe(
         &session,
         name,
         args.monitor.clone(),
+        args.wake_on.clone(),
     )
     .ok_or_else(|| EventsError::UnknownEvent(name.to_string()))?;
     let after = p.cursor.as_deref().map(|c| target.decode(c)).transpose()?;
@@ -377,6 +378,7 @@ async fn subscribe(
             id,
             name: name.to_string(),
             monitor: args.monitor,
+            wake_on: args.wake_on,
             url: p.delivery.url,
             secret,
             after,

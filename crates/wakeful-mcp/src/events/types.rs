@@ -1,8 +1,11 @@
 //! wakeful's event types: which events of the log each one carries, its
 //! subscription arguments and its payload.
 
+use regex::Regex;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use wakeful_core::machine::wakes_under;
+use wakeful_core::params::WakeOn;
 use wakeful_core::{Event, EventKind};
 
 use super::wire::{Delivery, EventType};
@@ -33,6 +36,13 @@ pub struct Arguments {
     /// Only this monitor's events.
     #[serde(default)]
     pub monitor: Option<String>,
+    /// Only the events that wake under this rule (`any`, `exit`, `fail`,
+    /// `match:<regex>`), instead of each monitor's own `wake_on`.
+    #[serde(default)]
+    pub wake_on: Option<String>,
+    /// `wake_on`, read ([`Arguments::parse`], [`Arguments::new`]).
+    #[serde(skip)]
+    rule: Option<(WakeOn, Option<Regex>)>,
 }
 
 /// Bad subscription arguments: which and why.
@@ -64,7 +74,40 @@ impl Arguments {
                 });
             }
         }
-        Ok(args)
+        Arguments::new(name, args.session, args.monitor, args.wake_on)
+    }
+
+    /// The arguments of a subscription to `name`, with `wake_on` read.
+    pub fn new(
+        name: &'static str,
+        session: Option<String>,
+        monitor: Option<String>,
+        wake_on: Option<String>,
+    ) -> Result<Self, BadArguments> {
+        let bad = |reason: String| BadArguments { name, reason };
+        let rule = match wake_on.as_deref() {
+            None => None,
+            Some(text) => {
+                let on: WakeOn = text
+                    .parse()
+                    .map_err(|e: wakeful_core::params::ParamError| {
+                        bad(format!("`wake_on`: {e}"))
+                    })?;
+                let re = match &on {
+                    WakeOn::Match(re) => {
+                        Some(Regex::new(re).map_err(|e| bad(format!("`wake_on` regex: {e}")))?)
+                    }
+                    _ => None,
+                };
+                Some((on, re))
+            }
+        };
+        Ok(Arguments {
+            session,
+            monitor,
+            wake_on,
+            rule,
+        })
     }
 }
 
@@ -84,10 +127,17 @@ pub fn matches(name: &str, args: &Arguments, event: &Event) -> bool {
         return false;
     }
     let kind = event.kind();
+    let wakes = match &args.rule {
+        Some((on, re)) => wakes_under(on, re.as_ref(), &event.body),
+        None => event.wakes,
+    };
+    if args.rule.is_some() && !wakes {
+        return false;
+    }
     match name {
         LINES => kind == EventKind::Lines,
         ENDED => kind.is_terminal(),
-        WAKE => event.wakes,
+        WAKE => wakes,
         NOTICE => !matches!(
             kind,
             EventKind::Lines | EventKind::Stopped | EventKind::Failed
@@ -126,7 +176,9 @@ fn input_schema() -> Value {
             "session": {"type": "string", "minLength": 1,
                         "description": "The session (default: the server's)."},
             "monitor": {"type": "string", "minLength": 1,
-                        "description": "Only this monitor's events (mon-…)."}
+                        "description": "Only this monitor's events (mon-…)."},
+            "wake_on": {"type": "string", "minLength": 1,
+                        "description": "Only the events that wake under this rule, instead of each monitor's own wake_on: `any`, `exit` (a monitor's final event), `fail` (failures: non-zero exit, signal, timeout, `failed`, `silent`) or `match:<regex>` (matching lines, and failures)."}
         },
         "additionalProperties": false
     })

@@ -124,20 +124,20 @@ pub struct Target(Subscription);
 
 impl Target {
     /// The subscription of `session` to the type `name` (`None` for a type
-    /// this build does not know), for one monitor's events or all.
+    /// this build does not know, or a `wake_on` rule that cannot be read),
+    /// for one monitor's events or all, and those that wake under
+    /// `wake_on`, when given.
     pub fn new(
         state_dir: &std::path::Path,
         session: &str,
         name: &str,
         monitor: Option<String>,
+        wake_on: Option<String>,
     ) -> Option<Target> {
         let name = types::known(name)?;
         Some(Target(Subscription {
             name,
-            args: Arguments {
-                session: Some(session.to_string()),
-                monitor,
-            },
+            args: Arguments::new(name, Some(session.to_string()), monitor, wake_on).ok()?,
             session: session.to_string(),
             cursors: Cursors::new(state_dir, session),
             after: None,
