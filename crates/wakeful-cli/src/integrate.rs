@@ -133,20 +133,7 @@ pub fn gemini(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
         outln!("Project hooks run only in folders Gemini trusts, and Gemini asks before running")?;
         outln!("project hooks it has not seen.")?;
     }
-    for w in &done.warnings {
-        outln!()?;
-        outln!("Warning: {w}")?;
-    }
-    if on_path.is_none() {
-        outln!()?;
-        outln!(
-            "Warning: `wakeful` is not on PATH, and the hooks run `wakeful` from PATH (they do"
-        )?;
-        outln!(
-            "  nothing without it). Install it: npm install -g wakeful (or cargo install --locked wakeful-cli)"
-        )?;
-    }
-    Ok(0)
+    hook_warnings(&done.warnings, on_path.is_some())
 }
 
 /// `wakeful integrate codex --hooks [--remove]`: wakeful's hooks in Codex's
@@ -213,11 +200,17 @@ pub fn codex(hooks: bool, project: Option<&Path>, remove: bool, json: bool) -> R
     outln!()?;
     outln!("Codex runs new hooks only once you trusted them: it says \"hooks need review\" at")?;
     outln!("start (review them there), or run it with --dangerously-bypass-hook-trust.")?;
-    for w in &done.warnings {
+    hook_warnings(&done.warnings, on_path.is_some())
+}
+
+/// The installer's warnings, and one when `wakeful` is not on PATH (the
+/// hooks run it from there); what an `integrate … --hooks` ends with.
+fn hook_warnings(warnings: &[String], on_path: bool) -> Result<u8, Failure> {
+    for w in warnings {
         outln!()?;
         outln!("Warning: {w}")?;
     }
-    if on_path.is_none() {
+    if !on_path {
         outln!()?;
         outln!(
             "Warning: `wakeful` is not on PATH, and the hooks run `wakeful` from PATH (they do"
