@@ -41,8 +41,8 @@ pub use id::{new_id, new_monitor_id};
 pub use net::NetPolicy;
 pub use output::OutputBudget;
 pub use registry::{
-    MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions, Started,
-    StopError, Subscription,
+    HandedMonitor, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions,
+    Started, StopError, Subscription,
 };
 pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};
