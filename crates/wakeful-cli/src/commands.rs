@@ -440,13 +440,19 @@ async fn watch(
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (conn, started) = start_request(paths, session.clone(), spec, None).await?;
-    let request = |write_to| wakeful_protocol::ReadEvents {
+    let request_after = |after, write_to| wakeful_protocol::ReadEvents {
         session: session.clone(),
-        after: started.after_seq,
+        after,
         follow: true,
         monitor: Some(started.id.clone()),
         write_to,
         ..Default::default()
+    };
+    let request = |write_to| request_after(started.after_seq, write_to);
+    let form = if json {
+        OutputForm::Json
+    } else {
+        OutputForm::Watch
     };
     // A pipe or a socket: the daemon writes the monitor's output to it
     // itself, and sends its final event here too.
@@ -454,11 +460,6 @@ async fn watch(
     let mut handed = handover.is_some();
     let mut events = match &handover {
         Some(fd) => {
-            let form = if json {
-                OutputForm::Json
-            } else {
-                OutputForm::Watch
-            };
             conn.events_with_fds(request(Some(form)), &[fd.as_fd()])
                 .await?
         }
@@ -492,6 +493,17 @@ async fn watch(
                 // Ctrl-C, quietly (exit 141).
                 let_go(paths, &started.id, detach_on_interrupt, false).await;
                 return Ok(watch_exit_code(WatchEnd::StdoutClosed));
+            }
+            Err(ClientError::Upgraded { after }) if handed => {
+                // The daemon was upgraded: hand stdout to the new one.
+                let Some(fd) = wakeful_client::handover::stdout_for_daemon() else {
+                    return Err(ClientError::Closed.into());
+                };
+                events = wakeful_client::connect_existing(paths)
+                    .await
+                    .map_err(ClientError::from)?
+                    .events_with_fds(request_after(after, Some(form)), &[fd.as_fd()])
+                    .await?;
             }
             Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,
@@ -659,14 +671,15 @@ async fn events(
     follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    let request = |write_to| wakeful_protocol::ReadEvents {
+    let request = |after, write_to| wakeful_protocol::ReadEvents {
         session: session.clone(),
         after,
         follow,
         write_to,
         ..Default::default()
     };
-    if let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
+    let mut after = after;
+    while let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
         let form = if json {
             OutputForm::Json
         } else {
@@ -674,10 +687,15 @@ async fn events(
         };
         let mut handed = connect(paths)
             .await?
-            .events_with_fds(request(Some(form)), &[stdout.as_fd()])
+            .events_with_fds(request(after, Some(form)), &[stdout.as_fd()])
             .await?;
         drop(stdout);
         match handed.next().await {
+            // The daemon was upgraded: hand stdout to the new one.
+            Err(ClientError::Upgraded { after: last }) => {
+                after = last;
+                continue;
+            }
             Ok(None) | Err(ClientError::Closed) => return Ok(0),
             Err(ClientError::Refused {
                 kind: ErrorKind::OutputClosed,
@@ -691,7 +709,7 @@ async fn events(
             Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,
                 ..
-            }) => {}
+            }) => break,
             Err(e) => return Err(e.into()),
             Ok(Some(e)) => {
                 let m = format!("unexpected reply from the daemon: {e:?}");
@@ -699,7 +717,7 @@ async fn events(
             }
         }
     }
-    let mut events = connect(paths).await?.events(request(None)).await?;
+    let mut events = connect(paths).await?.events(request(after, None)).await?;
     // Events that came together are written together.
     let mut ready = Vec::new();
     loop {
@@ -898,10 +916,20 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
         Some(DaemonAction::Install { dir, format, print }) => {
             crate::package::daemon_install(format, dir, print, json)
         }
-        None if args.foreground => {
+        Some(DaemonAction::Upgrade { binary }) => crate::upgrade::run(&paths, binary, json).await,
+        Some(DaemonAction::HandoverCheck) => crate::upgrade::check(),
+        None if args.foreground => serve_daemon(paths, args.ready_fd).await,
+        None => status(&paths, json).await,
+    }
+}
+
+/// `wakeful daemon --foreground`: runs the daemon in this process.
+pub(crate) async fn serve_daemon(paths: Paths, ready_fd: Option<i32>) -> Result<u8, Failure> {
+    {
+        {
             // Started by a client: the log file only (stdio is /dev/null).
             // Run by a person: the log file and this terminal.
-            let by_client = args.ready_fd.is_some();
+            let by_client = ready_fd.is_some();
             if let Err(e) = paths
                 .prepare()
                 .map_err(std::io::Error::other)
@@ -912,8 +940,7 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
                     paths.daemon_log().display()
                 );
             }
-            let ready = args
-                .ready_fd
+            let ready = ready_fd
                 .map(wakeful_daemon::Readiness::from_fd)
                 .unwrap_or_default();
             match wakeful_daemon::run(paths, ready).await {
@@ -925,7 +952,6 @@ async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result<u8, Failur
                 Err(e) => Err(Failure::new(exit::FAILURE, e.to_string())),
             }
         }
-        None => status(&paths, json).await,
     }
 }
 
