@@ -240,7 +240,23 @@ fn a_counter_lives_through_twenty_upgrades_with_a_follower_and_a_waiter_attached
         assert_eq!(s["pid"], daemon, "the same process");
         assert_eq!(s["monitors_running"], 2);
         assert_eq!(leader_of(&id), Some(leader), "the same command process");
+        // A client of another version than the daemon's names both, and
+        // the way to move the daemon.
+        let text = home.ok(&["status"]);
+        assert_eq!(
+            text.contains(&format!("this wakeful is {VERSION}")),
+            version != VERSION,
+            "{text}"
+        );
+        if version != VERSION {
+            assert!(text.contains("`wakeful daemon upgrade`"), "{text}");
+        }
     }
+    let text = home.ok(&["status"]);
+    assert!(
+        text.contains("upgraded:         20 times, last from "),
+        "{text}"
+    );
     assert!(
         fd_count(daemon) <= fds + 2,
         "no descriptor leaks across upgrades: {fds} before, {} after",
