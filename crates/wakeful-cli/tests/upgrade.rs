@@ -181,9 +181,10 @@ fn upgrade(home: &Home, from: &Path, to: &Path) -> String {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "upgrade to {}: {}{text}",
+        "upgrade to {}: {}{text}\ndaemon log:\n{}",
         to.display(),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(home.path().join("daemon.log")).unwrap_or_default()
     );
     text
 }
@@ -526,4 +527,98 @@ fn an_upgrade_to_a_binary_that_fails_changes_nothing_and_says_why() {
     home.ok(&["daemon", "stop"]);
     let said = home.ok(&["daemon", "upgrade"]);
     assert!(said.contains("nothing to upgrade"), "{said}");
+}
+
+/// Calls `request` on the daemon of `home` (never starts one).
+fn call<C: wakeful_protocol::Call>(home: &Home, request: C) -> C::Reply {
+    let dir = home.path().to_path_buf();
+    let paths =
+        wakeful_client::Paths::from_vars(|k| (k == "WAKEFUL_HOME").then(|| dir.clone())).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut conn = wakeful_client::connect_existing(&paths).await.unwrap();
+            conn.call(request).await.unwrap()
+        })
+}
+
+#[test]
+fn background_tasks_keep_their_ids_and_outcomes_across_upgrades() {
+    use wakeful_protocol::{CreateTask, GetTask, HandTask};
+    let home = Home::new();
+    let (next, _) = bumped_build(home.path());
+    let this = PathBuf::from(BIN);
+    home.ok(&["status"]);
+    let create = || CreateTask {
+        session: "tk".into(),
+        consumer: "mcp".into(),
+        ttl_ms: 600_000,
+        note: Some("kept".into()),
+        ..Default::default()
+    };
+    let get = |id: &str, wait_ms| GetTask {
+        session: "tk".into(),
+        id: id.into(),
+        wait_ms,
+    };
+    // A task that waits while the daemon is upgraded gets the line that
+    // comes after.
+    let working = call(&home, create());
+    assert_eq!(working.status, "working");
+    upgrade(&home, &this, &next);
+    let line = |text: &str| {
+        home.cmd(&["start", "-d", text, "--", &format!("echo {text}")])
+            .env("WAKEFUL_SESSION", "tk")
+            .output()
+            .unwrap()
+    };
+    line("after-the-upgrade");
+    let done = call(&home, get(&working.id, Some(30_000)));
+    assert_eq!(done.status, "completed", "{done:?}");
+    assert_eq!(done.note.as_deref(), Some("kept"));
+    assert!(
+        done.events
+            .iter()
+            .any(|e| e.text.contains("after-the-upgrade")),
+        "{done:?}"
+    );
+    // Completed, not handed yet: its events were not acknowledged, and the
+    // next program's run of it finds them again.
+    upgrade(&home, &next, &this);
+    let again = call(&home, get(&working.id, Some(30_000)));
+    assert_eq!(again.status, "completed", "{again:?}");
+    // It starts with the same events (and may carry more): an
+    // acknowledgement of what the client was shown takes the same ones.
+    let before: Vec<u64> = done.events.iter().map(|e| e.seq).collect();
+    let after: Vec<u64> = again.events.iter().map(|e| e.seq).collect();
+    assert_eq!(after[..before.len()], before[..], "the same first events");
+    let handed = call(
+        &home,
+        HandTask {
+            session: "tk".into(),
+            id: working.id.clone(),
+            keep: done.events.len(),
+        },
+    );
+    assert!(handed.handed);
+    // Handed over, then upgraded: the outcome stays as it was, and a new
+    // task does not get those events again.
+    upgrade(&home, &this, &next);
+    let kept = call(&home, get(&working.id, None));
+    assert_eq!(kept.status, "completed");
+    assert!(kept.handed);
+    assert_eq!(kept.events.len(), again.events.len());
+    let fresh = call(&home, create());
+    let fresh = call(&home, get(&fresh.id, Some(30_000)));
+    assert!(
+        fresh.events.iter().all(|e| !before.contains(&e.seq)),
+        "nothing acknowledged is handed again: {fresh:?}"
+    );
+    assert_eq!(
+        fresh.events.first().map(|e| e.seq),
+        Some(before[before.len() - 1] + 1),
+        "the next task starts right after what was acknowledged: {fresh:?}"
+    );
 }

@@ -109,29 +109,31 @@ impl Reader {
     async fn read(&mut self) -> Result<Line, ClientError> {
         loop {
             let read = match self.read_line().await {
-                Err(ClientError::Upgraded { after }) => self.resume(after).await,
+                Err(ClientError::Upgraded { after }) => match self.resume(after).await {
+                    Ok(true) => continue,
+                    Ok(false) => Err(ClientError::Upgraded { after }),
+                    Err(e) => Err(e),
+                },
                 other => other,
             };
-            match read {
-                Err(ClientError::Upgraded { .. }) if self.request.is_some() => continue,
-                other => return other.map_err(|e| self.conn.name_skew(self.op, e)),
-            }
+            return read.map_err(|e| self.conn.name_skew(self.op, e));
         }
     }
 
-    /// Asks the daemon that replaced this one for the rest of the stream.
-    /// `Err(Upgraded)` when it did (read on), or when the request came with
-    /// descriptors (its caller hands them over again).
-    async fn resume(&mut self, after: u64) -> Result<Line, ClientError> {
+    /// Asks the daemon that replaced this one for the rest of the stream:
+    /// `Ok(true)` once asked; `Ok(false)` when this reader cannot (its
+    /// request came with descriptors, which its caller hands over again,
+    /// or its connection was given, not made for a state directory).
+    async fn resume(&mut self, after: u64) -> Result<bool, ClientError> {
         let (Some(request), Some(paths)) = (&self.request, self.conn.paths()) else {
-            return Err(ClientError::Upgraded { after });
+            return Ok(false);
         };
         let request = request.resumed_after(after);
         let mut conn = crate::client::reconnect(paths).await?;
         conn.send(request.clone()).await?;
         self.conn = conn;
         self.request = Some(request);
-        Err(ClientError::Upgraded { after })
+        Ok(true)
     }
 
     async fn read_line(&mut self) -> Result<Line, ClientError> {

@@ -266,6 +266,17 @@ impl<R> Book<R> {
         }
     }
 
+    /// Every task, expired ones included until the next [`Book::expire`].
+    pub fn entries(&self) -> impl Iterator<Item = (&String, &Entry<R>)> {
+        self.tasks.iter()
+    }
+
+    /// Puts task `id` back as it was (a new program going on with the
+    /// tasks of the one it replaced), whatever the limit.
+    pub fn restore(&mut self, id: String, entry: Entry<R>) {
+        self.tasks.insert(id, entry);
+    }
+
     /// Forgets task `id` (its wait let go of what it held).
     pub fn forget(&mut self, id: &str) {
         self.tasks.remove(id);

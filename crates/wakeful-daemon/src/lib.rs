@@ -189,7 +189,7 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
     let served = server::serve(&listener, state.clone()).await;
     let upgrade_to = state.upgrade_to.borrow().clone();
     if let Some(binary) = upgrade_to {
-        let e = hand_over(&paths, &state, &registry, &listener, &lock.daemon, &binary).await;
+        let e = hand_over(&state, &registry, &listener, &lock.daemon, &binary).await;
         tracing::error!("the upgrade failed: {e}");
         return Err(DaemonError::Upgrade(e));
     }
@@ -220,7 +220,6 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
 /// neither it nor this program could be run. Then the handed commands are
 /// stopped: nothing would read them.
 async fn hand_over(
-    paths: &Paths,
     state: &Arc<state::State>,
     registry: &MonitorRegistry,
     listener: &UnixListener,
@@ -245,8 +244,9 @@ async fn hand_over(
         listener: upgrade::raw(listener),
         lock: upgrade::raw(&**lock),
         monitors,
+        tasks: state.tasks.hand_over(),
     };
-    let e = upgrade::exec(paths, binary, &handover);
+    let e = upgrade::exec(binary, &handover);
     for m in &handover.monitors {
         if let Some(p) = &m.process {
             wakeful_engine::process::signal_group(p.pid, nix::sys::signal::Signal::SIGKILL);
@@ -287,7 +287,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     raise_open_file_limit();
     // An upgrade's new program: its commands are this process's children
     // already; the reaper must leave them to their monitors from the start.
-    let handover = upgrade::take(paths);
+    let handover = upgrade::take();
     let _handed_children: Vec<wakeful_engine::process::Managed> = handover
         .iter()
         .flat_map(|h| &h.monitors)
@@ -401,6 +401,9 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         state.upgrades = (h.upgrades, Some(h.from.clone()));
     }
     let state = Arc::new(state);
+    if let Some(h) = &handover {
+        server::tasks::adopt(&state, h.tasks.clone());
+    }
     tokio::spawn(storage.run(state.stopping()));
     server::subscriptions::resume(&state);
     // Without `[cluster]` nothing of the link runs.

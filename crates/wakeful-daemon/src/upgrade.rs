@@ -12,8 +12,8 @@
 //!    held, leaving its command running with its pipes open
 //!    ([`wakeful_engine::MonitorRegistry::hand_over`]); the hub closes and
 //!    every event stream ends with a `resume` end after its last event.
-//! 3. **Exec.** A [`Handover`] is written to a private file, named by
-//!    [`HANDOVER_ENV`], and the program is replaced from the thread that
+//! 3. **Exec.** A [`Handover`] is written to a file in memory, whose
+//!    descriptor [`HANDOVER_ENV`] names, and the program is replaced from the thread that
 //!    started every command ([`wakeful_engine::process::spawner`]), keeping
 //!    the socket, the daemon lock and every command's pipes open. The
 //!    process id stays: every command is still its child.
@@ -21,6 +21,8 @@
 //!    as they are, ends nothing the store lists as running that was handed
 //!    over, and goes on with each handed monitor: same id, same process,
 //!    its output in the same file, its counters and deadlines going on.
+//!    Background tasks keep their ids; one whose outcome its client was not
+//!    handed yet runs its wait again (nothing of it was acknowledged).
 //!    Clients that were streaming reconnect by themselves.
 //!
 //! Should the exec of the new binary fail after the check passed, the
@@ -33,7 +35,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use wakeful_engine::HandedMonitor;
-use wakeful_protocol::Paths;
 
 /// The handover this build writes and reads.
 pub const HANDOVER_FORMAT: u32 = 1;
@@ -69,7 +70,7 @@ impl BinaryCheck {
 }
 
 /// What a daemon hands to the program that replaces it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Handover {
     /// [`HANDOVER_FORMAT`].
     pub format: u32,
@@ -85,6 +86,10 @@ pub struct Handover {
     pub lock: RawFd,
     /// The running monitors.
     pub monitors: Vec<HandedMonitor>,
+    /// The background tasks (MCP tasks): their clients fetch them by id
+    /// from the next program.
+    #[serde(default)]
+    pub tasks: Vec<crate::server::tasks::HandedTask>,
 }
 
 /// Why an upgrade did not happen (nothing changed) or failed.
@@ -180,20 +185,30 @@ pub async fn check_binary(binary: &Path) -> Result<BinaryCheck, UpgradeError> {
     Ok(check)
 }
 
-fn handover_file(paths: &Paths) -> PathBuf {
-    paths.state_dir.join("handover.json")
-}
-
 /// The handover left for this process by the program it replaced, if
-/// any: read once, and its file removed.
-pub fn take(paths: &Paths) -> Option<Handover> {
-    let named = std::env::var_os(HANDOVER_ENV)?;
-    let file = PathBuf::from(named);
-    if file != handover_file(paths) {
+/// any: read once from the in-memory file [`HANDOVER_ENV`] names, which is
+/// then closed. A handover of another process (a `wakeful daemon` started
+/// by a command that inherited the variable) is ignored.
+pub fn take() -> Option<Handover> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let named = std::env::var(HANDOVER_ENV).ok()?;
+    let fd: RawFd = named.strip_prefix("fd:")?.parse().ok()?;
+    // Only a descriptor that is open and a regular (memory) file is read.
+    let stat = nix::sys::stat::fstat(fd).ok()?;
+    if nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT
+        != nix::sys::stat::SFlag::S_IFREG
+    {
         return None;
     }
-    let bytes = std::fs::read(&file).ok()?;
-    let _ = std::fs::remove_file(&file);
+    // SAFETY: the program before this one left this descriptor open for
+    // this process to read once; it is closed when read.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut bytes = Vec::new();
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        tracing::error!("cannot read the handover (descriptor {fd}): {e}");
+        return None;
+    }
     match serde_json::from_slice::<Handover>(&bytes) {
         Ok(h) if h.pid == std::process::id() && h.format == HANDOVER_FORMAT => Some(h),
         Ok(h) => {
@@ -205,7 +220,7 @@ pub fn take(paths: &Paths) -> Option<Handover> {
             None
         }
         Err(e) => {
-            tracing::error!("cannot read the handover {}: {e}", file.display());
+            tracing::error!("cannot read the handover (descriptor {fd}): {e}");
             None
         }
     }
@@ -213,18 +228,17 @@ pub fn take(paths: &Paths) -> Option<Handover> {
 
 /// Writes `handover` and replaces the program with `binary`, then, if that
 /// fails, with this program again. Returns only when both failed.
-pub fn exec(paths: &Paths, binary: &Path, handover: &Handover) -> UpgradeError {
-    let file = handover_file(paths);
-    let written = serde_json::to_vec(handover)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| write_private(&file, &bytes));
-    if let Err(source) = written {
-        return UpgradeError::Io {
-            what: format!("cannot write the handover {}", file.display()),
-            source,
-        };
-    }
-    let mut keep = vec![handover.listener, handover.lock];
+pub fn exec(binary: &Path, handover: &Handover) -> UpgradeError {
+    let file = match write_handover(handover) {
+        Ok(f) => f,
+        Err(source) => {
+            return UpgradeError::Io {
+                what: "cannot write the handover".into(),
+                source,
+            }
+        }
+    };
+    let mut keep = vec![handover.listener, handover.lock, file.as_raw_fd()];
     for m in &handover.monitors {
         if let Some(p) = &m.process {
             keep.extend(p.stdout);
@@ -239,7 +253,7 @@ pub fn exec(paths: &Paths, binary: &Path, handover: &Handover) -> UpgradeError {
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k != HANDOVER_ENV)
         .collect();
-    env.push((HANDOVER_ENV.into(), file.display().to_string()));
+    env.push((HANDOVER_ENV.into(), format!("fd:{}", file.as_raw_fd())));
     tracing::info!(
         "handing {} monitors over to {}",
         handover.monitors.len(),
@@ -257,7 +271,6 @@ pub fn exec(paths: &Paths, binary: &Path, handover: &Handover) -> UpgradeError {
     );
     let own = own_program();
     let again = wakeful_engine::process::spawner::replace_program(&own, argv, env, keep);
-    let _ = std::fs::remove_file(&file);
     UpgradeError::Io {
         what: format!(
             "cannot run {} ({err}) nor this daemon's own program {}",
@@ -278,17 +291,14 @@ fn own_program() -> PathBuf {
     std::env::current_exe().unwrap_or(proc_exe)
 }
 
-fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::File::options()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(file)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+/// The handover, in an in-memory file read from its start.
+fn write_handover(handover: &Handover) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let bytes = serde_json::to_vec(handover).map_err(std::io::Error::other)?;
+    let mut file = wakeful_platform::fd::anonymous_file(c"wakeful-handover")?;
+    file.write_all(&bytes)?;
+    file.rewind()?;
+    Ok(file)
 }
 
 /// The descriptor of a listener or lock kept across the exec.
@@ -321,6 +331,7 @@ mod tests {
                     exit: None,
                 }),
             }],
+            tasks: vec![],
         };
         let json = serde_json::to_string(&h).unwrap();
         assert_eq!(serde_json::from_str::<Handover>(&json).unwrap(), h);

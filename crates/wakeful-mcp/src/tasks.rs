@@ -317,6 +317,9 @@ impl WakefulServer {
         let Ok(mut conn) = self.connect().await else {
             return;
         };
+        // A daemon upgraded meanwhile closes the connection: the next
+        // program has the task; ask it (a few times at most in a row).
+        let mut lost = 0;
         let info = loop {
             let got = conn
                 .call(GetTask {
@@ -327,7 +330,14 @@ impl WakefulServer {
                 .await;
             match got {
                 Ok(info) if info.status != "working" => break info,
-                Ok(_) => continue,
+                Ok(_) => lost = 0,
+                Err(_) if lost < 3 => {
+                    lost += 1;
+                    match self.connect().await {
+                        Ok(c) => conn = c,
+                        Err(_) => return,
+                    }
+                }
                 Err(_) => return,
             }
         };

@@ -91,6 +91,32 @@ pub fn lock_file_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
 }
 
+/// A file that lives in memory only, close-on-exec (the handover of an
+/// upgrade: its program passes it to the next one, and a full disk does
+/// not stop it). Linux: a memfd; other systems: a temporary file unlinked
+/// at once.
+pub fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
+    #[cfg(target_os = "linux")]
+    {
+        let fd =
+            nix::sys::memfd::memfd_create(name, nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)?;
+        Ok(std::fs::File::from(fd))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let template = std::env::temp_dir().join(format!("{}-XXXXXX", name.to_string_lossy()));
+        let (raw, path) = nix::unistd::mkstemp(&template)?;
+        let _ = std::fs::remove_file(&path);
+        // SAFETY: mkstemp returned a new descriptor that nobody else owns.
+        let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        nix::fcntl::fcntl(
+            raw,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )?;
+        Ok(file)
+    }
+}
+
 /// Takes (`exclusive`) or lets go of a lock on the whole of `fd`, held by
 /// its open file description (so two descriptions of one file exclude each
 /// other, and the kernel lets go when the holder dies); `wait`: block while

@@ -17,6 +17,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 use wakeful_client::{ClientError, Connection, ErrorKind as ClientKind};
 use wakeful_core::task::{Book, Entry, State as TaskState, TaskError};
@@ -62,8 +63,8 @@ enum Decision {
 pub(crate) struct Tasks {
     book: Mutex<Book<Outcome>>,
     runners: Mutex<HashMap<String, Runner>>,
-    /// What the clients keep with their tasks (`CreateTask::note`).
-    notes: Mutex<HashMap<String, String>>,
+    /// What each task was created with (its wait, the client's note).
+    specs: Mutex<HashMap<String, CreateTask>>,
     /// Bumped whenever a task changes: `task_get` with `wait_ms` waits on it.
     changed: watch::Sender<u64>,
 }
@@ -81,7 +82,7 @@ impl Default for Tasks {
         Tasks {
             book: Mutex::new(Book::new(PER_SESSION)),
             runners: Mutex::new(HashMap::new()),
-            notes: Mutex::new(HashMap::new()),
+            specs: Mutex::new(HashMap::new()),
             changed: watch::channel(0).0,
         }
     }
@@ -108,23 +109,53 @@ impl Tasks {
             .get(id, session, now)
             .map(|t| info(id, t))
             .ok_or_else(unknown)?;
-        found.note = self
-            .notes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned();
+        found.note = self.specs().get(id).and_then(|c| c.note.clone());
         Ok(found)
+    }
+
+    fn specs(&self) -> MutexGuard<'_, HashMap<String, CreateTask>> {
+        self.specs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the program that replaces this one needs to go on with every
+    /// task (an upgrade): each task as its client sees it; one whose
+    /// outcome was not handed over yet is run again there (what it held
+    /// was not acknowledged, so its wait finds it again).
+    pub(crate) fn hand_over(&self) -> Vec<HandedTask> {
+        let book = self.book();
+        let specs = self.specs();
+        book.entries()
+            .filter_map(|(id, t)| {
+                let request = specs.get(id)?.clone();
+                let kept = match &t.state {
+                    TaskState::Working => None,
+                    TaskState::Completed(_) if !t.handed => None,
+                    TaskState::Completed(Outcome::Events(events)) => {
+                        Some(Kept::Events(events.clone()))
+                    }
+                    TaskState::Completed(Outcome::TimedOut(ms)) => Some(Kept::TimedOut(*ms)),
+                    TaskState::Failed(why) => Some(Kept::Failed(why.clone())),
+                    TaskState::Cancelled => Some(Kept::Cancelled),
+                };
+                Some(HandedTask {
+                    id: id.clone(),
+                    request,
+                    created_ms: t.created_ms,
+                    updated_ms: t.updated_ms,
+                    kept,
+                })
+            })
+            .collect()
     }
 
     /// Forgets expired tasks; their runners (if any still run) let go.
     fn expire(&self, now: i64) {
         let gone = self.book().expire(now);
         let mut runners = self.runners();
-        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut specs = self.specs();
         for id in gone {
             runners.remove(&id);
-            notes.remove(&id);
+            specs.remove(&id);
         }
     }
 }
@@ -199,25 +230,96 @@ pub(crate) async fn create(state: &Arc<State>, r: CreateTask) -> Handled<CreateT
         .book()
         .create(id.clone(), r.session.clone(), r.ttl_ms, now)
         .map_err(failure)?;
-    if let Some(note) = r.note.clone() {
-        tasks
-            .notes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), note);
-    }
+    tasks.specs().insert(id.clone(), r.clone());
+    let created = tasks.info(&id, &r.session, now)?;
+    start_runner(state, id, r);
+    Ok(created)
+}
+
+/// Starts the runner of task `id`, whose wait `r` asks for.
+fn start_runner(state: &Arc<State>, id: String, r: CreateTask) {
     let (cancel, cancelled) = oneshot::channel();
     let (decide, decided) = oneshot::channel();
-    tasks.runners().insert(
+    state.tasks.runners().insert(
         id.clone(),
         Runner {
             cancel: Some(cancel),
             decide: Some(decide),
         },
     );
-    let created = tasks.info(&id, &r.session, now)?;
     tokio::spawn(run(state.clone(), id, r, cancelled, decided));
-    Ok(created)
+}
+
+/// A task the program before this one handed over (an upgrade).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandedTask {
+    /// Its id, as its client knows it.
+    pub id: String,
+    /// What it was created with.
+    pub request: CreateTask,
+    /// When it was created (ms since the epoch).
+    pub created_ms: i64,
+    /// When its status last changed.
+    pub updated_ms: i64,
+    /// Its outcome, when it stays as it is; `None`: its wait runs again.
+    pub kept: Option<Kept>,
+}
+
+/// The outcome of a task handed over that stays as it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Kept {
+    /// Completed with these events, already handed to its client.
+    Events(Vec<Event>),
+    /// Completed without an event within this many ms, handed over.
+    TimedOut(u64),
+    /// Failed.
+    Failed(String),
+    /// Cancelled.
+    Cancelled,
+}
+
+/// Goes on with the tasks the program before this one handed over: those
+/// with an outcome are kept as they were; the others run their wait again
+/// for what is left of their time.
+pub(crate) fn adopt(state: &Arc<State>, handed: Vec<HandedTask>) {
+    let now = now_ms();
+    for t in handed {
+        let HandedTask {
+            id,
+            mut request,
+            created_ms,
+            updated_ms,
+            kept,
+        } = t;
+        let (task_state, handed) = match kept {
+            None => (TaskState::Working, false),
+            Some(Kept::Events(events)) => (TaskState::Completed(Outcome::Events(events)), true),
+            Some(Kept::TimedOut(ms)) => (TaskState::Completed(Outcome::TimedOut(ms)), true),
+            Some(Kept::Failed(why)) => (TaskState::Failed(why), false),
+            Some(Kept::Cancelled) => (TaskState::Cancelled, false),
+        };
+        let working = matches!(task_state, TaskState::Working);
+        state.tasks.book().restore(
+            id.clone(),
+            Entry {
+                session: request.session.clone(),
+                created_ms,
+                updated_ms,
+                ttl_ms: request.ttl_ms,
+                state: task_state,
+                handed,
+            },
+        );
+        state.tasks.specs().insert(id.clone(), request.clone());
+        if working {
+            let ran = u64::try_from(now.saturating_sub(created_ms)).unwrap_or(0);
+            request.ttl_ms = request.ttl_ms.saturating_sub(ran).max(1);
+            request.timeout_ms = request.timeout_ms.map(|t| t.saturating_sub(ran).max(1));
+            start_runner(state, id, request);
+        }
+    }
+    state.tasks.bump();
 }
 
 /// Runs task `id`'s wait until it has an outcome, then holds what it took
@@ -275,6 +377,8 @@ async fn run(
             state.tasks.bump();
             return finish(&state, &id);
         }
+        // The daemon hands over: the task goes on in the next program.
+        Ok((_, Err(_))) | Err(_) if state.is_upgrading() => return finish(&state, &id),
         Ok((_, Err(e))) | Err(e) => {
             state.tasks.book().fail(&id, e.to_string(), now);
             state.tasks.bump();
@@ -294,8 +398,11 @@ async fn run(
         return finish(&state, &id);
     };
     // Hold the batch (the consumer's other waiters wait their turn) until
-    // the client was handed it, or the task is cancelled or expires.
+    // the client was handed it, or the task is cancelled or expires, or
+    // the daemon hands over (the next program runs the wait again).
+    let mut upgrading = state.upgrading.subscribe();
     tokio::select! {
+        _ = async { upgrading.wait_for(|u| *u).await.is_ok() } => {}
         d = decided => {
             if let Ok(Decision::Hand(keep @ 1..)) = d {
                 batch.keep(keep);
@@ -320,6 +427,7 @@ pub(crate) async fn get(state: &State, r: GetTask) -> Handled<GetTask> {
     let wait = Duration::from_millis(r.wait_ms.unwrap_or(0).min(MAX_GET_WAIT_MS));
     let deadline = tokio::time::Instant::now() + wait;
     let mut changed = tasks.changed.subscribe();
+    let mut upgrading = state.upgrading.subscribe();
     loop {
         let now = now_ms();
         let found = tasks.info(&r.id, &r.session, now)?;
@@ -329,6 +437,9 @@ pub(crate) async fn get(state: &State, r: GetTask) -> Handled<GetTask> {
         tokio::select! {
             c = changed.changed() => if c.is_err() { return Ok(found) },
             _ = tokio::time::sleep_until(deadline) => return Ok(found),
+            // The daemon hands over: answer now, the client asks the next
+            // program.
+            _ = async { upgrading.wait_for(|u| *u).await.is_ok() } => return Ok(found),
         }
     }
 }
