@@ -60,7 +60,7 @@ use crate::app::Scope;
 use crate::events::one_line;
 use crate::feed::{self, FeedMsg, FeedOptions};
 use crate::model::{ending, Monitors};
-use crate::output::OutputIndex;
+use crate::output_pane::OutputIndex;
 use crate::ViewError;
 
 const INDEX_HTML: &str = include_str!("web/index.html");

@@ -10,7 +10,7 @@ mod session;
 mod start;
 mod status;
 mod terminal;
-mod wake;
+mod wake_route;
 mod web;
 
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ use session::{consumers, digest, session_end};
 use start::{spec_of, start, watch};
 use status::{cluster_status, status};
 use terminal::{run_terminal, terminal_kill, terminal_list};
-use wake::wake;
+use wake_route::wake;
 use web::web;
 
 /// Runs the parsed command line; returns the exit code.
@@ -95,7 +95,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Terminal(TerminalCommand::Kill { id }) => terminal_kill(&paths, id, json).await,
         Command::Terminal(TerminalCommand::Output { id, range }) => {
-            crate::output::terminal_output(&paths, id, &range).await
+            crate::output_cmd::terminal_output(&paths, id, &range).await
         }
         Command::List {
             all_sessions,
@@ -116,15 +116,17 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             wait(&paths, session, args, json).await
         }
-        Command::Output { id, range } => crate::output::output(&paths, id, &range).await,
+        Command::Output { id, range } => crate::output_cmd::output(&paths, id, &range).await,
         Command::Session(SessionCommand::End { session }) => {
             session_end(&paths, session, json).await
         }
         Command::Status => status(&paths, json).await,
         Command::Prune { dry_run } => crate::storage::prune(&paths, dry_run, json).await,
         Command::Cluster(crate::cli::ClusterCommand::Status) => cluster_status(&paths, json).await,
-        Command::Doctor { selftest: true } => crate::doctor::selftest(json).await,
-        Command::Doctor { selftest: false } => crate::doctor::doctor(&paths, session, json).await,
+        Command::Doctor { selftest: true } => crate::doctor_cmd::selftest(json).await,
+        Command::Doctor { selftest: false } => {
+            crate::doctor_cmd::doctor(&paths, session, json).await
+        }
         Command::Digest => digest(&paths, session, json).await,
         Command::Daemon(args) => daemon(paths, args, json).await,
         Command::AcpProxy { wake_on, agent } => {
