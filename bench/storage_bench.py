@@ -4,6 +4,7 @@
 Usage:
     cargo build --release -p wakeful-cli
     python3 bench/storage_bench.py [target/release/wakeful] [--minutes 30] [--skip-soak]
+        [--upgrade-every SECONDS]
 
 (1) Bytes on disk per million lines, side by side with the plain way of keeping
     them (`seq … > file`): a monitor prints 1,000,000 lines of 40 bytes
@@ -142,7 +143,7 @@ def latency_window(home: db.Home, tag: str, samples: int) -> dict:
     return out
 
 
-def soak(exe: str, minutes: float, monitors: int) -> dict:
+def soak(exe: str, minutes: float, monitors: int, upgrade_every: float = 0) -> dict:
     home = db.Home(exe, "soak")
     (home.dir / "config.toml").write_text(
         "[limits]\nmax_active_per_session = 200\n"
@@ -166,8 +167,18 @@ def soak(exe: str, minutes: float, monitors: int) -> dict:
     next_sample = t0
     windows = {}
     started_short = 0
+    upgrades = []
+    next_upgrade = t0 + upgrade_every if upgrade_every else None
     while time.monotonic() < end:
         now = time.monotonic()
+        if next_upgrade is not None and now >= next_upgrade:
+            # `wakeful daemon upgrade` onto the same build: a real handover
+            # of every running monitor (the daemon's pid stays).
+            u0 = time.monotonic()
+            r = subprocess.run([exe, "daemon", "upgrade"], env=home.env, capture_output=True, text=True)
+            upgrades.append({"t": u0 - t0, "ms": (time.monotonic() - u0) * 1000, "ok": r.returncode == 0,
+                             "said": (r.stdout + r.stderr).strip()})
+            next_upgrade = time.monotonic() + upgrade_every
         if now >= next_batch:
             for j in range(short):
                 home.json(
@@ -191,7 +202,8 @@ def soak(exe: str, minutes: float, monitors: int) -> dict:
     )
     status = home.json("status")
     home.close(keep=False)
-    return {"samples": samples, "windows": windows, "status": status, "short": started_short}
+    return {"samples": samples, "windows": windows, "status": status, "short": started_short,
+            "upgrades": upgrades, "pid": pid}
 
 
 def mib(n: float) -> str:
@@ -205,6 +217,8 @@ def main() -> int:
     ap.add_argument("--monitors", type=int, default=50)
     ap.add_argument("--skip-soak", action="store_true")
     ap.add_argument("--skip-million", action="store_true")
+    ap.add_argument("--upgrade-every", type=float, default=0,
+                    help="seconds between `wakeful daemon upgrade`s during the soak (0: none)")
     args = ap.parse_args()
     exe = str(Path(args.exe).resolve())
     print(f"# storage_bench ({subprocess.run([exe, '--version'], capture_output=True, text=True).stdout.strip()})\n")
@@ -225,7 +239,7 @@ def main() -> int:
             )
         print()
     if not args.skip_soak:
-        r = soak(exe, args.minutes, args.monitors)
+        r = soak(exe, args.minutes, args.monitors, args.upgrade_every)
         s = r["samples"]
         print(f"## Soak: {args.monitors} monitors, {args.minutes:g} min, {r['short']} short monitors started\n")
         print("| t (min) | state dir on disk | database | WAL | redo | output files | daemon log | daemon RSS | open fds |")
@@ -243,6 +257,20 @@ def main() -> int:
             f"RSS {mib(min(x['rss'] for x in half))}–{mib(max(x['rss'] for x in half))}, "
             f"fds {min(x['fds'] for x in half)}–{max(x['fds'] for x in half)}."
         )
+        ups = r["upgrades"]
+        if ups:
+            ms = sorted(u["ms"] for u in ups)
+            failed = [u for u in ups if not u["ok"]]
+            print(
+                f"Upgrades: {len(ups)} (`wakeful daemon upgrade` every {args.upgrade_every:g} s), "
+                f"{len(failed)} failed; each took {ms[len(ms) // 2]:.0f} ms median, {ms[-1]:.0f} ms at most "
+                f"(the command's whole run: check, handover, exec, the new program's first answer); "
+                f"the daemon's pid {'stayed' if r['status']['pid'] == r['pid'] else 'CHANGED'} "
+                f"({r['pid']}), `status` says {r['status'].get('upgrades')} upgrades, "
+                f"{r['status'].get('monitors_running')} monitors running at the end."
+            )
+            for u in failed[:3]:
+                print(f"  failed at {u['t'] / 60:.1f} min: {u['said']}")
         st = r["status"].get("storage", {})
         lp = st.get("last_prune") or {}
         print(

@@ -561,6 +561,22 @@ pub enum DaemonAction {
     /// starts again; the others end with `daemon_stopped`.
     #[command(after_help = "Example:\n  wakeful daemon stop")]
     Stop,
+    /// Replace the running daemon with this build (or BINARY) while every
+    /// monitor goes on running: the same ids, the same processes, their
+    /// output in the same files, no event lost or repeated; streaming
+    /// clients reconnect by themselves.
+    #[command(
+        after_help = "The new program is checked first (`BINARY daemon handover-check`); if it does not answer as a wakeful build that can take the monitors over, nothing changes and the daemon keeps running. Running terminals (`wakeful run`) cannot be handed over yet: the upgrade is refused while one runs.\n\nExamples:\n  npm install -g wakeful && wakeful daemon upgrade\n  wakeful daemon upgrade --binary /opt/wakeful/bin/wakeful"
+    )]
+    Upgrade {
+        /// The new program [default: this `wakeful`].
+        #[arg(long, value_name = "PATH")]
+        binary: Option<std::path::PathBuf>,
+    },
+    /// (Internal) say which handover this build reads, for an upgrade's
+    /// check.
+    #[command(hide = true)]
+    HandoverCheck,
     /// Write a systemd user unit (wakeful.service) — on macOS a launchd
     /// agent (~/Library/LaunchAgents/dev.wakeful.daemon.plist) — that keeps
     /// the daemon up. Not needed: any command starts the daemon on demand.

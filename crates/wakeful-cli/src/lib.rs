@@ -31,6 +31,7 @@ mod render;
 mod selftest;
 mod storage;
 mod timer_args;
+mod upgrade;
 
 pub use cli::Cli;
 
@@ -161,7 +162,32 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    let result = runtime.block_on(commands::run(cli));
+    // The daemon's main thread starts every command and alone may replace
+    // the program (an upgrade keeps the commands running): the daemon
+    // runs on the runtime's worker.
+    let serves_commands = match &cli.command {
+        cli::Command::Daemon(cli::DaemonArgs {
+            foreground: true,
+            action: None,
+            ready_fd,
+        }) => Some(*ready_fd),
+        _ => None,
+    };
+    let result = if let Some(ready_fd) = serves_commands {
+        let daemon = async move {
+            let paths = wakeful_client::Paths::from_env()
+                .map_err(|e| Failure::new(exit::FAILURE, e.to_string()))?;
+            commands::serve_daemon(paths, ready_fd).await
+        };
+        wakeful_engine::process::spawner::serve(&runtime, daemon).unwrap_or_else(|| {
+            Err(Failure::new(
+                exit::FAILURE,
+                "the daemon ended unexpectedly (a panic: see its log)",
+            ))
+        })
+    } else {
+        runtime.block_on(commands::run(cli))
+    };
     // Do not wait for blocking reads of stdin or files still in flight.
     runtime.shutdown_background();
     match result {

@@ -53,12 +53,21 @@ pub enum ClientError {
     /// The daemon still held its lock after this long ([`wait_gone`]).
     #[error("the daemon did not stop within {:?}; see `wakeful status` and the daemon log", .0)]
     NotStopped(Duration),
+    /// The daemon that wrote a stream's events to a descriptor handed over
+    /// is being replaced by another build (`wakeful daemon upgrade`):
+    /// hand the descriptor over again, asking for the events after
+    /// `after` (a stream without descriptors reconnects by itself).
+    #[error("the wakeful daemon was upgraded; ask again for the events after seq {after}")]
+    Upgraded {
+        /// The seq of the last event written.
+        after: u64,
+    },
     /// The daemon closed the connection before the end of its answer.
     #[error("lost the connection to the wakeful daemon: the daemon closed the connection; run the command again (the daemon restarts on demand)")]
     Closed,
     /// The running daemon is another version, and it did not understand
     /// the request (an older daemon and a newer client, or the reverse).
-    #[error("this wakeful is {client} but the running daemon is {daemon}, which cannot serve `{op}` ({detail}). Restart the daemon to run this version: `wakeful daemon stop`, then run the command again (running monitors stop; persistent ones are re-armed by the new daemon). Or finish with the wakeful of version {daemon} first")]
+    #[error("this wakeful is {client} but the running daemon is {daemon}, which cannot serve `{op}` ({detail}). Run `wakeful daemon upgrade` to move the daemon to this version: every running monitor goes on (if the daemon is too old to upgrade, `wakeful daemon stop` and run the command again: running monitors stop, persistent ones are re-armed). Or finish with the wakeful of version {daemon} first")]
     Skew {
         /// This client's version.
         client: String,
@@ -108,6 +117,9 @@ pub struct Connection {
     /// when unknown): a request it does not understand is then named a
     /// version skew ([`ClientError::Skew`]), never a parse error.
     daemon_version: Option<String>,
+    /// The state directory it was made for (a stream reconnects there
+    /// after an upgrade); `None` for a connection over a given stream.
+    paths: Option<Paths>,
 }
 
 /// This client's version.
@@ -261,14 +273,36 @@ impl From<ReplyError> for ClientError {
 /// (a client may see another runtime directory than the daemon's starter).
 pub async fn connect_existing(paths: &Paths) -> std::io::Result<Connection> {
     let first = match connect_at(&paths.socket()).await {
-        Ok(c) => return Ok(c.knowing(recorded_version(paths))),
+        Ok(c) => return Ok(c.knowing(recorded_version(paths)).at(paths)),
         Err(e) => e,
     };
     match recorded_socket(paths) {
         Some(socket) if socket != paths.socket() => connect_at(&socket)
             .await
-            .map(|c| c.knowing(recorded_version(paths))),
+            .map(|c| c.knowing(recorded_version(paths)).at(paths)),
         _ => Err(first),
+    }
+}
+
+/// How long a stream ended by an upgrade tries to reach the daemon again.
+/// The socket stays open across the upgrade, so the first try normally
+/// connects; this covers a daemon that is gone.
+pub const RESUME_WAIT: Duration = Duration::from_secs(5);
+
+/// Connects again to the daemon of `paths` after an upgrade ended a
+/// stream (never starts one): tries for up to [`RESUME_WAIT`].
+pub(crate) async fn reconnect(paths: &Paths) -> Result<Connection, ClientError> {
+    let deadline = tokio::time::Instant::now() + RESUME_WAIT;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match connect_existing(paths).await {
+            Ok(c) => return Ok(c),
+            Err(e) if tokio::time::Instant::now() + pause >= deadline => return Err(e.into()),
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
     }
 }
 
@@ -287,7 +321,18 @@ impl Connection {
             reader: BufReader::new(r).lines(),
             writer: w,
             daemon_version: None,
+            paths: None,
         }
+    }
+
+    /// The state directory it was made for, when known.
+    pub(crate) fn paths(&self) -> Option<&Paths> {
+        self.paths.as_ref()
+    }
+
+    fn at(mut self, paths: &Paths) -> Connection {
+        self.paths = Some(paths.clone());
+        self
     }
 }
 
@@ -342,7 +387,7 @@ pub async fn connect(paths: &Paths) -> Result<Connection, ClientError> {
     };
     connect_at(&socket)
         .await
-        .map(|c| c.knowing(recorded_version(paths)))
+        .map(|c| c.knowing(recorded_version(paths)).at(paths))
         .map_err(|e| not_started(paths, format!("its socket {}: {e}", socket.display())))
 }
 

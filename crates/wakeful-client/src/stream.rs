@@ -50,6 +50,20 @@ enum Line {
     End,
 }
 
+/// Whether the `ok` that ends a stream says the daemon is being replaced
+/// (`resume`), and after which seq to ask again.
+fn resume_of(result: &serde_json::Value) -> Option<u64> {
+    if result.get("resume").and_then(|r| r.as_bool()) != Some(true) {
+        return None;
+    }
+    Some(
+        ["last_seq", "acked"]
+            .iter()
+            .find_map(|k| result.get(*k).and_then(|v| v.as_u64()))
+            .unwrap_or(0),
+    )
+}
+
 /// A stream's connection, and the descriptions it carried when its
 /// request asked `describe`.
 struct Reader {
@@ -58,6 +72,10 @@ struct Reader {
     /// The request's `op` (named when another version of the daemon did
     /// not understand it).
     op: &'static str,
+    /// The request, asked again of the daemon that replaces this one (an
+    /// upgrade); `None` for one sent with descriptors, which its caller
+    /// hands over again ([`ClientError::Upgraded`]).
+    request: Option<Request>,
 }
 
 impl Reader {
@@ -69,6 +87,7 @@ impl Reader {
     ) -> Result<Reader, ClientError> {
         let described = request.describes().then(Descriptions::default);
         let op = request.op();
+        let kept = fds.is_empty().then(|| request.clone());
         if fds.is_empty() {
             conn.send(request).await?;
         } else {
@@ -78,15 +97,41 @@ impl Reader {
             conn,
             described,
             op,
+            request: kept,
         })
     }
 
     /// The next line of the stream: an `error` is
     /// [`ClientError::Refused`], the daemon closing the connection
-    /// [`ClientError::Closed`].
+    /// [`ClientError::Closed`]. A stream the daemon ended because it is
+    /// being replaced (an upgrade) goes on with the new daemon, after the
+    /// last event this one sent.
     async fn read(&mut self) -> Result<Line, ClientError> {
-        let read = self.read_line().await;
-        read.map_err(|e| self.conn.name_skew(self.op, e))
+        loop {
+            let read = match self.read_line().await {
+                Err(ClientError::Upgraded { after }) => self.resume(after).await,
+                other => other,
+            };
+            match read {
+                Err(ClientError::Upgraded { .. }) if self.request.is_some() => continue,
+                other => return other.map_err(|e| self.conn.name_skew(self.op, e)),
+            }
+        }
+    }
+
+    /// Asks the daemon that replaced this one for the rest of the stream.
+    /// `Err(Upgraded)` when it did (read on), or when the request came with
+    /// descriptors (its caller hands them over again).
+    async fn resume(&mut self, after: u64) -> Result<Line, ClientError> {
+        let (Some(request), Some(paths)) = (&self.request, self.conn.paths()) else {
+            return Err(ClientError::Upgraded { after });
+        };
+        let request = request.resumed_after(after);
+        let mut conn = crate::client::reconnect(paths).await?;
+        conn.send(request.clone()).await?;
+        self.conn = conn;
+        self.request = Some(request);
+        Err(ClientError::Upgraded { after })
     }
 
     async fn read_line(&mut self) -> Result<Line, ClientError> {
@@ -102,7 +147,12 @@ impl Reader {
                     description,
                 ),
                 Reply::Batch { last_seq } => return Ok(Line::Batch(last_seq)),
-                Reply::Ok { .. } => return Ok(Line::End),
+                Reply::Ok { result } => {
+                    return match resume_of(&result) {
+                        Some(after) => Err(ClientError::Upgraded { after }),
+                        None => Ok(Line::End),
+                    }
+                }
                 Reply::Error { kind, message } => {
                     return Err(ClientError::Refused { kind, message })
                 }
@@ -408,6 +458,18 @@ mod tests {
     }
 
     const UNKNOWN_OP: &[u8] = b"{\"type\":\"error\",\"kind\":\"invalid\",\"message\":\"unknown variant `task_create`, expected one of `status`, `start`\"}\n";
+
+    #[test]
+    fn only_an_end_that_says_resume_asks_again_and_after_its_last_seq() {
+        use serde_json::json;
+        assert_eq!(resume_of(&json!({"last_seq": 44})), None);
+        assert_eq!(resume_of(&json!({"last_seq": 44, "resume": false})), None);
+        assert_eq!(
+            resume_of(&json!({"last_seq": 44, "resume": true})),
+            Some(44)
+        );
+        assert_eq!(resume_of(&json!({"acked": 7, "resume": true})), Some(7));
+    }
 
     #[tokio::test]
     async fn an_older_daemon_that_does_not_know_a_request_is_named_with_both_versions() {

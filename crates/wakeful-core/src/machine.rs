@@ -47,7 +47,7 @@ pub struct Step {
 }
 
 /// Counters a listing shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Lines read from the source (every stream).
     pub lines: u64,
@@ -221,6 +221,31 @@ impl MonitorMachine {
             expect_within: spec.expect_within_ms.map(Duration::from_millis),
             silent: false,
         })
+    }
+
+    /// Goes on with a monitor that already ran for `ran` under the
+    /// program this one replaced (an upgrade): its counters go on from
+    /// `counters`, and its `timeout` and `until after:` count from its real
+    /// start. Call it right after [`MonitorMachine::new`].
+    pub fn resume(&mut self, counters: Counters, ran: Duration) {
+        self.counters = counters;
+        let earlier = |t: Instant| t.checked_sub(ran).unwrap_or(t);
+        self.timeout_at = self.timeout_at.map(earlier);
+        self.after_at = self.after_at.map(earlier);
+    }
+
+    /// The monitor goes on in another program (an upgrade): what is held
+    /// (a batch, a suppressed range) is emitted now, so that nothing is
+    /// left behind in this one.
+    pub fn hand_over(&mut self, now: Instant) -> Step {
+        let mut step = Step::default();
+        let mut out = Vec::new();
+        self.batcher.flush(&mut out);
+        self.deliver(now, out, &mut step);
+        if let Some(r) = self.gate.finish(now) {
+            step.emits.push(self.suppressed(r));
+        }
+        self.mark(step)
     }
 
     /// The counters so far.
@@ -757,6 +782,41 @@ mod tests {
         let end = m.finish(t0, SourceEnd::Exited(0));
         assert_eq!(kinds(&end), [EventKind::Stopped]);
         assert_eq!(end[0].text, "d: exited with code 0");
+    }
+
+    #[test]
+    fn a_hand_over_emits_what_is_held_and_the_next_machine_goes_on_from_it() {
+        let t0 = Instant::now();
+        let mut spec = MonitorSpec::command("x", "d");
+        spec.timeout_ms = Some(10_000);
+        let mut m = machine(&spec, t0);
+        let mut s = m.on_line(t0, line(1, "one"));
+        s.emits.extend(m.drained(t0).emits);
+        assert_eq!(kinds(&s.emits), [EventKind::Lines], "leading edge");
+        let t1 = t0 + 10 * MS;
+        assert!(m.on_line(t1, line(2, "two")).emits.is_empty());
+        assert!(m.drained(t1).emits.is_empty(), "held in the batch window");
+        let handed = m.hand_over(t1);
+        assert_eq!(kinds(&handed.emits), [EventKind::Lines]);
+        assert_eq!(handed.emits[0].text, "two");
+        assert!(m.hand_over(t1).emits.is_empty(), "nothing is handed twice");
+        let counters = m.counters();
+        assert_eq!((counters.lines, counters.events), (2, 2));
+
+        // The next program's machine, 4 s into the monitor's life.
+        let t4 = t0 + Duration::from_secs(4);
+        let mut next = machine(&spec, t4);
+        next.resume(counters, Duration::from_secs(4));
+        assert_eq!(next.counters(), counters);
+        assert_eq!(
+            next.next_deadline(),
+            Some(t0 + Duration::from_secs(10)),
+            "the timeout counts from the real start"
+        );
+        let mut s = next.on_line(t4, line(3, "three"));
+        s.emits.extend(next.drained(t4).emits);
+        assert_eq!(s.emits[0].text, "three");
+        assert_eq!(next.counters().lines, 3);
     }
 
     #[test]

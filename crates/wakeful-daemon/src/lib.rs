@@ -17,6 +17,8 @@
 //! - [`wake`]: delivering events to agents as new turns (wake routes).
 //! - [`service`]: the systemd unit and launchd agent that keep the daemon
 //!   up from login.
+//! - [`upgrade`]: replacing the daemon's program with another build while
+//!   every monitor goes on running (`wakeful daemon upgrade`).
 //! - [`storage`]: the store's share of the disk: pruning, the caps, and
 //!   refusing writes while the disk is full.
 //! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
@@ -33,6 +35,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod storage;
+pub mod upgrade;
 pub mod wake;
 
 use std::fs::File;
@@ -91,6 +94,9 @@ pub enum DaemonError {
     /// The journal refused the recovery events.
     #[error("could not record recovery events: {0}")]
     Journal(#[from] wakeful_core::journal::JournalError),
+    /// An upgrade could run neither the new program nor this one.
+    #[error(transparent)]
+    Upgrade(#[from] upgrade::UpgradeError),
     /// Socket or lock IO.
     #[error("{what}: {source}")]
     Io {
@@ -180,7 +186,13 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
         registry,
         socket,
     } = daemon;
-    let served = server::serve(listener, state.clone()).await;
+    let served = server::serve(&listener, state.clone()).await;
+    let upgrade_to = state.upgrade_to.borrow().clone();
+    if let Some(binary) = upgrade_to {
+        let e = hand_over(&paths, &state, &registry, &listener, &lock.daemon, &binary).await;
+        tracing::error!("the upgrade failed: {e}");
+        return Err(DaemonError::Upgrade(e));
+    }
 
     // The link stops first: nothing is shipped or imported while the
     // monitors end (the next daemon ships what is left, in order).
@@ -202,6 +214,45 @@ pub async fn run(paths: Paths, mut ready: Readiness) -> Result<(), DaemonError> 
     tracing::info!("wakeful daemon (pid {}) stopped", std::process::id());
     drop(lock.daemon);
     Ok(())
+}
+
+/// Hands everything over to `binary` (see [`upgrade`]); returns only if
+/// neither it nor this program could be run. Then the handed commands are
+/// stopped: nothing would read them.
+async fn hand_over(
+    paths: &Paths,
+    state: &Arc<state::State>,
+    registry: &MonitorRegistry,
+    listener: &UnixListener,
+    lock: &Flock<File>,
+    binary: &std::path::Path,
+) -> upgrade::UpgradeError {
+    if let Some(link) = state.cluster.get() {
+        link.stop();
+    }
+    state.upgrading.send_replace(true);
+    state.drain_waits(upgrade::WAITS_END).await;
+    let monitors = registry.hand_over().await;
+    registry.terminals().kill_all().await;
+    registry.hub().close().await;
+    state.drain_followers(Duration::from_secs(2)).await;
+    state.drain_connections(upgrade::WAITS_END).await;
+    let handover = upgrade::Handover {
+        format: upgrade::HANDOVER_FORMAT,
+        pid: std::process::id(),
+        from: env!("CARGO_PKG_VERSION").to_string(),
+        upgrades: state.upgrades.0 + 1,
+        listener: upgrade::raw(listener),
+        lock: upgrade::raw(&**lock),
+        monitors,
+    };
+    let e = upgrade::exec(paths, binary, &handover);
+    for m in &handover.monitors {
+        if let Some(p) = &m.process {
+            wakeful_engine::process::signal_group(p.pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    e
 }
 
 /// The locks a daemon holds: `daemon.lock` for its whole life,
@@ -234,7 +285,19 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     paths.prepare()?;
     raise_open_file_limit();
-    let (daemon, start) = take_locks(paths).await?;
+    // An upgrade's new program: its commands are this process's children
+    // already; the reaper must leave them to their monitors from the start.
+    let handover = upgrade::take(paths);
+    let _handed_children: Vec<wakeful_engine::process::Managed> = handover
+        .iter()
+        .flat_map(|h| &h.monitors)
+        .filter_map(|m| m.process.as_ref())
+        .map(|p| wakeful_engine::process::reaper::adopt(p.pid))
+        .collect();
+    let (daemon, start) = match &handover {
+        Some(h) => take_handed_locks(paths, h.lock).await?,
+        None => take_locks(paths).await?,
+    };
     let config = Config::load(&paths.config_file)?;
     let output_dir = paths.output_dir();
     std::fs::create_dir_all(&output_dir)
@@ -257,7 +320,11 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             writer.recovered()
         );
     }
-    let to_rearm = recover(&mut writer, &reader, containers.as_ref())?;
+    let handed: Vec<wakeful_engine::HandedMonitor> = handover
+        .as_ref()
+        .map(|h| h.monitors.clone())
+        .unwrap_or_default();
+    let (to_rearm, to_adopt) = recover(&mut writer, &reader, containers.as_ref(), &handed)?;
     let latest = reader.latest_seq()?;
 
     let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(StoreReplay(reader.clone()));
@@ -284,8 +351,12 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         registry.insert_ended(info);
     }
     rearm(&registry, to_rearm).await;
+    adopt(&registry, to_adopt).await;
 
-    let (listener, socket) = listen(paths)?;
+    let (listener, socket) = match &handover {
+        Some(h) => listen_on(paths, h.listener)?,
+        None => listen(paths)?,
+    };
 
     let wakes = wake::Wakes::new(
         registry.clone(),
@@ -309,7 +380,7 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
         registry.clone(),
         reader.clone(),
     );
-    let state = Arc::new(state::State::new(
+    let mut state = state::State::new(
         registry.clone(),
         reader,
         paths.clone(),
@@ -318,7 +389,18 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
             max_connections_per_process: config.limits.max_connections_per_process,
         },
         storage.clone(),
-    ));
+    );
+    if let Some(h) = &handover {
+        tracing::info!(
+            "upgraded from {} to {}: went on with {} monitors (upgrade {} of this process)",
+            h.from,
+            env!("CARGO_PKG_VERSION"),
+            h.monitors.len(),
+            h.upgrades
+        );
+        state.upgrades = (h.upgrades, Some(h.from.clone()));
+    }
+    let state = Arc::new(state);
     tokio::spawn(storage.run(state.stopping()));
     server::subscriptions::resume(&state);
     // Without `[cluster]` nothing of the link runs.
@@ -341,12 +423,8 @@ async fn start(paths: &Paths) -> Result<(Daemon, Locks), DaemonError> {
     ))
 }
 
-/// Takes the start lock (one start at a time) and then the daemon lock,
-/// waiting up to [`HOLDER_EXIT_WAIT`] for a holder that no longer accepts
-/// connections to let go.
-async fn take_locks(paths: &Paths) -> Result<(Flock<File>, Flock<File>), DaemonError> {
-    // One start at a time: a daemon that waits here finds, once it gets the
-    // start lock, either no daemon (and becomes it) or one that is ready.
+/// The start lock: one start at a time.
+async fn take_start_lock(paths: &Paths) -> Result<Flock<File>, DaemonError> {
     let start_lock = lock_file(&paths.start_lock_file())?;
     let start = tokio::task::spawn_blocking(move || {
         Flock::lock(start_lock, FlockArg::LockExclusive).map_err(|(_, e)| e)
@@ -360,6 +438,36 @@ async fn take_locks(paths: &Paths) -> Result<(Flock<File>, Flock<File>), DaemonE
         what: format!("cannot lock {}", paths.start_lock_file().display()),
         source: e.into(),
     })?;
+    Ok(start)
+}
+
+/// The locks of an upgrade's new program: the start lock as any start
+/// takes it, and the daemon lock the program before it held, on the
+/// descriptor it left open (`fd`): the same lock, never let go.
+async fn take_handed_locks(
+    paths: &Paths,
+    fd: std::os::fd::RawFd,
+) -> Result<(Flock<File>, Flock<File>), DaemonError> {
+    use std::os::fd::FromRawFd;
+    let start = take_start_lock(paths).await?;
+    // SAFETY: the handover names the descriptor of the daemon lock, which
+    // the program before this one left open for it and nothing else uses.
+    let held = unsafe { File::from_raw_fd(fd) };
+    let daemon =
+        Flock::lock(held, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| DaemonError::Io {
+            what: format!("cannot keep the lock {}", paths.lock_file().display()),
+            source: e.into(),
+        })?;
+    Ok((daemon, start))
+}
+
+/// Takes the start lock (one start at a time) and then the daemon lock,
+/// waiting up to [`HOLDER_EXIT_WAIT`] for a holder that no longer accepts
+/// connections to let go.
+async fn take_locks(paths: &Paths) -> Result<(Flock<File>, Flock<File>), DaemonError> {
+    // One start at a time: a daemon that waits here finds, once it gets the
+    // start lock, either no daemon (and becomes it) or one that is ready.
+    let start = take_start_lock(paths).await?;
     let daemon = match Flock::lock(
         lock_file(&paths.lock_file())?,
         FlockArg::LockExclusiveNonblock,
@@ -449,11 +557,57 @@ async fn rearm(registry: &MonitorRegistry, to_rearm: Vec<wakeful_store::StoredMo
             rearm: true,
             base_env: m.base_env.clone(),
             base_cwd: m.base_cwd.clone(),
+            adopt: None,
         };
         if let Err(e) = registry.start_with(m.spec.clone(), opts).await {
             tracing::error!("cannot re-arm monitor {}: {e}", m.info.id);
         }
     }
+}
+
+/// Goes on with the monitors an upgrade handed over, under their ids.
+async fn adopt(
+    registry: &MonitorRegistry,
+    to_adopt: Vec<(wakeful_store::StoredMonitor, wakeful_engine::HandedMonitor)>,
+) {
+    for (m, handed) in to_adopt {
+        let opts = StartOptions {
+            session: Some(m.info.session.clone()),
+            id: Some(m.info.id.clone()),
+            rearm: false,
+            base_env: m.base_env.clone(),
+            base_cwd: m.base_cwd.clone(),
+            adopt: Some(handed),
+        };
+        if let Err(e) = registry.start_with(m.spec.clone(), opts).await {
+            tracing::error!("cannot go on with monitor {}: {e}", m.info.id);
+        }
+    }
+}
+
+/// The socket an upgrade's program before this one listened on (`fd`),
+/// kept open across the exec: connections made meanwhile wait in its
+/// backlog. Writes `daemon.json` (this version).
+fn listen_on(
+    paths: &Paths,
+    fd: std::os::fd::RawFd,
+) -> Result<(UnixListener, std::path::PathBuf), DaemonError> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the handover names the listening socket, which the program
+    // before this one left open for it and nothing else uses.
+    let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+    std_listener
+        .set_nonblocking(true)
+        .map_err(io("cannot take over the listening socket"))?;
+    let listener = UnixListener::from_std(std_listener)
+        .map_err(io("cannot take over the listening socket"))?;
+    let socket = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(std::path::Path::to_path_buf))
+        .unwrap_or_else(|| paths.socket());
+    write_info(paths, &socket)?;
+    Ok((listener, socket))
 }
 
 /// Binds the socket (private to the user) and writes `daemon.json`.
@@ -465,9 +619,15 @@ fn listen(paths: &Paths) -> Result<(UnixListener, std::path::PathBuf), DaemonErr
         .map_err(io(format!("cannot listen on {}", socket.display())))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io(format!("cannot secure {}", socket.display())))?;
+    write_info(paths, &socket)?;
+    Ok((listener, socket))
+}
+
+/// Writes `daemon.json`: this daemon's pid, socket and version.
+fn write_info(paths: &Paths, socket: &std::path::Path) -> Result<(), DaemonError> {
     let info = wakeful_protocol::DaemonInfo {
         pid: std::process::id(),
-        socket: socket.clone(),
+        socket: socket.to_path_buf(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let info = serde_json::to_vec(&info).map_err(|e| DaemonError::Io {
@@ -477,8 +637,7 @@ fn listen(paths: &Paths) -> Result<(UnixListener, std::path::PathBuf), DaemonErr
     std::fs::write(paths.daemon_info(), info).map_err(io(format!(
         "cannot write {}",
         paths.daemon_info().display()
-    )))?;
-    Ok((listener, socket))
+    )))
 }
 
 /// The store, read back by the event hub for followers that catch up.
@@ -517,17 +676,28 @@ fn raise_open_file_limit() {
     }
 }
 
+/// A monitor to go on with, as the store keeps it, and what an upgrade
+/// handed over of it.
+type ToAdopt = (wakeful_store::StoredMonitor, wakeful_engine::HandedMonitor);
+
 /// Kills leftovers of monitors the store lists as running, ends the
 /// non-persistent ones with `daemon_stopped`, and returns the persistent ones
-/// to re-arm.
+/// to re-arm; those an upgrade handed over (`handed`) are left running and
+/// returned to go on with.
 fn recover(
     writer: &mut wakeful_store::StoreWriter,
     reader: &wakeful_store::StoreReader,
     containers: Option<&wakeful_platform::tree::ContainerRoot>,
-) -> Result<Vec<wakeful_store::StoredMonitor>, DaemonError> {
+    handed: &[wakeful_engine::HandedMonitor],
+) -> Result<(Vec<wakeful_store::StoredMonitor>, Vec<ToAdopt>), DaemonError> {
     let mut rearm = Vec::new();
+    let mut adopt = Vec::new();
     let mut batch = Vec::new();
     for m in reader.running_monitors()? {
+        if let Some(h) = handed.iter().find(|h| h.id == m.info.id) {
+            adopt.push((m, h.clone()));
+            continue;
+        }
         let killed = recovery::kill_leftovers(&m.info.id, m.pid, m.start_ticks)
             + containers.map_or(0, |c| c.clean_up(&m.info.id));
         if killed > 0 {
@@ -576,7 +746,7 @@ fn recover(
     if !batch.is_empty() {
         writer.append(&mut batch)?;
     }
-    Ok(rearm)
+    Ok((rearm, adopt))
 }
 
 /// The examples of this crate's README.md, compiled and run as doctests.

@@ -40,6 +40,17 @@ pub struct State {
     pub(crate) tasks: crate::server::tasks::Tasks,
     /// Webhook subscriptions of MCP Events (`event_subscribe`).
     pub(crate) subscriptions: crate::server::subscriptions::Subscriptions,
+    /// The new program of an upgrade that was asked for (`upgrade`): the
+    /// socket server stops accepting, and the daemon hands over.
+    pub(crate) upgrade_to: watch::Sender<Option<std::path::PathBuf>>,
+    /// Set while the daemon hands over: streams end with `resume`.
+    pub(crate) upgrading: watch::Sender<bool>,
+    /// Waits being served now, and a notice when one ends.
+    pub(crate) waits: std::sync::atomic::AtomicUsize,
+    pub(crate) waits_left: tokio::sync::Notify,
+    /// Upgrades this process went through, and the version before the
+    /// last one.
+    pub(crate) upgrades: (u32, Option<String>),
 }
 
 /// Counts a streaming connection while it lives.
@@ -49,6 +60,15 @@ pub(crate) struct Following<'a>(
 );
 
 impl<'a> Following<'a> {
+    /// A `wait` being served: counted for an upgrade, which waits for it
+    /// to end.
+    pub(crate) fn wait(state: &'a State) -> Self {
+        state
+            .waits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Following(&state.waits, Some(&state.waits_left))
+    }
+
     pub(crate) fn new(n: &'a std::sync::atomic::AtomicUsize) -> Self {
         n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Following(n, None)
@@ -186,18 +206,7 @@ impl State {
     /// After the hub closed: waits (up to `limit`) until every streaming
     /// connection has sent its last events.
     pub async fn drain_followers(&self, limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let left = self.followers_left.notified();
-            tokio::pin!(left);
-            left.as_mut().enable();
-            if self.followers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, left).await.is_err() {
-                return;
-            }
-        }
+        until_none(&self.followers, &self.followers_left, limit).await;
     }
 
     /// Consumers of `session` (all for `None`): the store's cursors, and
@@ -296,7 +305,31 @@ impl State {
             cluster: std::sync::OnceLock::new(),
             tasks: Default::default(),
             subscriptions: Default::default(),
+            upgrade_to: watch::channel(None).0,
+            upgrading: watch::channel(false).0,
+            waits: std::sync::atomic::AtomicUsize::new(0),
+            waits_left: tokio::sync::Notify::new(),
+            upgrades: (0, None),
         }
+    }
+
+    /// Whether the daemon is handing over to a new program.
+    pub(crate) fn is_upgrading(&self) -> bool {
+        *self.upgrading.borrow()
+    }
+
+    /// Waits (up to `limit`) until no `wait` is served: each ends with
+    /// `resume` once the daemon is upgrading and its batch, if it holds
+    /// one, was acknowledged.
+    pub async fn drain_waits(&self, limit: Duration) {
+        until_none(&self.waits, &self.waits_left, limit).await;
+    }
+
+    /// Waits (up to `limit`) until no client connection is open: while
+    /// the daemon is upgrading, each closes once it waits for a request
+    /// (the requests it took are answered first).
+    pub async fn drain_connections(&self, limit: Duration) {
+        until_none(&self.health.connections, &self.health.closed, limit).await;
     }
 }
 
@@ -394,6 +427,27 @@ impl Health {
 
 /// A daemon's state on a temporary directory, with no socket: for the
 /// handlers' unit tests.
+/// Waits (up to `limit`) until `count` is 0, woken by `left` each time one
+/// of what it counts ends.
+async fn until_none(
+    count: &std::sync::atomic::AtomicUsize,
+    left: &tokio::sync::Notify,
+    limit: Duration,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let notified = left.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use std::sync::Arc;

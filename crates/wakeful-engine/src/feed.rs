@@ -224,6 +224,19 @@ impl Feed {
         self.emit_with(emits, false).await;
     }
 
+    /// When the monitor started, as its listing says.
+    pub(crate) fn started_at(&self) -> chrono::DateTime<Utc> {
+        self.status
+            .lock()
+            .map(|i| i.started_at)
+            .unwrap_or_else(|_| Utc::now())
+    }
+
+    /// Like [`Feed::emit`], with the counters always recorded.
+    pub(crate) async fn emit_counted(&mut self, emits: Vec<Emit>) {
+        self.emit_with(emits, true).await;
+    }
+
     async fn emit_with(&mut self, emits: Vec<Emit>, force_counters: bool) {
         // Listings agree with the events by the time anyone receives them.
         let c = self.machine.counters();

@@ -45,8 +45,8 @@ pub use net::NetPolicy;
 pub use output_writer as output;
 pub use output_writer::OutputBudget;
 pub use registry::{
-    MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions, Started,
-    StopError, Subscription,
+    HandedMonitor, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions,
+    Started, StopError, Subscription,
 };
 pub use source::Launch;
 pub use terminal::{TerminalError, Terminals};

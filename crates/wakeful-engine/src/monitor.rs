@@ -18,6 +18,7 @@ use wakeful_core::{
 use crate::feed::{stamp, Feed};
 use crate::hub::Hub;
 use crate::output_writer::OutputFile;
+use crate::registry::HandedMonitor;
 use crate::source::{resolve, Alarm, Control, Ended, Input, InputSource, Launch};
 use crate::sources;
 
@@ -35,6 +36,12 @@ pub(crate) struct MonitorTask {
     pub ended: watch::Sender<bool>,
     pub stop_rx: watch::Receiver<Option<Control>>,
     pub hub: Hub,
+    /// Go on with a monitor handed over by the program this process ran
+    /// before (an upgrade): no `started` event, the same process.
+    pub adopt: Option<HandedMonitor>,
+    /// Where this monitor puts what the next program needs, when it is
+    /// handed over ([`Control::HandOver`]).
+    pub handed: Arc<Mutex<Vec<HandedMonitor>>>,
 }
 
 /// A source, set up and ready to be read.
@@ -64,14 +71,25 @@ pub(crate) async fn run(task: MonitorTask) {
         ended,
         mut stop_rx,
         hub,
+        adopt,
+        handed,
     } = task;
-    let (id, session, output_path) = match status.lock() {
-        Ok(i) => (i.id.clone(), i.session.clone(), i.output_path.clone()),
+    let (id, session, output_path, started_at) = match status.lock() {
+        Ok(i) => (
+            i.id.clone(),
+            i.session.clone(),
+            i.output_path.clone(),
+            i.started_at,
+        ),
         Err(_) => return,
     };
-    let Ok(machine) = MonitorMachine::new(id.clone(), &spec, Instant::now()) else {
+    let Ok(mut machine) = MonitorMachine::new(id.clone(), &spec, Instant::now()) else {
         return; // validated before the task was spawned
     };
+    if let Some(a) = &adopt {
+        let ran = (Utc::now() - started_at).to_std().unwrap_or_default();
+        machine.resume(a.counters, ran);
+    }
     let replayed = matches!(spec.source, Source::Replay { .. });
     let mut feed = match OutputFile::open(&output_path, &output) {
         Ok(file) => {
@@ -110,7 +128,19 @@ pub(crate) async fn run(task: MonitorTask) {
     };
     // Set the source up before announcing it: a line written right after
     // the `started` event must be seen.
-    let prepared = prepare(&spec, &launch, &terminals, &feed, rearm).await;
+    let prepared = match adopt.as_ref() {
+        Some(a) => adopt_source(&spec, &launch, &terminals, &feed, a).await,
+        None => prepare(&spec, &launch, &terminals, &feed, rearm).await,
+    };
+    if let Some(a) = &adopt {
+        tracing::info!("went on with monitor {} ({})", a.id, spec.description);
+        let _ = ready.send(());
+        match prepared {
+            Prepared::Failed(e) => feed.finish(SourceEnd::Failed(e)).await,
+            other => drive_prepared(&mut feed, &mut stop_rx, other, &handed).await,
+        }
+        return;
+    }
     if let Prepared::Command(c) = &prepared {
         let _ = feed
             .hub
@@ -138,16 +168,51 @@ pub(crate) async fn run(task: MonitorTask) {
     };
     feed.emit(vec![first]).await;
     let _ = ready.send(());
+    drive_prepared(&mut feed, &mut stop_rx, prepared, &handed).await;
+}
+
+async fn drive_prepared(
+    feed: &mut Feed,
+    stop_rx: &mut watch::Receiver<Option<Control>>,
+    prepared: Prepared,
+    handed: &Mutex<Vec<HandedMonitor>>,
+) {
     match prepared {
-        Prepared::Command(src) => drive(&mut feed, &mut stop_rx, *src).await,
-        Prepared::File(src) => drive(&mut feed, &mut stop_rx, src).await,
-        Prepared::Poll(src) => drive(&mut feed, &mut stop_rx, *src).await,
-        Prepared::Ws(src) => drive(&mut feed, &mut stop_rx, *src).await,
-        Prepared::Terminal(src) => drive(&mut feed, &mut stop_rx, src).await,
-        Prepared::Replay(src) => drive(&mut feed, &mut stop_rx, *src).await,
-        Prepared::Timer(src) => drive(&mut feed, &mut stop_rx, *src).await,
-        Prepared::Pid(src) => drive(&mut feed, &mut stop_rx, *src).await,
+        Prepared::Command(src) => drive(feed, stop_rx, *src, handed).await,
+        Prepared::File(src) => drive(feed, stop_rx, src, handed).await,
+        Prepared::Poll(src) => drive(feed, stop_rx, *src, handed).await,
+        Prepared::Ws(src) => drive(feed, stop_rx, *src, handed).await,
+        Prepared::Terminal(src) => drive(feed, stop_rx, src, handed).await,
+        Prepared::Replay(src) => drive(feed, stop_rx, *src, handed).await,
+        Prepared::Timer(src) => drive(feed, stop_rx, *src, handed).await,
+        Prepared::Pid(src) => drive(feed, stop_rx, *src, handed).await,
         Prepared::Failed(e) => feed.finish(SourceEnd::Failed(e)).await,
+    }
+}
+
+/// The source of a monitor handed over by the program before this one: a
+/// command's own process and pipes; any other source made again from its
+/// spec, as a re-arm would (a pid's identity is checked, not read again).
+async fn adopt_source(
+    spec: &MonitorSpec,
+    launch: &Launch,
+    terminals: &crate::terminal::Terminals,
+    feed: &Feed,
+    adopt: &HandedMonitor,
+) -> Prepared {
+    match (&spec.source, &adopt.process) {
+        (Source::Command { .. }, Some(handed)) => {
+            match sources::command::CommandSource::adopt(handed, launch, &feed.id) {
+                Ok(src) => Prepared::Command(Box::new(src)),
+                Err(e) => Prepared::Failed(format!(
+                    "could not go on with the command handed over by the previous daemon: {e}"
+                )),
+            }
+        }
+        (Source::Command { .. }, None) => {
+            Prepared::Failed("the previous daemon handed over no process for this command".into())
+        }
+        _ => prepare(spec, launch, terminals, feed, true).await,
     }
 }
 
@@ -224,9 +289,11 @@ async fn drive<S: InputSource>(
     feed: &mut Feed,
     stop_rx: &mut watch::Receiver<Option<Control>>,
     mut src: S,
+    handed: &Mutex<Vec<HandedMonitor>>,
 ) {
     let mut ended: Option<Ended> = None;
     let mut suspended = false;
+    let mut handing = false;
     let mut stopping = false;
     let mut failure: Option<String> = None;
     // When the journal should finish what this monitor's events began.
@@ -241,13 +308,24 @@ async fn drive<S: InputSource>(
     loop {
         if let Some(c) = control.take() {
             let reason = match c {
-                Control::Stop(reason) => reason,
+                Control::Stop(reason) => Some(reason),
                 Control::Suspend => {
                     suspended = true;
-                    wakeful_core::MonitorStopReason::DaemonStopped
+                    Some(wakeful_core::MonitorStopReason::DaemonStopped)
+                }
+                // A monitor being stopped, or whose source ended, ends
+                // here; any other goes on in the next program.
+                Control::HandOver => {
+                    if !stopping && ended.is_none() && feed.machine.stop_decided().is_none() {
+                        handing = true;
+                        break;
+                    }
+                    None
                 }
             };
-            feed.machine.request_stop(reason);
+            if let Some(reason) = reason {
+                feed.machine.request_stop(reason);
+            }
         }
         let decided = feed.machine.stop_decided().is_some() || failure.is_some();
         if decided && !stopping {
@@ -323,6 +401,13 @@ async fn drive<S: InputSource>(
             }
         }
     }
+    if handing {
+        hand_over(feed, src, handed).await;
+        if fold_at.is_some() || feed.hub.claim_flush().is_some() {
+            feed.hub.flush();
+        }
+        return;
+    }
     src.close().await;
     if !suspended {
         let now = Instant::now();
@@ -347,5 +432,41 @@ async fn drive<S: InputSource>(
     // are in the tables when it is gone.
     if fold_at.is_some() || feed.hub.claim_flush().is_some() {
         feed.hub.flush();
+    }
+}
+
+/// Hands the monitor to the program that replaces this one: what the
+/// machine holds is emitted, an unfinished line ends here (the rest of it
+/// is a line of its own in the next program), and the source's process,
+/// if it has one, is left running with its pipes open: the source is
+/// never dropped (its drop would stop the process) but forgotten, and the
+/// program is replaced before anything else reads it.
+async fn hand_over<S: InputSource>(
+    feed: &mut Feed,
+    mut src: S,
+    handed: &Mutex<Vec<HandedMonitor>>,
+) {
+    let now = Instant::now();
+    let mut emits = feed.machine.hand_over(now).emits;
+    for stream in [Stream::Stdout, Stream::Stderr] {
+        if let Ok(step) = feed.end_stream(now, stream) {
+            emits.extend(step.emits);
+        }
+    }
+    feed.emit_counted(emits).await;
+    let process = src.hand_over();
+    let entry = HandedMonitor {
+        id: feed.id.clone(),
+        started_at: feed.started_at(),
+        counters: feed.machine.counters(),
+        process: process.clone(),
+    };
+    if let Ok(mut h) = handed.lock() {
+        h.push(entry);
+    }
+    if process.is_some() {
+        std::mem::forget(src);
+    } else {
+        src.close().await;
     }
 }

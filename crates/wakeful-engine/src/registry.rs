@@ -91,6 +91,27 @@ pub struct StartOptions {
     pub base_env: Option<BTreeMap<String, String>>,
     /// The caller's working directory (default: this process's).
     pub base_cwd: Option<PathBuf>,
+    /// Go on with a monitor the program before this one handed over (an
+    /// upgrade): already registered and announced, so no limit or key is
+    /// checked, nothing is recorded and no `started` is emitted; a
+    /// command goes on with its own process. Needs `id`.
+    pub adopt: Option<HandedMonitor>,
+}
+
+/// A running monitor handed to the program that replaces this one
+/// ([`MonitorRegistry::hand_over`]), and what that program needs to go on
+/// with it ([`StartOptions::adopt`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandedMonitor {
+    /// The monitor's id.
+    pub id: String,
+    /// When it started (under the first program that ran it).
+    pub started_at: chrono::DateTime<Utc>,
+    /// Its counters so far.
+    pub counters: wakeful_core::machine::Counters,
+    /// Its command's process and pipes (command monitors); other sources
+    /// are made again from their spec.
+    pub process: Option<crate::process::HandedProcess>,
 }
 
 /// The result of a start.
@@ -186,6 +207,8 @@ struct Inner {
     terminals: crate::terminal::Terminals,
     monitors: Mutex<HashMap<String, Entry>>,
     hub: Hub,
+    /// What monitors handed over put here ([`MonitorRegistry::hand_over`]).
+    handed: Arc<Mutex<Vec<HandedMonitor>>>,
 }
 
 impl Inner {
@@ -274,6 +297,7 @@ impl MonitorRegistry {
                 config,
                 monitors: Mutex::new(HashMap::new()),
                 hub,
+                handed: Arc::default(),
             }),
         }
     }
@@ -345,7 +369,7 @@ impl MonitorRegistry {
         opts: StartOptions,
     ) -> Result<Started, StartError> {
         spec.validate()?;
-        if !opts.rearm {
+        if !opts.rearm && opts.adopt.is_none() {
             // Which process a pid names is read now, and kept: a re-arm
             // checks it instead (it must not take a later process given
             // the same pid for the one it watched).
@@ -371,12 +395,18 @@ impl MonitorRegistry {
         let (stop_tx, stop_rx) = watch::channel(None);
         let (done_tx, done_rx) = watch::channel(false);
         let (ended_tx, ended_rx) = watch::channel(false);
-        let info = MonitorInfo::starting(
+        let mut info = MonitorInfo::starting(
             id.clone(),
             session.clone(),
             &spec,
             self.inner.config.output_dir.join(format!("{id}.log")),
         );
+        if let Some(a) = &opts.adopt {
+            info.started_at = a.started_at;
+            info.events = a.counters.events;
+            info.lines = a.counters.lines;
+            info.suppressed_lines = a.counters.suppressed_lines;
+        }
         let status = Arc::new(Mutex::new(info.clone()));
         {
             let mut monitors = self.inner.lock();
@@ -385,7 +415,8 @@ impl MonitorRegistry {
                 .map(|e| info_of(&e.status))
                 .filter(|i| i.session == session && i.is_active())
                 .collect();
-            if let Some(key) = &spec.key {
+            let adopting = opts.adopt.is_some();
+            if let Some(key) = spec.key.as_ref().filter(|_| !adopting) {
                 if let Some(held) = active.iter().find(|i| i.key.as_ref() == Some(key)) {
                     return Ok(Started {
                         info: held.clone(),
@@ -393,7 +424,7 @@ impl MonitorRegistry {
                     });
                 }
             }
-            if active.len() >= self.inner.config.max_active_per_session {
+            if !adopting && active.len() >= self.inner.config.max_active_per_session {
                 return Err(StartError::Limit {
                     session,
                     max: self.inner.config.max_active_per_session,
@@ -416,12 +447,15 @@ impl MonitorRegistry {
             base_env: opts.base_env.clone(),
             base_cwd: opts.base_cwd.clone(),
         }));
-        match self
-            .inner
-            .hub
-            .append_within(vec![registered], REGISTER_WAIT)
-            .await
-        {
+        let registering = if opts.adopt.is_some() {
+            Ok(())
+        } else {
+            self.inner
+                .hub
+                .append_within(vec![registered], REGISTER_WAIT)
+                .await
+        };
+        match registering {
             Ok(()) => {}
             Err(crate::hub::AppendError::Closed) => {
                 self.inner.lock().remove(&id);
@@ -474,6 +508,8 @@ impl MonitorRegistry {
             ended: ended_tx,
             stop_rx,
             hub: self.inner.hub.clone(),
+            adopt: opts.adopt,
+            handed: self.inner.handed.clone(),
         };
         tokio::spawn(async move {
             monitor::run(task).await;
@@ -626,6 +662,17 @@ impl MonitorRegistry {
     /// re-arm them (persistent monitors across a daemon restart).
     pub async fn suspend_where(&self, pred: impl Fn(&MonitorInfo) -> bool) -> Vec<String> {
         self.control_where(pred, Control::Suspend).await
+    }
+
+    /// Hands every active monitor to the program that replaces this one
+    /// (an upgrade): each stops reading, emits what it held, and leaves
+    /// its command running with its pipes open; none ends. Monitors being
+    /// stopped end as they would. Returns what the next program needs;
+    /// after this, the program must be replaced (nothing reads the handed
+    /// commands any more).
+    pub async fn hand_over(&self) -> Vec<HandedMonitor> {
+        self.control_where(|_| true, Control::HandOver).await;
+        std::mem::take(&mut *self.inner.handed.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     async fn stop_where(

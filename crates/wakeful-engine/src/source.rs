@@ -56,6 +56,10 @@ pub enum Control {
     /// Stop its processes but do not end it: no final event, so that the
     /// next owner can re-arm it.
     Suspend,
+    /// Stop reading but leave everything running and do not end it: the
+    /// program that replaces this one goes on with it (an upgrade). What
+    /// it needs is given to the registry ([`crate::MonitorRegistry::hand_over`]).
+    HandOver,
 }
 
 /// How a source ended: its exit as the state machines see it, and the
@@ -107,6 +111,14 @@ pub(crate) trait InputSource {
     /// others return `false` (the default): the loop ends now.
     fn stop(&mut self) -> bool {
         false
+    }
+    /// The monitor is handed to the program that replaces this one: the
+    /// process it reads, for a source that has one that must go on running
+    /// (a command). The caller then keeps the source alive until the
+    /// program is replaced. `None` (the default): the source is closed and
+    /// made again from its spec.
+    fn hand_over(&mut self) -> Option<crate::process::driver::HandedProcess> {
+        None
     }
     /// The monitor is ending: release what the source holds.
     async fn close(&mut self) {}

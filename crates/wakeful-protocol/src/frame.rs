@@ -144,7 +144,7 @@ pub fn parse_request(line: &str) -> Result<Request, (ErrorKind, String)> {
             return Err((
                 ErrorKind::Version,
                 format!(
-                    "protocol version {version} is not supported (this daemon speaks {PROTOCOL_VERSION}); stop the daemon (`wakeful daemon stop`) so that the new version starts"
+                    "protocol version {version} is not supported (this daemon speaks {PROTOCOL_VERSION}); move the daemon to the client's version with `wakeful daemon upgrade` (its monitors go on running), or stop it (`wakeful daemon stop`) so that the new version starts"
                 ),
             ))
         }

@@ -51,8 +51,8 @@ pub use paths::{Paths, PathsError};
 pub use reply::{
     Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, EventSubscriptionInfo,
     ImportResult, PruneResult, PrunedMonitor, Reply, RouteSource, RunResult, SessionEndResult,
-    ShutdownResult, StartResult, Status, StorageStatus, StreamEnd, TaskInfo, WakeClearResult,
-    WakeDelivery, WakeStatus,
+    ShutdownResult, StartResult, Status, StorageStatus, StreamEnd, TaskInfo, UpgradeResult,
+    WakeClearResult, WakeDelivery, WakeStatus,
 };
 pub use request::{
     decode_ok, Ack, Batch, Call, CancelTask, CheckWake, ClearWake, CreateTask, EndSession,
@@ -60,7 +60,7 @@ pub use request::{
     Import, ImportedEvent, KillTerminal, ListClusterMonitors, ListConsumers, ListMonitors,
     ListPrunes, ListTerminals, OutputForm, Prune, ReadAllEvents, ReadEvents, ReplyError, Request,
     RunRequest, SetWake, ShowWake, Shutdown, StartMonitor, StopMonitor, Stream, SubscribeEvents,
-    UnsubscribeEvents, WaitEvents, WaitTerminal, WakeAdapter,
+    UnsubscribeEvents, Upgrade, WaitEvents, WaitTerminal, WakeAdapter,
 };
 pub use stream::{described_event_reply_line, event_of_line, Descriptions, MAX_DESCRIBED};
 pub use wakeful_core::digest::Digest;

@@ -159,6 +159,13 @@ pub struct Status {
     /// file descriptor left).
     #[serde(default)]
     pub connections_refused: u64,
+    /// Upgrades this daemon process went through (`wakeful daemon
+    /// upgrade`), and the version it ran before the last one.
+    #[serde(default)]
+    pub upgrades: u32,
+    /// The version it ran before the last upgrade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgraded_from: Option<String>,
     /// The cluster link, when `[cluster]` is configured (docs/CLUSTER.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::LinkStatus>,
@@ -294,18 +301,52 @@ pub struct ShutdownResult {
 }
 
 /// The `ok` that ends a finite event stream ([`Request::Events`](crate::Request::Events) without
-/// `follow`, or a monitor's stream after its final event).
+/// `follow`, or a monitor's stream after its final event), or any event
+/// stream of a daemon being replaced (`resume`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamEnd {
     /// The seq of the last event sent (or the `after` asked for).
     pub last_seq: u64,
+    /// The daemon is being replaced by another build (`wakeful daemon
+    /// upgrade`): connect again and ask for the events after `last_seq`
+    /// (the socket stays; the new daemon answers once it runs).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resume: bool,
 }
 
-/// The `ok` that ends a [`Request::Wait`](crate::Request::Wait) without `follow`.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The result of [`Request::Upgrade`](crate::Request::Upgrade): the new
+/// program passed its check, and the daemon is handing over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeResult {
+    /// The daemon's process id (the same after the upgrade).
+    pub pid: u32,
+    /// The version running now.
+    pub from: String,
+    /// The version of the new program.
+    pub to: String,
+    /// The new program.
+    pub binary: PathBuf,
+    /// Monitors running now, handed over.
+    pub monitors: usize,
+    /// Upgrades this daemon went through before this one.
+    pub upgrades: u32,
+}
+
+/// The `ok` that ends a [`Request::Wait`](crate::Request::Wait) without `follow`,
+/// or any wait of a daemon being replaced (`resume`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Acked {
     /// The consumer's cursor now.
     pub acked: u64,
+    /// The daemon is being replaced by another build (`wakeful daemon
+    /// upgrade`): connect again and ask again; nothing unacknowledged was
+    /// handed out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resume: bool,
 }
 
 /// A background task ([`Request::TaskCreate`](crate::Request::TaskCreate),

@@ -58,6 +58,9 @@ pub enum Request {
     SessionEnd(EndSession),
     /// Stop the daemon.
     Shutdown(Shutdown),
+    /// Replace the daemon's program with another build, keeping every
+    /// monitor running.
+    Upgrade(Upgrade),
     /// Start a terminal, and with `until` a monitor attached to it.
     Run(RunRequest),
     /// Terminals, running first.
@@ -224,6 +227,7 @@ pairs! {
     Consumers(ListConsumers) => Vec<crate::ConsumerInfo>;
     SessionEnd(EndSession) => crate::SessionEndResult;
     Shutdown(Shutdown) => crate::ShutdownResult;
+    Upgrade(Upgrade) => crate::UpgradeResult;
     Run(RunRequest) => crate::RunResult;
     TerminalList(ListTerminals) => Vec<TerminalInfo>;
     TerminalGet(GetTerminal) => TerminalInfo;
@@ -602,6 +606,20 @@ pub struct EndSession {
 #[serde(deny_unknown_fields)]
 pub struct Shutdown {}
 
+/// Replace the daemon's program with `binary` (`wakeful daemon upgrade`):
+/// the new program goes on with every running monitor — the same ids, the
+/// same processes, their output in the same files — and with the socket,
+/// so that clients reconnect to it. Reply: an
+/// [`UpgradeResult`](crate::UpgradeResult) once `binary` passed its check,
+/// just before the daemon hands over; an error, and nothing changed,
+/// when it did not (docs/CONTRACT.md "Upgrades").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upgrade {
+    /// The new program (absolute path): a `wakeful` executable.
+    pub binary: PathBuf,
+}
+
 /// Terminals, running first. Reply: an array of [`TerminalInfo`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -772,6 +790,20 @@ pub struct RunRequest {
 }
 
 impl Request {
+    /// The same request, asked again of the daemon that replaced the one
+    /// that ended its stream with `resume` (an upgrade): an event stream
+    /// goes on after `last_seq`; a `wait` is asked again as it was (its
+    /// cursor is the daemon's).
+    pub fn resumed_after(&self, last_seq: u64) -> Request {
+        let mut r = self.clone();
+        match &mut r {
+            Request::Events(e) => e.after = last_seq,
+            Request::EventsAll(e) => e.after = last_seq,
+            _ => {}
+        }
+        r
+    }
+
     /// The `op` on the wire.
     pub fn op(&self) -> &'static str {
         match self {
@@ -789,6 +821,7 @@ impl Request {
             Request::Consumers(_) => "consumers",
             Request::SessionEnd(_) => "session_end",
             Request::Shutdown(_) => "shutdown",
+            Request::Upgrade(_) => "upgrade",
             Request::Run(_) => "run",
             Request::TerminalList(_) => "terminal_list",
             Request::TerminalGet(_) => "terminal_get",

@@ -41,6 +41,7 @@ fn each_reply_decodes_into_the_type_its_request_names() {
             Request::Start(r) => call(r, reply),
             Request::SessionEnd(r) => call(r, reply),
             Request::Shutdown(r) => call(r, reply),
+            Request::Upgrade(r) => call(r, reply),
             Request::WakeClear(r) => call(r, reply),
             Request::WakeShow(r) => call(r, reply),
             Request::WakeCheck(r) => call(r, reply),

@@ -30,10 +30,20 @@ pub(super) async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result
         Some(DaemonAction::Install { dir, format, print }) => {
             crate::package::daemon_install(format, dir, print, json)
         }
-        None if args.foreground => {
+        Some(DaemonAction::Upgrade { binary }) => crate::upgrade::run(&paths, binary, json).await,
+        Some(DaemonAction::HandoverCheck) => crate::upgrade::check(),
+        None if args.foreground => serve_daemon(paths, args.ready_fd).await,
+        None => status(&paths, json).await,
+    }
+}
+
+/// `wakeful daemon --foreground`: runs the daemon in this process.
+pub(crate) async fn serve_daemon(paths: Paths, ready_fd: Option<i32>) -> Result<u8, Failure> {
+    {
+        {
             // Started by a client: the log file only (stdio is /dev/null).
             // Run by a person: the log file and this terminal.
-            let by_client = args.ready_fd.is_some();
+            let by_client = ready_fd.is_some();
             if let Err(e) = paths
                 .prepare()
                 .map_err(std::io::Error::other)
@@ -44,8 +54,7 @@ pub(super) async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result
                     paths.daemon_log().display()
                 );
             }
-            let ready = args
-                .ready_fd
+            let ready = ready_fd
                 .map(wakeful_daemon::Readiness::from_fd)
                 .unwrap_or_default();
             match wakeful_daemon::run(paths, ready).await {
@@ -57,6 +66,5 @@ pub(super) async fn daemon(paths: Paths, args: DaemonArgs, json: bool) -> Result
                 Err(e) => Err(Failure::new(exit::FAILURE, e.to_string())),
             }
         }
-        None => status(&paths, json).await,
     }
 }

@@ -17,14 +17,15 @@ pub(super) async fn events(
     follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
-    let request = |write_to| wakeful_protocol::ReadEvents {
+    let request = |after, write_to| wakeful_protocol::ReadEvents {
         session: session.clone(),
         after,
         follow,
         write_to,
         ..Default::default()
     };
-    if let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
+    let mut after = after;
+    while let Some(stdout) = wakeful_client::handover::stdout_for_daemon() {
         let form = if json {
             OutputForm::Json
         } else {
@@ -32,10 +33,15 @@ pub(super) async fn events(
         };
         let mut handed = connect(paths)
             .await?
-            .events_with_fds(request(Some(form)), &[stdout.as_fd()])
+            .events_with_fds(request(after, Some(form)), &[stdout.as_fd()])
             .await?;
         drop(stdout);
         match handed.next().await {
+            // The daemon was upgraded: hand stdout to the new one.
+            Err(ClientError::Upgraded { after: last }) => {
+                after = last;
+                continue;
+            }
             Ok(None) | Err(ClientError::Closed) => return Ok(0),
             Err(ClientError::Refused {
                 kind: ErrorKind::OutputClosed,
@@ -49,7 +55,7 @@ pub(super) async fn events(
             Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,
                 ..
-            }) => {}
+            }) => break,
             Err(e) => return Err(e.into()),
             Ok(Some(e)) => {
                 let m = format!("unexpected reply from the daemon: {e:?}");
@@ -57,7 +63,7 @@ pub(super) async fn events(
             }
         }
     }
-    let mut events = connect(paths).await?.events(request(None)).await?;
+    let mut events = connect(paths).await?.events(request(after, None)).await?;
     // Events that came together are written together.
     let mut ready = Vec::new();
     loop {

@@ -20,6 +20,7 @@ use wakeful_client::Paths;
 use crate::cli::{Cli, Command, PluginCommand, SessionCommand, TerminalCommand};
 use crate::{exit, Failure};
 use daemon::daemon;
+pub(crate) use daemon::serve_daemon;
 use events::{events, wait};
 use hook::hook;
 use mcp::mcp_protocol_from_config;

@@ -97,13 +97,19 @@ pub(super) async fn watch(
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let (conn, started) = start_request(paths, session.clone(), spec, None).await?;
-    let request = |write_to| wakeful_protocol::ReadEvents {
+    let request_after = |after, write_to| wakeful_protocol::ReadEvents {
         session: session.clone(),
-        after: started.after_seq,
+        after,
         follow: true,
         monitor: Some(started.id.clone()),
         write_to,
         ..Default::default()
+    };
+    let request = |write_to| request_after(started.after_seq, write_to);
+    let form = if json {
+        OutputForm::Json
+    } else {
+        OutputForm::Watch
     };
     // A pipe or a socket: the daemon writes the monitor's output to it
     // itself, and sends its final event here too.
@@ -111,11 +117,6 @@ pub(super) async fn watch(
     let mut handed = handover.is_some();
     let mut events = match &handover {
         Some(fd) => {
-            let form = if json {
-                OutputForm::Json
-            } else {
-                OutputForm::Watch
-            };
             conn.events_with_fds(request(Some(form)), &[fd.as_fd()])
                 .await?
         }
@@ -149,6 +150,17 @@ pub(super) async fn watch(
                 // Ctrl-C, quietly (exit 141).
                 let_go(paths, &started.id, detach_on_interrupt, false).await;
                 return Ok(watch_exit_code(WatchEnd::StdoutClosed));
+            }
+            Err(ClientError::Upgraded { after }) if handed => {
+                // The daemon was upgraded: hand stdout to the new one.
+                let Some(fd) = wakeful_client::handover::stdout_for_daemon() else {
+                    return Err(ClientError::Closed.into());
+                };
+                events = wakeful_client::connect_existing(paths)
+                    .await
+                    .map_err(ClientError::from)?
+                    .events_with_fds(request_after(after, Some(form)), &[fd.as_fd()])
+                    .await?;
             }
             Err(ClientError::Refused {
                 kind: ErrorKind::Invalid,

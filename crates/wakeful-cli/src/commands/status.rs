@@ -14,8 +14,15 @@ pub(super) async fn status(paths: &Paths, json: bool) -> Result<u8, Failure> {
         outln!("version:          {} (protocol {})", s.version, s.protocol)?;
         if s.version != wakeful_client::VERSION {
             outln!(
-                "                  this wakeful is {}: requests the daemon does not know fail with both versions named; `wakeful daemon stop` lets the next command start this version (running monitors stop; persistent ones are re-armed)",
+                "                  this wakeful is {}: requests the daemon does not know fail with both versions named; `wakeful daemon upgrade` moves the daemon to this version while every monitor goes on running",
                 wakeful_client::VERSION
+            )?;
+        }
+        if let Some(from) = &s.upgraded_from {
+            outln!(
+                "upgraded:         {} time{}, last from {from}",
+                s.upgrades,
+                if s.upgrades == 1 { "" } else { "s" }
             )?;
         }
         outln!("socket:           {}", s.socket.display())?;

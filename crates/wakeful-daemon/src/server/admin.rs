@@ -1,12 +1,12 @@
-//! The daemon and its store: `status`, `shutdown`, `import`, `prune`,
-//! `prunes`.
+//! The daemon and its store: `status`, `shutdown`, `upgrade`, `import`,
+//! `prune`, `prunes`.
 
 use std::sync::atomic::Ordering::SeqCst;
 
 use wakeful_core::MonitorInfo;
 use wakeful_protocol::{
-    ErrorKind, GetStatus, Import, ListPrunes, Prune, Shutdown, ShutdownResult, Status,
-    PROTOCOL_VERSION,
+    ErrorKind, GetStatus, Import, ListPrunes, Prune, Shutdown, ShutdownResult, Status, Upgrade,
+    UpgradeResult, PROTOCOL_VERSION,
 };
 
 use super::conn::Handled;
@@ -44,6 +44,8 @@ pub(crate) fn status(state: &State, _: GetStatus) -> Handled<GetStatus> {
             .as_ref()
             .map(|(t, _)| t.clone()),
         connections_refused: health.refused.load(SeqCst),
+        upgrades: state.upgrades.0,
+        upgraded_from: state.upgrades.1.clone(),
         storage: Some(state.storage.status()),
         event_webhooks: state.subscriptions.infos(),
     })
@@ -54,6 +56,46 @@ pub(crate) fn shutdown_result(_: Shutdown) -> ShutdownResult {
     ShutdownResult {
         pid: std::process::id(),
     }
+}
+
+/// `upgrade`: checks the new program and says what will be handed over;
+/// the daemon hands over once this is answered (`crate::upgrade`). A
+/// terminal cannot be handed over yet: while one runs, nothing changes.
+pub(crate) async fn upgrade(state: &State, r: Upgrade) -> Handled<Upgrade> {
+    if state.upgrade_to.borrow().is_some() {
+        return Err((ErrorKind::Busy, "an upgrade is already under way".into()));
+    }
+    let terminals = state
+        .registry
+        .terminals()
+        .list()
+        .into_iter()
+        .filter(|t| t.state == wakeful_core::MonitorState::Running)
+        .count();
+    if terminals > 0 {
+        return Err((
+            ErrorKind::Invalid,
+            format!(
+                "{terminals} terminal(s) are running (`wakeful terminal list`), and an upgrade cannot hand a terminal over yet; wait for them or kill them (`wakeful terminal kill ID`), then upgrade. Nothing changed"
+            ),
+        ));
+    }
+    let check = crate::upgrade::check_binary(&r.binary)
+        .await
+        .map_err(|e| (ErrorKind::Invalid, e.to_string()))?;
+    Ok(UpgradeResult {
+        pid: std::process::id(),
+        from: env!("CARGO_PKG_VERSION").to_string(),
+        to: check.version,
+        binary: r.binary,
+        monitors: state
+            .registry
+            .list()
+            .iter()
+            .filter(|i| i.is_active())
+            .count(),
+        upgrades: state.upgrades.0,
+    })
 }
 
 /// `import`: events and monitors recorded elsewhere.

@@ -251,7 +251,11 @@ async fn stream_events(
                     .write_all(&wakeful_protocol::event_reply_line(last.json()))
                     .await?;
             }
-            conn.ok(&StreamEnd { last_seq }).await
+            conn.ok(&StreamEnd {
+                last_seq,
+                resume: follow && state.is_upgrading(),
+            })
+            .await
         }
         Err(e) if handed && e.kind() == std::io::ErrorKind::BrokenPipe => {
             tracing::debug!("the reader of a handed-over output closed it");
@@ -308,6 +312,11 @@ async fn follow_events(
             next = events.next() => {
                 let e = match next {
                     Ok(e) => e,
+                    // An upgrade closed the hub: the stream ends with
+                    // `resume` after the last event written.
+                    Err(FollowError::Closed) if state.is_upgrading() => {
+                        return Ok(Some((events.position(), None)))
+                    }
                     Err(FollowError::Closed) => return Ok(None),
                     Err(e) => return Err(follow_error(e)),
                 };

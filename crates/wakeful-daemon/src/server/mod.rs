@@ -18,7 +18,8 @@
 //!   deliveries;
 //! - [`wakes`]: `wake_set`, `wake_show`, `wake_clear`, `wake_check`,
 //!   `digest`;
-//! - [`admin`]: `status`, `shutdown`, `import`, `prune`, `prunes`;
+//! - [`admin`]: `status`, `shutdown`, `upgrade` (its check; the
+//!   handover is `crate::upgrade`), `import`, `prune`, `prunes`;
 //! - [`cluster`]: `cluster_status`, `cluster_monitors`, and `start` or
 //!   `stop` of another host's monitor through the link.
 //!
@@ -72,8 +73,9 @@ fn reserve_descriptor() -> Option<std::fs::File> {
 /// accept error never ends the daemon: out of descriptors, it answers the
 /// waiting client `busy` (with a descriptor kept in reserve) and waits for
 /// a connection to close (or at most a second) before accepting again.
-pub async fn serve(listener: UnixListener, state: Arc<State>) -> std::io::Result<()> {
+pub async fn serve(listener: &UnixListener, state: Arc<State>) -> std::io::Result<()> {
     let mut stop = state.shutdown.subscribe();
+    let mut upgrade = state.upgrade_to.subscribe();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut reserve = reserve_descriptor();
@@ -112,7 +114,12 @@ pub async fn serve(listener: UnixListener, state: Arc<State>) -> std::io::Result
                     }
                 }
             },
-            _ = stop.wait_for(|s| *s) => return Ok(()),
+            // (The `Ref` a `wait_for` gives is dropped in its own future:
+            // it must not live in the select's output.)
+            _ = async { stop.wait_for(|s| *s).await.is_ok() } => return Ok(()),
+            // Connections go on waiting in the socket's backlog for the
+            // new program (`upgrade`).
+            _ = async { upgrade.wait_for(|u| u.is_some()).await.is_ok() } => return Ok(()),
             _ = term.recv() => return Ok(()),
             _ = int.recv() => return Ok(()),
         }
@@ -202,7 +209,19 @@ pub(crate) fn serve_internal(
 
 /// Answers a connection's requests until it ends.
 async fn requests(mut conn: Conn, state: &Arc<State>, pid: Option<u32>) -> std::io::Result<()> {
-    while let Some(req) = conn.request().await? {
+    let mut upgrading = state.upgrading.subscribe();
+    loop {
+        // While the daemon hands over to a new program, a connection that
+        // waits for a request closes (a request already sent is read
+        // first): its client connects again to the new program.
+        let next = tokio::select! {
+            biased;
+            next = conn.request() => next?,
+            _ = async { upgrading.wait_for(|u| *u).await.is_ok() } => return Ok(()),
+        };
+        let Some(req) = next else {
+            return Ok(());
+        };
         match req {
             Ok(req) => {
                 tracing::debug!("request {} from process {}", req.op(), pid.unwrap_or(0));
@@ -214,7 +233,6 @@ async fn requests(mut conn: Conn, state: &Arc<State>, pid: Option<u32>) -> std::
             }
         }
     }
-    Ok(())
 }
 
 /// Hands a request to its family's handler and answers with what it
@@ -273,6 +291,17 @@ async fn dispatch(conn: &mut Conn, state: &Arc<State>, req: Request) -> std::io:
             conn.ok(&admin::shutdown_result(r)).await?;
             state.shutdown.send_replace(true);
             Ok(())
+        }
+        Request::Upgrade(r) => {
+            let binary = r.binary.clone();
+            match admin::upgrade(state, r).await {
+                Ok(result) => {
+                    conn.ok(&result).await?;
+                    state.upgrade_to.send_replace(Some(binary));
+                    Ok(())
+                }
+                Err((kind, message)) => conn.error(kind, message).await,
+            }
         }
     }
 }

@@ -98,6 +98,8 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
     } = opts;
     let mut described = describe.then(Descriptions::default);
     let _following = Following::stream(state);
+    let _waiting = Following::wait(state);
+    let mut upgrading = state.upgrading.subscribe();
     let slot = state.consumer(session, consumer);
     let _attached = Following::new(&slot.waiters);
     let _standing_by = fallback.then(|| Following::new(&slot.fallbacks));
@@ -126,6 +128,20 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
     loop {
         if mine.is_some_and(|m| *generation.borrow() != m) {
             return superseded(conn, session, consumer).await;
+        }
+        let handing_over = *upgrading.borrow_and_update();
+        if handing_over {
+            // The daemon hands over: ask the new one (nothing is held).
+            let acked = state
+                .reader
+                .cursor(session, consumer)
+                .map_err(store_error)?;
+            return conn
+                .ok(&Acked {
+                    acked,
+                    resume: true,
+                })
+                .await;
         }
         while let Some(e) = events.try_next().map_err(follow_error)? {
             pending.take(Read(e));
@@ -178,6 +194,7 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
                     }
                 }
                 _ = generation.changed(), if mine.is_some() => {}
+                _ = upgrading.changed() => {}
                 _ = first.changed(), if fallback => {
                     // What a waiter that went first acknowledged is gone.
                     let acked = state
@@ -265,7 +282,12 @@ async fn wait_batches(conn: &mut Conn, state: &State, opts: WaitOpts<'_>) -> std
         // Without follow, one batch ends the wait, unless the event that
         // wakes is still ahead (more than a page of quiet events before it).
         if wait::ends_after(&batch, follow, all) {
-            return conn.ok(&Acked { acked: last }).await;
+            return conn
+                .ok(&Acked {
+                    acked: last,
+                    resume: false,
+                })
+                .await;
         }
     }
 }

@@ -21,7 +21,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::net::unix::pipe;
+use tokio::process::Child;
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
@@ -131,14 +132,73 @@ impl<R: tokio::io::AsyncRead + Unpin> Pipe<R> {
     }
 }
 
+/// The command's `sh`: a child this process started, or one a program
+/// before it in this process started and handed over (an upgrade), whose
+/// exit is read with `waitpid` on each SIGCHLD.
+enum Leader {
+    Spawned(Child),
+    Adopted {
+        pid: i32,
+        sigchld: Option<tokio::signal::unix::Signal>,
+    },
+}
+
+impl Leader {
+    /// Waits for the `sh` to exit and collects its status.
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Leader::Spawned(child) => child.wait().await,
+            Leader::Adopted { pid, sigchld } => {
+                use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+                let pid = nix::unistd::Pid::from_raw(*pid);
+                loop {
+                    match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                        Ok(WaitStatus::Exited(_, code)) => {
+                            return Ok(ExitStatus::from_raw(code << 8))
+                        }
+                        Ok(WaitStatus::Signaled(_, sig, _)) => {
+                            return Ok(ExitStatus::from_raw(sig as i32))
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    match sigchld {
+                        Some(s) => {
+                            s.recv().await;
+                        }
+                        // No SIGCHLD stream: look again in a while.
+                        None => tokio::time::sleep(Duration::from_millis(100)).await,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A command this process hands to the program that replaces it (an
+/// upgrade): what that program needs to go on reading it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandedProcess {
+    /// The `sh`'s process id (and group id).
+    pub pid: i32,
+    /// Its start time, in clock ticks after boot.
+    pub start_ticks: u64,
+    /// The read end of its stdout pipe, while it is read.
+    pub stdout: Option<i32>,
+    /// The read end of its stderr pipe, while it is read.
+    pub stderr: Option<i32>,
+    /// Its wait status, when it already exited (its pipes still drained).
+    pub exit: Option<i32>,
+}
+
 /// A running command; see the module docs.
 pub(crate) struct ProcessDriver {
-    child: Child,
+    child: Leader,
     managed: Option<Managed>,
     target: std::sync::Arc<Target>,
     guard: GroupGuard,
-    out: Pipe<ChildStdout>,
-    err: Pipe<ChildStderr>,
+    out: Pipe<pipe::Receiver>,
+    err: Pipe<pipe::Receiver>,
     /// Grow the buffer of this stream after the last read handed out.
     grow: Option<(Stream, usize)>,
     exit: Option<ExitStatus>,
@@ -193,18 +253,28 @@ impl ProcessDriver {
             });
         }
         let mut cmd = tokio::process::Command::from(cmd);
-        let (mut child, managed) = super::spawn(&mut cmd)?;
+        // From the thread that starts every command (`spawner`): the
+        // parent-death signal is tied to it.
+        let (mut child, managed) = super::spawner::on_spawner(move || super::spawn(&mut cmd))?;
         let pid = managed.pid();
         let leader_start = super::proc_info(pid).map_or(0, |p| p.start_ticks);
-        let out = child.stdout.take();
+        let out = child
+            .stdout
+            .take()
+            .map(|o| o.into_owned_fd().and_then(pipe::Receiver::from_owned_fd))
+            .transpose()?;
         if req.wide_stdout {
             if let Some(o) = &out {
                 widen_pipe(o);
             }
         }
-        let err = child.stderr.take();
+        let err = child
+            .stderr
+            .take()
+            .map(|e| e.into_owned_fd().and_then(pipe::Receiver::from_owned_fd))
+            .transpose()?;
         Ok(ProcessDriver {
-            child,
+            child: Leader::Spawned(child),
             managed: Some(managed),
             target: std::sync::Arc::new(Target {
                 leader: pid,
@@ -222,6 +292,79 @@ impl ProcessDriver {
             drain_until: Alarm::new(),
             grace: req.grace,
             stopping: None,
+        })
+    }
+
+    /// Takes over a command that the program this process ran before
+    /// started and handed over (`handed`): the same process, its pipes,
+    /// read from where that program stopped. The descriptors named in
+    /// `handed` must be open in this process and used by nothing else.
+    pub(crate) fn adopt(
+        handed: &HandedProcess,
+        id: &str,
+        grace: Duration,
+        drain: Duration,
+        containers: Option<&ContainerRoot>,
+    ) -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        let open = |fd: Option<i32>| {
+            fd.map(|fd| {
+                // SAFETY: the handover names descriptors this process
+                // inherited for exactly this command and nobody else owns.
+                let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+                pipe::Receiver::from_owned_fd(owned)
+            })
+            .transpose()
+        };
+        let out = open(handed.stdout)?;
+        let err = open(handed.stderr)?;
+        let managed = super::reaper::adopt(handed.pid);
+        let sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
+        let exit = handed.exit.map(ExitStatus::from_raw);
+        let mut drain_until = Alarm::new();
+        if exit.is_some() {
+            drain_until.set(Some(tokio::time::Instant::now() + drain));
+        }
+        Ok(ProcessDriver {
+            child: Leader::Adopted {
+                pid: handed.pid,
+                sigchld,
+            },
+            managed: Some(managed),
+            target: std::sync::Arc::new(Target {
+                leader: handed.pid,
+                leader_start: handed.start_ticks,
+                marker: id.to_string(),
+                container: containers.and_then(|root| root.create(id).ok()),
+                seen: Default::default(),
+            }),
+            guard: GroupGuard::new(handed.pid),
+            out: Pipe::new(out),
+            err: Pipe::new(err),
+            grow: None,
+            exit,
+            drain,
+            drain_until,
+            grace,
+            stopping: None,
+        })
+    }
+
+    /// What the program that replaces this one needs to go on with the
+    /// command: its process, its pipes (still open here; they stay open
+    /// across the exec), its exit if it already exited. `None` while it is
+    /// being stopped: a stop is finished, not handed over.
+    pub(crate) fn hand_over(&self) -> Option<HandedProcess> {
+        use std::os::fd::AsRawFd;
+        if self.stopping.is_some() {
+            return None;
+        }
+        Some(HandedProcess {
+            pid: self.target.leader,
+            start_ticks: self.target.leader_start,
+            stdout: self.out.reader.as_ref().map(|r| r.as_raw_fd()),
+            stderr: self.err.reader.as_ref().map(|r| r.as_raw_fd()),
+            exit: self.exit.map(|s| s.into_raw()),
         })
     }
 

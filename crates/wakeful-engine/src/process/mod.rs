@@ -11,6 +11,8 @@
 //! - [`spawn`] and the reaper ([`reaper`]): children this process started
 //!   are registered, so that adopted orphans can be told apart and reaped
 //!   without stealing an exit status from the runtime.
+//! - the spawner ([`spawner`]): every command is started from one thread,
+//!   which alone may replace the program (an upgrade that keeps them).
 //! - containers ([`wakeful_platform::tree::Container`]): one per command,
 //!   where the platform can make them.
 //!
@@ -20,8 +22,10 @@
 
 pub(crate) mod driver;
 pub mod reaper;
+pub mod spawner;
 pub mod target;
 
+pub use driver::HandedProcess;
 pub use reaper::{spawn, Managed};
 pub use target::Target;
 

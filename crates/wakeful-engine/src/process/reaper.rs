@@ -14,15 +14,16 @@
 //! happens under the same lock the reaper takes, so a child can never be
 //! seen unregistered between its fork and its registration.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
-static MANAGED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// Registered children, each with how many [`Managed`] hold it.
+static MANAGED: Mutex<BTreeMap<i32, usize>> = Mutex::new(BTreeMap::new());
 
-fn managed() -> MutexGuard<'static, BTreeSet<i32>> {
+fn managed() -> MutexGuard<'static, BTreeMap<i32, usize>> {
     MANAGED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -41,8 +42,19 @@ impl Managed {
 
 impl Drop for Managed {
     fn drop(&mut self) {
-        managed().remove(&self.pid);
+        let mut set = managed();
+        if let Some(n) = set.get_mut(&self.pid) {
+            *n -= 1;
+            if *n == 0 {
+                set.remove(&self.pid);
+            }
+        }
     }
+}
+
+fn register(set: &mut BTreeMap<i32, usize>, pid: i32) -> Managed {
+    *set.entry(pid).or_insert(0) += 1;
+    Managed { pid }
 }
 
 /// Starts `cmd` and registers the child (see the module docs). The child
@@ -56,13 +68,19 @@ pub fn spawn(
         .id()
         .and_then(|p| i32::try_from(p).ok())
         .ok_or_else(|| std::io::Error::other("the child exited before its pid was read"))?;
-    set.insert(pid);
-    Ok((child, Managed { pid }))
+    Ok((child, register(&mut set, pid)))
+}
+
+/// Registers `pid`, a child this process's program before it started (an
+/// upgrade hands its commands over): the reaper leaves it to its driver,
+/// which collects its status.
+pub fn adopt(pid: i32) -> Managed {
+    register(&mut managed(), pid)
 }
 
 /// Whether `pid` is a child this process started (and has not collected).
 pub fn is_managed(pid: i32) -> bool {
-    managed().contains(&pid)
+    managed().contains_key(&pid)
 }
 
 /// Reaps every zombie child that was not started through [`spawn`]
@@ -72,7 +90,7 @@ pub fn reap_adopted() -> usize {
     let set = managed();
     let mut reaped = 0;
     for pid in super::children_of(me) {
-        if set.contains(&pid) {
+        if set.contains_key(&pid) {
             continue;
         }
         let zombie = super::proc_info(pid).is_some_and(|p| !p.is_live());

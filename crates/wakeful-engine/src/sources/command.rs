@@ -5,7 +5,7 @@
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::MonitorSpec;
 
-use crate::process::driver::{ProcEnd, ProcEvent, ProcessDriver, SpawnRequest};
+use crate::process::driver::{HandedProcess, ProcEnd, ProcEvent, ProcessDriver, SpawnRequest};
 use crate::source::{monitor_cwd, Ended, Input, InputSource, Launch};
 
 /// The spawn request of a command monitor, poll run or terminal.
@@ -52,6 +52,28 @@ impl CommandSource {
         session: &str,
     ) -> std::io::Result<Self> {
         let proc = ProcessDriver::spawn(spawn_request(spec, command, launch, id, session))?;
+        Ok(CommandSource {
+            pid: proc.pid(),
+            start_ticks: proc.start_ticks(),
+            proc: Some(proc),
+            finishing: None,
+        })
+    }
+
+    /// Goes on with a command handed over by the program this process ran
+    /// before (an upgrade).
+    pub(crate) fn adopt(
+        handed: &HandedProcess,
+        launch: &Launch,
+        id: &str,
+    ) -> std::io::Result<Self> {
+        let proc = ProcessDriver::adopt(
+            handed,
+            id,
+            launch.grace,
+            launch.drain,
+            launch.containers.as_ref(),
+        )?;
         Ok(CommandSource {
             pid: proc.pid(),
             start_ticks: proc.start_ticks(),
@@ -121,6 +143,13 @@ impl InputSource for CommandSource {
             }
             None => false,
         }
+    }
+
+    fn hand_over(&mut self) -> Option<HandedProcess> {
+        if self.finishing.is_some() {
+            return None;
+        }
+        self.proc.as_ref().and_then(|p| p.hand_over())
     }
 
     async fn close(&mut self) {
