@@ -207,7 +207,7 @@ async fn waiter(paths: Paths, session: String, offers: mpsc::Sender<Offer>) {
             Ok(true) => attempt = 0,
             Ok(false) => {
                 attempt += 1;
-                tokio::time::sleep(wakeful_core::wake::backoff(attempt)).await;
+                tokio::time::sleep(wakeful_core::wake_machine::backoff(attempt)).await;
             }
             Err(Stop) => return,
         }
@@ -263,7 +263,7 @@ async fn take_one(
         described,
         MAX_TEXT,
         MAX_EVENT_TEXT,
-        Some(&wakeful_core::wake::wake_id(from, to_all)),
+        Some(&wakeful_core::wake_machine::wake_id(from, to_all)),
     );
     let Some((last, _)) = described.get(n.wrapping_sub(1)) else {
         return Ok(false);
@@ -275,7 +275,7 @@ async fn take_one(
             &described[..n],
             MAX_TEXT,
             MAX_EVENT_TEXT,
-            Some(&wakeful_core::wake::wake_id(from, last_seq)),
+            Some(&wakeful_core::wake_machine::wake_id(from, last_seq)),
         )
     } else {
         (text, n)

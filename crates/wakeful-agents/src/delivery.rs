@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use wakeful_core::wake::Outcome;
+use wakeful_core::wake_machine::Outcome;
 use wakeful_engine::net::http;
 
 /// How long a delivery command may run.

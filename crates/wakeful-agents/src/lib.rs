@@ -14,9 +14,9 @@
 //! What the agents share: [`hook`] (hook input, the session's order, taking
 //! a batch of events), [`agent_process`] (finding an agent's process),
 //! [`process_record`] (one session per agent process),
-//! [`install`], [`doctor`] (the findings of `wakeful doctor`),
+//! [`install`], [`doctor_check`] (the findings of `wakeful doctor`),
 //! [`route_probe`] (doctor's probe of a wake route's target) and, for the
-//! daemon, [`wake`] (the adapters behind a wake route, exec and webhook
+//! daemon, [`wake_adapters`] (the adapters behind a wake route, exec and webhook
 //! among them).
 //!
 //! Two features, as the two sides that use them: `hooks` (the client side:
@@ -30,7 +30,7 @@ pub mod claude_code;
 pub mod codex;
 #[cfg(feature = "daemon")]
 mod delivery;
-pub mod doctor;
+pub mod doctor_check;
 #[cfg(feature = "hooks")]
 mod error;
 #[cfg(feature = "hooks")]
@@ -45,7 +45,7 @@ pub mod opencode;
 pub mod process_record;
 pub mod route_probe;
 #[cfg(feature = "daemon")]
-pub mod wake;
+pub mod wake_adapters;
 
 #[cfg(feature = "daemon")]
 pub use delivery::Wake;

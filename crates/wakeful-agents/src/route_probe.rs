@@ -2,15 +2,15 @@
 //! of an `exec` or `codex` route installed (and, for Codex, its app-server
 //! and the thread's lock), does the server of an `opencode` or `webhook`
 //! route accept a connection. Each agent's own part is in its module
-//! ([`crate::codex::doctor`]); this one picks it by the route's adapter.
+//! ([`crate::codex::route_check`]); this one picks it by the route's adapter.
 
 use wakeful_protocol::WakeAdapter;
 
-use crate::doctor::{Check, Level, PROBE};
+use crate::doctor_check::{Check, Level, PROBE};
 
 /// Probes the target of `session`'s wake route `adapter`: the program of an `exec`
 /// or `codex` route (and, for Codex, its app-server and the thread's
-/// lock: [`crate::codex::doctor::route`]), the server of an `opencode` or
+/// lock: [`crate::codex::route_check::route`]), the server of an `opencode` or
 /// `webhook` route (does it accept a connection within [`PROBE`]).
 pub async fn probe(session: &str, adapter: &WakeAdapter) -> Vec<Check> {
     let name = format!("route {}", adapter.name());
@@ -39,7 +39,7 @@ pub async fn probe(session: &str, adapter: &WakeAdapter) -> Vec<Check> {
             {
                 let thread = thread.clone().unwrap_or_else(|| session.to_string());
                 out.extend(
-                    crate::codex::doctor::route(
+                    crate::codex::route_check::route(
                         &name,
                         binary.as_deref(),
                         codex_home.as_deref(),

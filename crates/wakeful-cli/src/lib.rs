@@ -20,11 +20,11 @@ macro_rules! outln {
 
 mod cli;
 mod commands;
-mod doctor;
+mod doctor_cmd;
 mod export;
 mod integrate;
 mod monitor_args;
-mod output;
+mod output_cmd;
 mod package;
 mod plugin_cmd;
 mod render;

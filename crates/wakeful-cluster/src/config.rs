@@ -232,9 +232,9 @@ pub fn hostname() -> String {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<ClusterConfig, String> {
-        let c: ClusterConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        c.validate().map_err(|e| e.to_string())?;
+    fn parse(text: &str) -> Result<ClusterConfig, Box<dyn std::error::Error>> {
+        let c: ClusterConfig = toml::from_str(text)?;
+        c.validate()?;
         Ok(c)
     }
 
@@ -248,7 +248,7 @@ mod tests {
         let c = parse("url = \"nats://x:1, tls://y:2\"\n").unwrap();
         assert_eq!(c.urls().len(), 2);
         assert!(!c.host().is_empty());
-        let err = |t: &str| parse(t).unwrap_err();
+        let err = |t: &str| parse(t).unwrap_err().to_string();
         assert!(err("url = \"\"").contains("url is empty"));
         assert!(err("url = \"nats://x:1\"\nhost = \"a b\"").contains("no spaces"));
         assert!(err("url = \"nats://x:1\"\nhost = \"a/b\"").contains("`/`"));

@@ -24,7 +24,7 @@
 //!   which events wait for the next one that wakes ([`channel::Held`]).
 //! - [`digest`]: what an agent coming back should know about its monitors
 //!   ([`digest::Digest`]).
-//! - [`wake`]: delivering events to an agent as a new turn ([`wake::WakeMachine`]).
+//! - [`wake_machine`]: delivering events to an agent as a new turn ([`wake_machine::WakeMachine`]).
 //! - [`session`]: which session a client speaks for.
 //! - [`stop`]: SIGTERM, grace, SIGKILL and the survivors report ([`stop::StopPlan`]).
 //! - [`outlog`]: the layout of bounded output files (segments, dropped
@@ -61,7 +61,7 @@ pub mod task;
 pub mod terminal;
 pub mod timer;
 pub mod wait;
-pub mod wake;
+pub mod wake_machine;
 
 /// The presenter under its former name.
 pub use present as text;

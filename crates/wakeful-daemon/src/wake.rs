@@ -5,7 +5,7 @@
 //! has one *waker* task. It follows the session's events through the consumer
 //! `wake`, asks the pure [`WakeMachine`] what to deliver, hands each wake to
 //! the route's adapter (in `wakeful-agents`), and moves the consumer's cursor only when the
-//! adapter says the agent accepted it. See [`wakeful_core::wake`] for the
+//! adapter says the agent accepted it. See [`wakeful_core::wake_machine`] for the
 //! single-flight, coalescing, retry and give-up rules.
 
 use std::collections::HashMap;
@@ -16,12 +16,12 @@ use serde_json::Value;
 use tokio::sync::watch;
 use wakeful_core::journal::JournalEntry;
 use wakeful_core::present;
-use wakeful_core::wake::{Outcome, WakeAction, WakeMachine, WakeState};
+use wakeful_core::wake_machine::{Outcome, WakeAction, WakeMachine, WakeState};
 use wakeful_engine::{MonitorRegistry, NetPolicy};
 use wakeful_protocol::{RouteSource, WakeDelivery, WakeStatus};
 use wakeful_store::StoreReader;
 
-use wakeful_agents::wake::{self as adapters, Adapter, Wake};
+use wakeful_agents::wake_adapters::{self as adapters, Adapter, Wake};
 
 /// The consumer whose cursor wakes move.
 pub const CONSUMER: &str = wakeful_protocol::consumer::WAKE;

@@ -14,7 +14,7 @@ use wakeful_core::machine::{Emit, SourceEnd, Step};
 use wakeful_core::{Line, MonitorInfo, MonitorMachine, MonitorState, PendingEvent, Stream};
 
 use crate::hub::Hub;
-use crate::output::OutputFile;
+use crate::output_writer::OutputFile;
 
 /// Counters are sent to the journal at most this often while running.
 const COUNTERS_EVERY: Duration = Duration::from_secs(1);

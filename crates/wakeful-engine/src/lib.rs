@@ -16,7 +16,7 @@
 //! - [`net`]: which addresses network sources may reach, and an HTTP
 //!   client that keeps to it.
 //! - sources: command, file (`tail -F`), poll (edge-triggered), WebSocket, terminal.
-//! - [`output`]: output files, bounded by their caps and the disk.
+//! - [`output_writer`]: output files written, bounded by their caps and the disk.
 //! - [`disk`]: the free space of the state directory's filesystem.
 
 pub mod disk;
@@ -25,7 +25,7 @@ pub mod hub;
 mod id;
 mod monitor;
 pub mod net;
-pub mod output;
+pub mod output_writer;
 pub mod process;
 pub mod registry;
 mod source;
@@ -39,7 +39,11 @@ pub use hub::{
 };
 pub use id::{new_id, new_monitor_id};
 pub use net::NetPolicy;
-pub use output::OutputBudget;
+/// The module's name before it was [`output_writer`]; `wakeful-daemon`'s
+/// storage still reaches the manifest through it.
+#[doc(hidden)]
+pub use output_writer as output;
+pub use output_writer::OutputBudget;
 pub use registry::{
     HandedMonitor, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions,
     Started, StopError, Subscription,

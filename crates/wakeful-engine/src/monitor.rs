@@ -17,7 +17,7 @@ use wakeful_core::{
 
 use crate::feed::{stamp, Feed};
 use crate::hub::Hub;
-use crate::output::OutputFile;
+use crate::output_writer::OutputFile;
 use crate::registry::HandedMonitor;
 use crate::source::{resolve, Alarm, Control, Ended, Input, InputSource, Launch};
 use crate::sources;
@@ -27,7 +27,7 @@ pub(crate) struct MonitorTask {
     /// Told once the source is set up and the first event is sent (or the
     /// monitor failed); dropping it says the same.
     pub ready: tokio::sync::oneshot::Sender<()>,
-    pub output: Arc<crate::output::OutputBudget>,
+    pub output: Arc<crate::output_writer::OutputBudget>,
     pub terminals: crate::terminal::Terminals,
     pub spec: MonitorSpec,
     pub launch: Launch,

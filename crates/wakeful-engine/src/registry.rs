@@ -60,7 +60,7 @@ pub struct RegistryConfig {
     pub launch: Launch,
     /// The output files' caps and the disk they keep free; `None`: the
     /// defaults, on `output_dir`'s filesystem.
-    pub output: Option<Arc<crate::output::OutputBudget>>,
+    pub output: Option<Arc<crate::output_writer::OutputBudget>>,
 }
 
 impl Default for RegistryConfig {
@@ -203,7 +203,7 @@ struct Entry {
 
 struct Inner {
     config: RegistryConfig,
-    output: Arc<crate::output::OutputBudget>,
+    output: Arc<crate::output_writer::OutputBudget>,
     terminals: crate::terminal::Terminals,
     monitors: Mutex<HashMap<String, Entry>>,
     hub: Hub,
@@ -284,7 +284,7 @@ impl MonitorRegistry {
         let output = config
             .output
             .clone()
-            .unwrap_or_else(|| crate::output::OutputBudget::for_dir(&config.output_dir));
+            .unwrap_or_else(|| crate::output_writer::OutputBudget::for_dir(&config.output_dir));
         MonitorRegistry {
             inner: Arc::new(Inner {
                 terminals: crate::terminal::Terminals::new(
@@ -313,7 +313,7 @@ impl MonitorRegistry {
     }
 
     /// What output files share: caps, the disk guard.
-    pub fn output_budget(&self) -> &Arc<crate::output::OutputBudget> {
+    pub fn output_budget(&self) -> &Arc<crate::output_writer::OutputBudget> {
         &self.inner.output
     }
 

@@ -22,7 +22,7 @@ use wakeful_core::machine::SourceEnd;
 use wakeful_core::terminal::{TerminalInfo, MAX_MONITORS_PER_TERMINAL};
 use wakeful_core::{MonitorSpec, MonitorState, MonitorStopReason, Stream};
 
-use crate::output::OutputFile;
+use crate::output_writer::OutputFile;
 use crate::process::driver::{ProcEvent, ProcessDriver};
 use crate::source::{Input, InputSource, Launch};
 use crate::sources::command::spawn_request;
@@ -49,7 +49,7 @@ pub struct Terminals {
     output_dir: PathBuf,
     launch: Launch,
     journal: crate::hub::Hub,
-    output: Arc<crate::output::OutputBudget>,
+    output: Arc<crate::output_writer::OutputBudget>,
 }
 
 /// Why a monitor cannot attach to a terminal (the `failed` reason of the
@@ -107,7 +107,7 @@ impl Terminals {
         output_dir: PathBuf,
         launch: Launch,
         journal: crate::hub::Hub,
-        output: Arc<crate::output::OutputBudget>,
+        output: Arc<crate::output_writer::OutputBudget>,
     ) -> Self {
         Terminals {
             inner: Arc::new(Mutex::new(HashMap::new())),

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use wakeful_core::{MonitorSpec, Source, StderrMode, Until};
+use wakeful_core::pid::PidError;
+use wakeful_core::timer::TimerError;
+use wakeful_core::{MonitorSpec, ParamError, Source, StderrMode, Until};
 
 /// Default `monitor_wait` timeout: 50 s, under the 60 s tool-call timeout
 /// some MCP clients (Codex) apply by default, and under the 120 s after
@@ -23,6 +25,50 @@ pub const MAX_WAIT_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_EVENTS_LIMIT: u64 = 100;
 /// Largest `limit` of `monitor_events`.
 pub const MAX_EVENTS_LIMIT: u64 = 1_000;
+
+/// Why a tool's arguments were refused, before anything reached the
+/// daemon. The message names the parameter, what was wrong and what is
+/// accepted; the client gets it as the tool's error.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    /// `every_ms` without `command`.
+    #[error("every_ms goes with command: the command to run every every_ms milliseconds")]
+    EveryMsWithoutCommand,
+    /// `protocols` without `ws`.
+    #[error("protocols goes with ws")]
+    ProtocolsWithoutWs,
+    /// No source at all.
+    #[error("give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file, terminal, a timer (in, at or cron), or a process (pid)")]
+    NoSource,
+    /// More than one source; the names of those given, joined by `and`.
+    #[error("give exactly one source; got {0}")]
+    TwoSources(String),
+    /// The timer fields (`in`, `at`, `cron`, `say`) were refused.
+    #[error(transparent)]
+    Timer(#[from] TimerError),
+    /// `pid` is no process number.
+    #[error(transparent)]
+    Pid(#[from] PidError),
+    /// Neither `description` nor `say`.
+    #[error("description is required: 1–200 characters saying what the monitor watches, e.g. \"test failures\"")]
+    NoDescription,
+    /// A parameter the monitor spec refused (`until`, `stderr`, `wake_on`,
+    /// limits, regular expressions).
+    #[error(transparent)]
+    Spec(#[from] ParamError),
+    /// `monitor_stop` without `id`.
+    #[error("id is required: the monitor id (mon-…) from monitor_start or monitor_list")]
+    NoId,
+    /// `monitor_events`' `limit` out of range.
+    #[error("limit must be between 1 and {MAX_EVENTS_LIMIT} (got {0})")]
+    Limit(u64),
+    /// `monitor_wait`'s `timeout_ms` out of range.
+    #[error("timeout_ms must be between 0 and {MAX_WAIT_TIMEOUT_MS} (got {0}); call monitor_wait again to keep waiting")]
+    WaitTimeout(u64),
+    /// `terminal_run` without `command`.
+    #[error("command is required: the long-running command to start, e.g. \"make release-check\"")]
+    NoCommand,
+}
 
 /// Arguments of `monitor_start` (docs/CONTRACT.md §3). The source is one of several
 /// alternative fields (`command`, `command` with `every_ms`, `ws`, `file`,
@@ -94,7 +140,7 @@ pub struct MonitorStartArgs {
 
 impl MonitorStartArgs {
     /// The one source these arguments name.
-    fn source(&self) -> Result<Source, String> {
+    fn source(&self) -> Result<Source, ArgsError> {
         let mut sources: Vec<(&str, Source)> = Vec::new();
         if let Some(command) = &self.command {
             let source = match self.every_ms {
@@ -108,9 +154,7 @@ impl MonitorStartArgs {
             };
             sources.push(("command", source));
         } else if self.every_ms.is_some() {
-            return Err(
-                "every_ms goes with command: the command to run every every_ms milliseconds".into(),
-            );
+            return Err(ArgsError::EveryMsWithoutCommand);
         }
         if let Some(url) = &self.ws {
             sources.push((
@@ -121,7 +165,7 @@ impl MonitorStartArgs {
                 },
             ));
         } else if self.protocols.is_some() {
-            return Err("protocols goes with ws".into());
+            return Err(ArgsError::ProtocolsWithoutWs);
         }
         if let Some(path) = &self.file {
             let path = std::path::PathBuf::from(path);
@@ -135,7 +179,7 @@ impl MonitorStartArgs {
             sources.push(("in, at or cron", timer));
         }
         if let Some(pid) = self.pid {
-            let pid = wakeful_core::pid::check_number(pid).map_err(|e| e.to_string())?;
+            let pid = wakeful_core::pid::check_number(pid)?;
             sources.push((
                 "pid",
                 Source::Pid {
@@ -156,16 +200,13 @@ impl MonitorStartArgs {
         }
         match sources.len() {
             1 => Ok(sources.remove(0).1),
-            0 => Err(
-                "give exactly one source: command (the shell command to watch, e.g. \"npm run dev\"), ws, file, terminal, a timer (in, at or cron), or a process (pid)".to_string(),
-            ),
-            _ => Err(format!(
-                "give exactly one source; got {}",
+            0 => Err(ArgsError::NoSource),
+            _ => Err(ArgsError::TwoSources(
                 sources
                     .iter()
                     .map(|(name, _)| *name)
                     .collect::<Vec<_>>()
-                    .join(" and ")
+                    .join(" and "),
             )),
         }
     }
@@ -173,24 +214,20 @@ impl MonitorStartArgs {
     /// The monitor spec these arguments describe, validated (docs/CONTRACT.md §3 limits,
     /// regular expressions compiled). The message of an error names the
     /// parameter, what was wrong and what is accepted.
-    pub fn to_spec(&self) -> Result<MonitorSpec, String> {
+    pub fn to_spec(&self) -> Result<MonitorSpec, ArgsError> {
         let source = self.source()?;
         let durable = source.is_durable();
-        let description = self.say.clone().or_else(|| self.description.clone()).ok_or_else(|| {
-            "description is required: 1–200 characters saying what the monitor watches, e.g. \"test failures\"".to_string()
-        })?;
-        let until = self
-            .until
-            .as_deref()
-            .map(str::parse::<Until>)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+        let description = self
+            .say
+            .clone()
+            .or_else(|| self.description.clone())
+            .ok_or(ArgsError::NoDescription)?;
+        let until = self.until.as_deref().map(str::parse::<Until>).transpose()?;
         let stderr = self
             .stderr
             .as_deref()
             .map(str::parse::<StderrMode>)
-            .transpose()
-            .map_err(|e| e.to_string())?
+            .transpose()?
             .unwrap_or_default();
         let spec = MonitorSpec {
             source,
@@ -210,12 +247,11 @@ impl MonitorStartArgs {
                 .wake_on
                 .as_deref()
                 .map(str::parse::<wakeful_core::WakeOn>)
-                .transpose()
-                .map_err(|e| e.to_string())?
+                .transpose()?
                 .unwrap_or_default(),
             expect_within_ms: self.expect_within_ms,
         };
-        spec.validate().map_err(|e| e.to_string())?;
+        spec.validate()?;
         Ok(spec)
     }
 }
@@ -238,13 +274,10 @@ pub struct MonitorStopArgs {
 
 impl MonitorStopArgs {
     /// The id, which is required.
-    pub fn id(&self) -> Result<String, String> {
+    pub fn id(&self) -> Result<String, ArgsError> {
         match self.id.as_deref().map(str::trim) {
             Some(id) if !id.is_empty() => Ok(id.to_string()),
-            _ => Err(
-                "id is required: the monitor id (mon-…) from monitor_start or monitor_list"
-                    .to_string(),
-            ),
+            _ => Err(ArgsError::NoId),
         }
     }
 }
@@ -262,12 +295,10 @@ pub struct MonitorEventsArgs {
 
 impl MonitorEventsArgs {
     /// `(after, limit)`, checked.
-    pub fn checked(&self) -> Result<(u64, usize), String> {
+    pub fn checked(&self) -> Result<(u64, usize), ArgsError> {
         let limit = self.limit.unwrap_or(DEFAULT_EVENTS_LIMIT);
         if !(1..=MAX_EVENTS_LIMIT).contains(&limit) {
-            return Err(format!(
-                "limit must be between 1 and {MAX_EVENTS_LIMIT} (got {limit})"
-            ));
+            return Err(ArgsError::Limit(limit));
         }
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         Ok((self.after.unwrap_or(0), limit))
@@ -287,12 +318,10 @@ pub struct MonitorWaitArgs {
 
 impl MonitorWaitArgs {
     /// The timeout, checked (out of range is an error, never clamped).
-    pub fn timeout_ms(&self) -> Result<u64, String> {
+    pub fn timeout_ms(&self) -> Result<u64, ArgsError> {
         let t = self.timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS);
         if t > MAX_WAIT_TIMEOUT_MS {
-            return Err(format!(
-                "timeout_ms must be between 0 and {MAX_WAIT_TIMEOUT_MS} (got {t}); call monitor_wait again to keep waiting"
-            ));
+            return Err(ArgsError::WaitTimeout(t));
         }
         Ok(t)
     }
@@ -316,11 +345,8 @@ pub struct TerminalRunArgs {
 
 impl TerminalRunArgs {
     /// Checks the arguments as `monitor_start` would.
-    pub fn check(&self) -> Result<(), String> {
-        let command = self.command.clone().ok_or_else(|| {
-            "command is required: the long-running command to start, e.g. \"make release-check\""
-                .to_string()
-        })?;
+    pub fn check(&self) -> Result<(), ArgsError> {
+        let command = self.command.clone().ok_or(ArgsError::NoCommand)?;
         let start = MonitorStartArgs {
             command: Some(command.clone()),
             description: Some(
@@ -341,10 +367,8 @@ impl TerminalRunArgs {
 mod tests {
     use super::*;
 
-    fn start(json: serde_json::Value) -> Result<MonitorSpec, String> {
-        serde_json::from_value::<MonitorStartArgs>(json)
-            .map_err(|e| e.to_string())?
-            .to_spec()
+    fn start(json: serde_json::Value) -> Result<MonitorSpec, Box<dyn std::error::Error>> {
+        Ok(serde_json::from_value::<MonitorStartArgs>(json)?.to_spec()?)
     }
 
     #[test]
@@ -361,7 +385,7 @@ mod tests {
         );
         assert!(spec.persistent);
         assert_eq!(spec.description, "the deploy ended");
-        let err = |j| start(j).unwrap_err();
+        let err = |j| start(j).unwrap_err().to_string();
         assert!(err(serde_json::json!({"pid": 4242})).contains("description is required"));
         for bad in [0, -5, 4_294_967_296_i64] {
             assert!(
@@ -432,7 +456,7 @@ mod tests {
             ),
         ];
         for (json, want) in cases {
-            let err = start(json.clone()).unwrap_err();
+            let err = start(json.clone()).unwrap_err().to_string();
             assert!(err.contains(want), "{json}: {err}");
         }
     }
@@ -445,6 +469,7 @@ mod tests {
                 all: None,
             }
             .timeout_ms()
+            .map_err(|e| e.to_string())
         };
         assert_eq!(w(None), Ok(DEFAULT_WAIT_TIMEOUT_MS));
         assert_eq!(w(Some(0)), Ok(0));
@@ -461,10 +486,11 @@ mod tests {
             until: Some("soon".into()),
             ..TerminalRunArgs::default()
         };
-        assert!(t.check().unwrap_err().contains("until must be"));
+        assert!(t.check().unwrap_err().to_string().contains("until must be"));
         assert!(TerminalRunArgs::default()
             .check()
             .unwrap_err()
+            .to_string()
             .contains("command is required"));
     }
 }

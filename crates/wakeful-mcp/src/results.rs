@@ -136,8 +136,8 @@ impl Waited {
 }
 
 /// A tool's result as the JSON the client gets.
-pub fn to_value<T: Serialize>(result: &T) -> Result<Value, String> {
-    serde_json::to_value(result).map_err(|e| e.to_string())
+pub fn to_value<T: Serialize>(result: &T) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(result)
 }
 
 #[cfg(test)]

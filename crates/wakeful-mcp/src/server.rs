@@ -24,8 +24,8 @@ use wakeful_core::{Event, MonitorInfo};
 use wakeful_protocol::StartResult;
 
 use crate::args::{
-    MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs, MonitorWaitArgs,
-    TerminalRunArgs,
+    ArgsError, MonitorEventsArgs, MonitorListArgs, MonitorStartArgs, MonitorStopArgs,
+    MonitorWaitArgs, TerminalRunArgs,
 };
 use crate::results;
 use crate::session::SessionChoice;
@@ -45,6 +45,51 @@ const RECEIPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 /// timeouts of MCP clients that reset theirs on progress (the shortest
 /// common one is 60 s), so that such a client does not end a long wait.
 pub const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Why a tool call failed: the text of the tool's error result
+/// (`isError: true`), which says what happened and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments do not decode into the tool's input schema.
+    #[error("invalid arguments for {tool}: {source}; see the tool's input schema")]
+    Arguments {
+        /// The tool called.
+        tool: String,
+        /// What serde found wrong.
+        source: serde_json::Error,
+    },
+    /// The arguments decoded but were refused (nothing reached the daemon).
+    #[error(transparent)]
+    Invalid(#[from] ArgsError),
+    /// The daemon knows no such monitor (or terminal): its message, and
+    /// where to find the ids.
+    #[error("{0} (monitor_list lists them)")]
+    NotFound(String),
+    /// The daemon could not be reached, or refused the request.
+    #[error(transparent)]
+    Daemon(ClientError),
+    /// The daemon closed the connection in the middle of the call.
+    #[error("the wakeful daemon closed the connection; call the tool again (the daemon restarts on demand)")]
+    Closed,
+    /// The client cancelled the call, or went away.
+    #[error("the call was cancelled; nothing was acknowledged")]
+    Cancelled,
+    /// The result could not be encoded as JSON.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+}
+
+impl From<ClientError> for ToolError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Refused {
+                kind: ErrorKind::NotFound,
+                message,
+            } => ToolError::NotFound(message),
+            other => ToolError::Daemon(other),
+        }
+    }
+}
 
 /// What a tool call carries besides its arguments.
 pub(crate) struct Call {
@@ -281,7 +326,7 @@ impl WakefulServer {
         })));
     }
 
-    async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, String>> {
+    async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, ToolError>> {
         Some(match name {
             MONITOR_START if wants_wait(&args) => self.monitor_start_and_wait(args, call).await,
             MONITOR_START => self.monitor_start(args, call).await,
@@ -313,7 +358,7 @@ impl WakefulServer {
 
     /// `monitor_start` with `wait: true` where the call is not a task: the
     /// start, then a plain `monitor_wait` (its defaults), in one result.
-    async fn monitor_start_and_wait(&self, args: Value, call: &Call) -> Result<Value, String> {
+    async fn monitor_start_and_wait(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let started = self.monitor_start(args, call).await?;
         let note = serde_json::to_string(&started).ok();
         let waited = self
@@ -322,7 +367,7 @@ impl WakefulServer {
         crate::tasks::with_monitor(waited, note.as_deref())
     }
 
-    pub(crate) async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, String> {
+    pub(crate) async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let args: MonitorStartArgs = parse(MONITOR_START, args)?;
         // Checked before the daemon is contacted: a bad argument starts nothing.
         let spec = args.to_spec()?;
@@ -335,12 +380,11 @@ impl WakefulServer {
                 cwd: self.inner.cwd.clone(),
                 host: None,
             })
-            .await
-            .map_err(daemon_error)?;
-        results::to_value(&results::Started::from(r))
+            .await?;
+        results::to_value(&results::Started::from(r)).map_err(ToolError::Encode)
     }
 
-    async fn terminal_run(&self, args: Value, call: &Call) -> Result<Value, String> {
+    async fn terminal_run(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let args: TerminalRunArgs = parse(TERMINAL_RUN, args)?;
         // Checked before the daemon is contacted: a bad argument starts nothing.
         args.check()?;
@@ -350,7 +394,7 @@ impl WakefulServer {
             .as_deref()
             .map(str::parse::<wakeful_core::Until>)
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(ArgsError::from)?;
         let cwd = args
             .cwd
             .as_ref()
@@ -368,34 +412,29 @@ impl WakefulServer {
                 until,
                 description: args.description.clone(),
             })
-            .await
-            .map_err(daemon_error)?;
-        results::to_value(&results::Ran::from(r))
+            .await?;
+        results::to_value(&results::Ran::from(r)).map_err(ToolError::Encode)
     }
 
-    async fn monitor_list(&self, args: Value, call: &Call) -> Result<Value, String> {
+    async fn monitor_list(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let args: MonitorListArgs = parse(MONITOR_LIST, args)?;
         let session = (!args.all_sessions.unwrap_or(false)).then(|| call.session.clone());
         let mut conn = self.connect().await?;
         let list: Vec<MonitorInfo> = conn
             .call(wakeful_protocol::ListMonitors { session })
-            .await
-            .map_err(daemon_error)?;
-        results::to_value(&results::Monitors { monitors: list })
+            .await?;
+        results::to_value(&results::Monitors { monitors: list }).map_err(ToolError::Encode)
     }
 
-    async fn monitor_stop(&self, args: Value) -> Result<Value, String> {
+    async fn monitor_stop(&self, args: Value) -> Result<Value, ToolError> {
         let args: MonitorStopArgs = parse(MONITOR_STOP, args)?;
         let id = args.id()?;
         let mut conn = self.connect().await?;
-        let info: MonitorInfo = conn
-            .call(wakeful_protocol::StopMonitor { id })
-            .await
-            .map_err(daemon_error)?;
-        results::to_value(&info)
+        let info: MonitorInfo = conn.call(wakeful_protocol::StopMonitor { id }).await?;
+        results::to_value(&info).map_err(ToolError::Encode)
     }
 
-    async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, String> {
+    async fn monitor_events(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let args: MonitorEventsArgs = parse(MONITOR_EVENTS, args)?;
         let (after, limit) = args.checked()?;
         let request = wakeful_protocol::ReadEvents {
@@ -404,13 +443,13 @@ impl WakefulServer {
             ..Default::default()
         };
         let conn = self.connect().await?;
-        let mut events = conn.events(request).await.map_err(daemon_error)?;
+        let mut events = conn.events(request).await?;
         let mut page = Page::new(limit);
         let mut more = false;
         loop {
             match events.next().await {
                 Ok(Some(e)) => {
-                    if !page.add(&e.decode().map_err(daemon_error)?) {
+                    if !page.add(&e.decode()?) {
                         // The rest stays for the next call; dropping the
                         // connection ends the daemon's stream.
                         more = true;
@@ -418,8 +457,8 @@ impl WakefulServer {
                     }
                 }
                 Ok(None) => break,
-                Err(ClientError::Closed) => return Err(closed()),
-                Err(e) => return Err(daemon_error(e)),
+                Err(ClientError::Closed) => return Err(ToolError::Closed),
+                Err(e) => return Err(e.into()),
             }
         }
         results::to_value(&results::EventsPage {
@@ -427,13 +466,14 @@ impl WakefulServer {
             events: page.events,
             more,
         })
+        .map_err(ToolError::Encode)
     }
 
     /// Blocks until the consumer `mcp` of the session has events, returns
     /// them, and acknowledges them only once this very response was written
     /// to the client. A call the client cancels (or a client that goes
     /// away) acknowledges nothing: the events stay for the next call.
-    async fn monitor_wait(&self, args: Value, call: &Call) -> Result<Value, String> {
+    async fn monitor_wait(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
         let args: MonitorWaitArgs = parse(MONITOR_WAIT, args)?;
         let timeout_ms = args.timeout_ms()?;
         let request = wakeful_protocol::WaitEvents {
@@ -444,7 +484,7 @@ impl WakefulServer {
             ..Default::default()
         };
         let conn = self.connect().await?;
-        let mut waiter = conn.waiter(request).await.map_err(daemon_error)?;
+        let mut waiter = conn.waiter(request).await?;
         let gone = self.inner.receipts.client_gone();
         let started = tokio::time::Instant::now();
         let mut ticks = tokio::time::interval_at(started + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
@@ -457,8 +497,8 @@ impl WakefulServer {
                     r = &mut wait => break r,
                     // Cancelled, or the client closed stdin: dropping the
                     // connection acknowledges nothing.
-                    _ = call.ct.cancelled() => return Err(cancelled()),
-                    _ = gone.cancelled() => return Err(cancelled()),
+                    _ = call.ct.cancelled() => return Err(ToolError::Cancelled),
+                    _ = gone.cancelled() => return Err(ToolError::Cancelled),
                     // Still waiting: tell a client that asked for progress, so
                     // that its idle timer does not end the call. It
                     // acknowledges nothing.
@@ -474,16 +514,22 @@ impl WakefulServer {
         };
         let mut batch = match waited {
             Ok(Some(batch)) => batch,
-            Ok(None) => return results::to_value(&results::Waited::batch(vec![], None, false)),
+            Ok(None) => {
+                return results::to_value(&results::Waited::batch(vec![], None, false))
+                    .map_err(ToolError::Encode)
+            }
             Err(ClientError::Refused {
                 kind: ErrorKind::Timeout,
                 ..
-            }) => return results::to_value(&results::Waited::timed_out(timeout_ms)),
-            Err(ClientError::Closed) => return Err(closed()),
-            Err(e) => return Err(daemon_error(e)),
+            }) => {
+                return results::to_value(&results::Waited::timed_out(timeout_ms))
+                    .map_err(ToolError::Encode)
+            }
+            Err(ClientError::Closed) => return Err(ToolError::Closed),
+            Err(e) => return Err(e.into()),
         };
         if call.ct.is_cancelled() || gone.is_cancelled() {
-            return Err(cancelled());
+            return Err(ToolError::Cancelled);
         }
         let mut page = Page::new(usize::MAX);
         let more = !batch.events.iter().all(|(e, _)| page.add(e));
@@ -506,6 +552,7 @@ impl WakefulServer {
             // hands the batch to the next waiter.
         });
         results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
+            .map_err(ToolError::Encode)
     }
 
     /// The daemon's paths.
@@ -518,8 +565,8 @@ impl WakefulServer {
         self.inner.session.for_call(meta).0
     }
 
-    pub(crate) async fn connect(&self) -> Result<Connection, String> {
-        connect(&self.inner.paths).await.map_err(daemon_error)
+    pub(crate) async fn connect(&self) -> Result<Connection, ToolError> {
+        Ok(connect(&self.inner.paths).await?)
     }
 
     /// The session's resume digest, once per connection and session: what
@@ -738,11 +785,11 @@ impl ServerHandler for WakefulServer {
 /// A tool's result as the client gets it. Every string a model reads is
 /// sanitized (event texts are framed already: sanitizing them again
 /// changes nothing).
-pub(crate) fn tool_result(result: Result<Value, String>) -> CallToolResult {
+pub(crate) fn tool_result(result: Result<Value, ToolError>) -> CallToolResult {
     match result {
         Ok(value) => CallToolResult::structured(wakeful_core::present::sanitize_json(value)),
-        Err(message) => CallToolResult::error(vec![ContentBlock::text(
-            wakeful_core::present::sanitize_for_model(&message),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(
+            wakeful_core::present::sanitize_for_model(&e.to_string()),
         )]),
     }
 }
@@ -753,19 +800,11 @@ fn wants_wait(args: &Value) -> bool {
 }
 
 /// Decodes a tool's arguments; the error names the tool and the problem.
-pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
-    serde_json::from_value(args)
-        .map_err(|e| format!("invalid arguments for {tool}: {e}; see the tool's input schema"))
-}
-
-fn daemon_error(e: ClientError) -> String {
-    match e {
-        ClientError::Refused {
-            kind: ErrorKind::NotFound,
-            message,
-        } => format!("{message} (monitor_list lists them)"),
-        other => other.to_string(),
-    }
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|source| ToolError::Arguments {
+        tool: tool.to_string(),
+        source,
+    })
 }
 
 /// The progress notification of a `monitor_wait` that has waited `waited`
@@ -783,15 +822,6 @@ fn progress_note(
             "monitor_wait: no event yet after {secs} s; still waiting (gives up after {} s)",
             timeout_ms / 1000
         ))
-}
-
-fn cancelled() -> String {
-    "the call was cancelled; nothing was acknowledged".to_string()
-}
-
-fn closed() -> String {
-    "the wakeful daemon closed the connection; call the tool again (the daemon restarts on demand)"
-        .to_string()
 }
 
 /// Events as a tool result shows them, within a count and a size budget.

@@ -33,7 +33,7 @@ use wakeful_protocol::{CancelTask, CreateTask, GetTask, HandTask, TaskInfo};
 
 use crate::args::MonitorWaitArgs;
 use crate::results;
-use crate::server::{Page, WakefulServer};
+use crate::server::{Page, ToolError, WakefulServer};
 use crate::CONSUMER;
 
 /// How long a task's wait lasts when `monitor_wait` names no `timeout_ms`:
@@ -74,8 +74,8 @@ pub fn declared(context: &rmcp::service::RequestContext<rmcp::service::RoleServe
 
 /// A bad argument (or a failure before the task exists) as a plain tool
 /// error.
-fn bad(message: String) -> CallToolResult {
-    crate::server::tool_result(Err(message))
+fn bad(e: impl Into<ToolError>) -> CallToolResult {
+    crate::server::tool_result(Err(e.into()))
 }
 
 /// Why a task request failed: the error the client gets.
@@ -135,13 +135,17 @@ fn task(info: &TaskInfo) -> Task {
 /// the next reader).
 fn completed(info: &TaskInfo) -> (CallToolResult, usize) {
     let (value, keep) = match info.timed_out_ms {
-        Some(ms) => (results::to_value(&results::Waited::timed_out(ms)), 0),
+        Some(ms) => (
+            results::to_value(&results::Waited::timed_out(ms)).map_err(ToolError::Encode),
+            0,
+        ),
         None => {
             let mut page = Page::new(usize::MAX);
             let more = !info.events.iter().all(|e| page.add(e));
             let keep = page.events.len();
             (
-                results::to_value(&results::Waited::batch(page.events, page.last_seq, more)),
+                results::to_value(&results::Waited::batch(page.events, page.last_seq, more))
+                    .map_err(ToolError::Encode),
                 keep,
             )
         }
@@ -155,9 +159,9 @@ fn completed(info: &TaskInfo) -> (CallToolResult, usize) {
 /// A wait's result with the start result a `monitor_start` task kept
 /// (`note`) under `monitor`.
 pub(crate) fn with_monitor(
-    result: Result<Value, String>,
+    result: Result<Value, ToolError>,
     note: Option<&str>,
-) -> Result<Value, String> {
+) -> Result<Value, ToolError> {
     let started = note.and_then(|n| serde_json::from_str::<Value>(n).ok());
     result.map(|mut value| {
         if let (Some(started), Some(obj)) = (started, value.as_object_mut()) {
@@ -264,7 +268,7 @@ impl WakefulServer {
                 note,
             })
             .await
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| bad(ToolError::Daemon(e)))?;
         self.follow(info.id.clone(), session.to_string());
         Ok(CreateTaskResult::new(task(&info)))
     }
@@ -281,7 +285,7 @@ impl WakefulServer {
         let mut conn = self
             .connect()
             .await
-            .map_err(|m| ErrorData::internal_error(m, None))?;
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let info = conn
             .call(GetTask {
                 session: session.to_string(),
@@ -419,7 +423,7 @@ impl WakefulServer {
         let mut conn = self
             .connect()
             .await
-            .map_err(|m| ErrorData::internal_error(m, None))?;
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         conn.call(CancelTask {
             session: session.to_string(),
             id: task_id,

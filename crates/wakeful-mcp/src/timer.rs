@@ -2,13 +2,14 @@
 //! timer source by [`wakeful_core::timer`] as of now, in local time.
 
 use chrono::{Local, Utc};
+use wakeful_core::timer::TimerError;
 use wakeful_core::Source;
 
 use crate::args::MonitorStartArgs;
 
 /// The timer the arguments name, if any; `say` without one (or a `pid`)
 /// is an error.
-pub fn source(args: &MonitorStartArgs) -> Result<Option<Source>, String> {
+pub fn source(args: &MonitorStartArgs) -> Result<Option<Source>, TimerError> {
     wakeful_core::timer::source_of(
         args.r#in.as_deref(),
         args.at.as_deref(),
@@ -17,7 +18,6 @@ pub fn source(args: &MonitorStartArgs) -> Result<Option<Source>, String> {
         Utc::now(),
         &Local,
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Whether the arguments ask for a timer (which is always persistent).
@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn bad_timers_are_refused_with_the_format() {
-        let err = |j| args(j).to_spec().unwrap_err();
+        let err = |j| args(j).to_spec().unwrap_err().to_string();
         assert!(err(serde_json::json!({"in": "0", "say": "x"})).contains("more than 0"));
         assert!(err(serde_json::json!({"at": "3pm", "say": "x"})).contains("HH:MM"));
         assert!(err(serde_json::json!({"cron": "often", "say": "x"})).contains("five fields"));

@@ -9,7 +9,7 @@
 //!   error jumps), pure.
 //! - [`app`]: the terminal view's state and keys, pure.
 //! - [`feed`]: the daemon's read-only stream with reconnection (IO).
-//! - [`output`]: an output file by line numbers (IO).
+//! - [`output_pane`]: an output file by line numbers for the output panes (IO).
 //! - [`tui`]: `wakeful tui` (ratatui + crossterm).
 //! - [`web`]: `wakeful web` (axum, server-sent events).
 //!
@@ -25,7 +25,7 @@ pub mod app;
 pub mod events;
 pub mod feed;
 pub mod model;
-pub mod output;
+pub mod output_pane;
 pub mod tui;
 pub mod web;
 

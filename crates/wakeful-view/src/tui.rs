@@ -30,7 +30,7 @@ use crate::app::{
 use crate::events::{highlight, one_line};
 use crate::feed::{self, FeedMsg, FeedOptions};
 use crate::model::{age, ending, Bucket, MonitorRow, ACTIVITY_MINUTES};
-use crate::output::OutputIndex;
+use crate::output_pane::OutputIndex;
 use crate::ViewError;
 
 /// The keys, as the `?` overlay lists them.

@@ -56,11 +56,11 @@ use wakeful_client::{connect_existing, Paths};
 use wakeful_core::text::{sanitize_for_model, sanitize_json};
 use wakeful_core::{Event, EventBody, MonitorInfo, MonitorState};
 
-use crate::app::Scope;
+use crate::app::{Link, Scope};
 use crate::events::one_line;
 use crate::feed::{self, FeedMsg, FeedOptions};
 use crate::model::{ending, Monitors};
-use crate::output::OutputIndex;
+use crate::output_pane::OutputIndex;
 use crate::ViewError;
 
 const INDEX_HTML: &str = include_str!("web/index.html");
@@ -124,7 +124,7 @@ struct HubState {
     /// Every event after this seq and up to the last is in the ring.
     ring_after: u64,
     monitors: Monitors,
-    link: Result<(), String>,
+    link: Link,
     started: bool,
     storage: Option<wakeful_protocol::StorageStatus>,
 }
@@ -205,7 +205,7 @@ pub async fn serve(
             ring: VecDeque::new(),
             ring_after: 0,
             monitors: Monitors::default(),
-            link: Err("connecting".into()),
+            link: Link::Connecting,
             started: false,
             storage: None,
         }),
@@ -233,14 +233,14 @@ async fn pump(mut feed: tokio::sync::mpsc::Receiver<FeedMsg>, shared: Arc<Shared
         let mut hub = shared.hub();
         match msg {
             FeedMsg::Live { after } => {
-                hub.link = Ok(());
+                hub.link = Link::Live;
                 if !hub.started {
                     // The ring is complete from here on.
                     hub.ring_after = after;
                     hub.started = true;
                 }
             }
-            FeedMsg::Lost(why) => hub.link = Err(why),
+            FeedMsg::Lost(why) => hub.link = Link::Lost(why),
             FeedMsg::Monitors(list) => hub.monitors.apply_list(list),
             FeedMsg::Storage(s) => hub.storage = Some(*s),
             FeedMsg::Events(events) => {
@@ -620,7 +620,11 @@ async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
         .collect();
     Json(json!({
         "now": wakeful_core::event::format_ts(&now),
-        "link": match &hub.link { Ok(()) => "live".to_string(), Err(e) => one_line(e) },
+        "link": match &hub.link {
+            Link::Live => "live".to_string(),
+            Link::Connecting => "connecting".to_string(),
+            Link::Lost(why) => one_line(why),
+        },
         "last_seq": hub.ring.back().map(|f| f.seq).unwrap_or(hub.ring_after),
         "sessions": sessions,
         "monitors": monitors,

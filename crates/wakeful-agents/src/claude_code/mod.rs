@@ -51,9 +51,9 @@
 //! `$CLAUDE_CODE_SESSION_ID`.
 
 pub mod channels;
-pub mod doctor;
 pub mod mode;
 pub mod plugin;
+pub mod plugin_check;
 
 use std::io::Write;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Codex: the wake adapter that starts a turn in a Codex thread through its
-//! app-server ([`wake`], the daemon's side), and what can be told of Codex
+//! app-server ([`wake_adapter`], the daemon's side), and what can be told of Codex
 //! from outside ([`probe`]), what `wakeful doctor` reports of a Codex
-//! route ([`doctor`]), when a session is routed to its Codex thread
+//! route ([`route_check`]), when a session is routed to its Codex thread
 //! without being asked ([`auto_route`]), and Codex's own hooks: the
 //! SessionStart and Stop hooks ([`hooks`]) and their installer into
 //! Codex's `config.toml` ([`config`]).
@@ -9,9 +9,9 @@
 pub mod auto_route;
 #[cfg(feature = "hooks")]
 pub mod config;
-pub mod doctor;
 #[cfg(feature = "hooks")]
 pub mod hooks;
 pub mod probe;
+pub mod route_check;
 #[cfg(feature = "daemon")]
-pub mod wake;
+pub mod wake_adapter;

@@ -1,6 +1,6 @@
 //! What wakeful can tell of Codex without speaking to it: where its
 //! app-server control socket is, and which process holds a thread's writer
-//! lock. `wakeful doctor` and the wake adapter ([`super::wake`]) both ask.
+//! lock. `wakeful doctor` and the wake adapter ([`super::wake_adapter`]) both ask.
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! `opencode serve` (`POST /session/<id>/prompt_async`), which OpenCode
 //! queues behind a running turn.
 
-use wakeful_core::wake::Outcome;
+use wakeful_core::wake_machine::Outcome;
 use wakeful_engine::net::http::{self, Reach};
 use wakeful_engine::NetPolicy;
 

@@ -77,7 +77,7 @@ pub fn no_loss(s: &Scratch, brk: Option<&str>) -> Check {
     };
     let id = match s.start(&command) {
         Ok(id) => id,
-        Err(e) => return Check::new("crash", G, Outcome::Failed, e),
+        Err(e) => return Check::new("crash", G, Outcome::Failed, e.to_string()),
     };
     let mut seen = BTreeMap::new();
     let mut count = 0;
@@ -101,7 +101,7 @@ pub fn no_loss(s: &Scratch, brk: Option<&str>) -> Check {
         }
     }
     if let Err(e) = s.kill_daemon() {
-        return Check::new("crash", G, Outcome::NotChecked, e);
+        return Check::new("crash", G, Outcome::NotChecked, e.to_string());
     }
     drop(reader);
     // The next daemon starts with this request and ends the monitor.
@@ -110,7 +110,7 @@ pub fn no_loss(s: &Scratch, brk: Option<&str>) -> Check {
         .and_then(|_| s.events_of(&id))
     {
         Ok(v) => v,
-        Err(e) => return Check::new("crash", G, Outcome::Failed, e),
+        Err(e) => return Check::new("crash", G, Outcome::Failed, e.to_string()),
     };
     match judge(&seen, &stored) {
         None => Check::new(

@@ -17,7 +17,7 @@ pub fn with_daemon(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Ba
     let word = format!("{}3", s.tag());
     let id = match s.start(&format!("sleep 600.{word} & exec sleep 601.{word}")) {
         Ok(id) => id,
-        Err(e) => return Check::new("die", G, Outcome::Failed, e),
+        Err(e) => return Check::new("die", G, Outcome::Failed, e.to_string()),
     };
     let live = || -> Vec<_> {
         s.tagged(&word)
@@ -37,7 +37,7 @@ pub fn with_daemon(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Ba
         plant_survivor(&word);
     }
     if let Err(e) = s.kill_daemon() {
-        return Check::new("die", G, Outcome::NotChecked, e);
+        return Check::new("die", G, Outcome::NotChecked, e.to_string());
     }
     let mut left = Vec::new();
     if until(Duration::from_secs(2), || {

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use super::scratch::Scratch;
+use super::scratch::{Scratch, ScratchError};
 use super::{Check, Outcome};
 
 /// The lines a child prints, each with when it was read.
@@ -129,15 +129,15 @@ pub fn rotation(s: &Scratch, brk: Option<&str>) -> Check {
     const G: &str = "a followed file: append, rotation, truncation";
     let word = format!("{}5", s.tag());
     let file = s.dir().join(format!("rot-{word}.log"));
-    let setup = || -> Result<Reader, String> {
-        std::fs::write(&file, b"").map_err(|e| e.to_string())?;
+    let setup = || -> Result<Reader, ScratchError> {
+        std::fs::write(&file, b"")?;
         let path = file.display().to_string();
         s.json(&["start", "--batch-ms", "0", "--file", &path])?;
-        Reader::events(s).map_err(|e| e.to_string())
+        Ok(Reader::events(s)?)
     };
     let reader = match setup() {
         Ok(r) => r,
-        Err(e) => return Check::new("follow", G, Outcome::Failed, e),
+        Err(e) => return Check::new("follow", G, Outcome::Failed, e.to_string()),
     };
     let mut took = Vec::new();
     let steps: [(&str, &str); 3] = [("append", "a"), ("rotation", "r"), ("truncation", "t")];
@@ -201,13 +201,13 @@ pub fn latency(s: &Scratch, brk: Option<&str>) -> Check {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|st| st.success());
-    let setup = || -> Result<(Reader, Option<Reader>), String> {
-        std::fs::write(&file, b"").map_err(|e| e.to_string())?;
+    let setup = || -> Result<(Reader, Option<Reader>), ScratchError> {
+        std::fs::write(&file, b"")?;
         let path = file.display().to_string();
         s.json(&["start", "--batch-ms", "0", "--file", &path])?;
-        let events = Reader::events(s).map_err(|e| e.to_string())?;
+        let events = Reader::events(s)?;
         let tail = if have_tail {
-            Some(Reader::tail_grep(&file, &word).map_err(|e| e.to_string())?)
+            Some(Reader::tail_grep(&file, &word)?)
         } else {
             None
         };
@@ -215,7 +215,7 @@ pub fn latency(s: &Scratch, brk: Option<&str>) -> Check {
     };
     let (events, tail) = match setup() {
         Ok(r) => r,
-        Err(e) => return Check::new("latency", G, Outcome::Failed, e),
+        Err(e) => return Check::new("latency", G, Outcome::Failed, e.to_string()),
     };
     // tail -F starts at the end: wait until it shows a first line.
     let tail = tail.filter(|t| {

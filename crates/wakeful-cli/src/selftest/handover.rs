@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::follow::Reader;
-use super::scratch::Scratch;
+use super::scratch::{Scratch, ScratchError};
 use super::{Check, Outcome};
 
 fn signal(pid: u32, sig: &str) {
@@ -29,8 +29,8 @@ pub fn stdout(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backend
         // The break: a client that cannot reopen its stdout relays.
         cmd.env("WAKEFUL_PLATFORM", "posix");
     }
-    let setup = || -> Result<Reader, String> {
-        std::fs::write(&file, b"").map_err(|e| e.to_string())?;
+    let setup = || -> Result<Reader, ScratchError> {
+        std::fs::write(&file, b"")?;
         s.json(&[
             "start",
             "--batch-ms",
@@ -38,11 +38,11 @@ pub fn stdout(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backend
             "--file",
             &file.display().to_string(),
         ])?;
-        Reader::spawn(cmd).map_err(|e| e.to_string())
+        Ok(Reader::spawn(cmd)?)
     };
     let reader = match setup() {
         Ok(r) => r,
-        Err(e) => return Check::new("handover", G, Outcome::Failed, e),
+        Err(e) => return Check::new("handover", G, Outcome::Failed, e.to_string()),
     };
     // Caught up and attached: a first line comes through the client alive.
     let first = format!("first {word}");

@@ -12,6 +12,76 @@ use wakeful_platform::tree::{self, ProcInfo};
 
 use super::{Check, Outcome};
 
+/// Why a step of a check could not be done in the scratch installation;
+/// the check reports it as its finding.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// The `wakeful` command could not be run.
+    #[error("wakeful {args}: {source}")]
+    Run {
+        /// Its arguments.
+        args: String,
+        /// Why it could not run.
+        source: std::io::Error,
+    },
+    /// The `wakeful` command failed; its stderr.
+    #[error("wakeful {args} failed: {stderr}")]
+    Failed {
+        /// Its arguments.
+        args: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// A line of its `--json` output is not JSON.
+    #[error("{source}: {line}")]
+    Json {
+        /// The line.
+        line: String,
+        /// Why it is not JSON.
+        source: serde_json::Error,
+    },
+    /// Its `--json` output is not one value.
+    #[error("wakeful {args}: {count} JSON values")]
+    NotOne {
+        /// Its arguments.
+        args: String,
+        /// How many values it printed.
+        count: usize,
+    },
+    /// A reply lacks the field it always has (`start` an id, `status` a pid).
+    #[error("{command} gave no {field}: {reply}")]
+    Missing {
+        /// The command.
+        command: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The reply.
+        reply: Value,
+    },
+    /// The monitor has no final event yet.
+    #[error("monitor {id} did not end within {limit:?}")]
+    NotEnded {
+        /// The monitor.
+        id: String,
+        /// How long it was given.
+        limit: Duration,
+    },
+    /// The scratch home names no usable paths.
+    #[error(transparent)]
+    Paths(#[from] wakeful_protocol::PathsError),
+    /// The killed daemon did not let go of its lock.
+    #[error("the killed daemon {pid}: {source}")]
+    NotGone {
+        /// Its pid.
+        pid: i32,
+        /// What waiting for it found.
+        source: wakeful_client::ClientError,
+    },
+    /// A file or a runtime of the check could not be made.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// The session every scratch monitor runs in.
 pub const SESSION: &str = "selftest";
 
@@ -72,47 +142,61 @@ impl Scratch {
     }
 
     /// `wakeful --json ARGS`, its stdout as JSON lines.
-    pub fn json_lines(&self, args: &[&str]) -> Result<Vec<Value>, String> {
+    pub fn json_lines(&self, args: &[&str]) -> Result<Vec<Value>, ScratchError> {
         let mut a = vec!["--json"];
         a.extend_from_slice(args);
         let out = self
             .cmd(&a)
             .stderr(Stdio::piped())
             .output()
-            .map_err(|e| format!("wakeful {}: {e}", args.join(" ")))?;
+            .map_err(|source| ScratchError::Run {
+                args: args.join(" "),
+                source,
+            })?;
         if !out.status.success() {
-            return Err(format!(
-                "wakeful {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(ScratchError::Failed {
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .map(|l| serde_json::from_str(l).map_err(|e| format!("{e}: {l}")))
+            .map(|l| {
+                serde_json::from_str(l).map_err(|source| ScratchError::Json {
+                    line: l.to_string(),
+                    source,
+                })
+            })
             .collect()
     }
 
     /// `wakeful --json ARGS`, one JSON value.
-    pub fn json(&self, args: &[&str]) -> Result<Value, String> {
+    pub fn json(&self, args: &[&str]) -> Result<Value, ScratchError> {
         let mut v = self.json_lines(args)?;
         match v.len() {
             1 => Ok(v.remove(0)),
-            n => Err(format!("wakeful {}: {n} JSON values", args.join(" "))),
+            count => Err(ScratchError::NotOne {
+                args: args.join(" "),
+                count,
+            }),
         }
     }
 
     /// Starts a command monitor; returns its id.
-    pub fn start(&self, command: &str) -> Result<String, String> {
+    pub fn start(&self, command: &str) -> Result<String, ScratchError> {
         let v = self.json(&["start", "--batch-ms", "0", "--", command])?;
         v["id"]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| format!("start gave no id: {v}"))
+            .ok_or(ScratchError::Missing {
+                command: "start",
+                field: "id",
+                reply: v,
+            })
     }
 
     /// The events of monitor `id`, in seq order.
-    pub fn events_of(&self, id: &str) -> Result<Vec<Value>, String> {
+    pub fn events_of(&self, id: &str) -> Result<Vec<Value>, ScratchError> {
         Ok(self
             .json_lines(&["events"])?
             .into_iter()
@@ -121,7 +205,7 @@ impl Scratch {
     }
 
     /// The final event of monitor `id`, once it has one (within `limit`).
-    pub fn ended(&self, id: &str, limit: Duration) -> Result<Value, String> {
+    pub fn ended(&self, id: &str, limit: Duration) -> Result<Value, ScratchError> {
         let mut last = None;
         until(limit, || {
             last = self.events_of(id).ok().and_then(|e| {
@@ -130,32 +214,37 @@ impl Scratch {
             });
             last.is_some()
         });
-        last.ok_or_else(|| format!("monitor {id} did not end within {limit:?}"))
+        last.ok_or_else(|| ScratchError::NotEnded {
+            id: id.to_string(),
+            limit,
+        })
     }
 
     /// The scratch daemon's pid.
-    pub fn daemon_pid(&self) -> Result<i32, String> {
+    pub fn daemon_pid(&self) -> Result<i32, ScratchError> {
         let v = self.json(&["status"])?;
         v["pid"]
             .as_i64()
             .map(|p| p as i32)
-            .ok_or_else(|| format!("status gave no pid: {v}"))
+            .ok_or(ScratchError::Missing {
+                command: "status",
+                field: "pid",
+                reply: v,
+            })
     }
 
     /// SIGKILLs the scratch daemon and waits until it is gone entirely (its
     /// lock let go), at most 10 s.
-    pub fn kill_daemon(&self) -> Result<(), String> {
+    pub fn kill_daemon(&self) -> Result<(), ScratchError> {
         let pid = self.daemon_pid()?;
         kill9(pid);
         let paths =
-            wakeful_client::Paths::from_vars(|k| (k == "WAKEFUL_HOME").then(|| self.dir.clone()))
-                .map_err(|e| e.to_string())?;
+            wakeful_client::Paths::from_vars(|k| (k == "WAKEFUL_HOME").then(|| self.dir.clone()))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         rt.block_on(wakeful_client::wait_gone(&paths, Duration::from_secs(10)))
-            .map_err(|e| format!("the killed daemon {pid}: {e}"))
+            .map_err(|source| ScratchError::NotGone { pid, source })
     }
 
     /// Processes whose command line carries `word` (this run's tag and

@@ -14,7 +14,7 @@ pub fn free(s: &Scratch) -> Check {
     };
     let status = match s.json(&["status"]) {
         Ok(v) => v,
-        Err(e) => return Check::new("space", G, Outcome::Failed, e),
+        Err(e) => return Check::new("space", G, Outcome::Failed, e.to_string()),
     };
     let st = &status["storage"];
     let (Some(seen_free), Some(mark)) = (st["free_bytes"].as_u64(), st["keep_free_bytes"].as_u64())

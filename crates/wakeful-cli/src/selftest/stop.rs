@@ -47,7 +47,7 @@ pub fn pipeline(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backe
     );
     let id = match s.start(&command) {
         Ok(id) => id,
-        Err(e) => return Check::new("stop", G, Outcome::Failed, e).fix(BUG),
+        Err(e) => return Check::new("stop", G, Outcome::Failed, e.to_string()).fix(BUG),
     };
     // sh, tail, grep, sleep.
     if !until(Duration::from_secs(5), || s.tagged(&word).len() >= 4) {
@@ -68,7 +68,7 @@ pub fn pipeline(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backe
         .json(&["stop", &id])
         .and_then(|_| s.ended(&id, Duration::from_secs(10)))
     {
-        return Check::new("stop", G, Outcome::Failed, e).fix(BUG);
+        return Check::new("stop", G, Outcome::Failed, e.to_string()).fix(BUG);
     }
     // A zombie has no command line any more: its group names it.
     let left = || {
@@ -169,7 +169,7 @@ pub fn escapee(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backen
     let command = format!("(setsid sleep 600.{word} &); sleep 601.{word}");
     let id = match s.start(&command) {
         Ok(id) => id,
-        Err(e) => return Check::new("escapee", G, Outcome::Failed, e).fix(BUG),
+        Err(e) => return Check::new("escapee", G, Outcome::Failed, e.to_string()).fix(BUG),
     };
     let sleeps = || {
         s.tagged(&word)
@@ -192,7 +192,7 @@ pub fn escapee(s: &Scratch, brk: Option<&str>, backend: wakeful_platform::Backen
         .and_then(|_| s.ended(&id, Duration::from_secs(10)))
     {
         Ok(end) => end,
-        Err(e) => return Check::new("escapee", G, Outcome::Failed, e).fix(BUG),
+        Err(e) => return Check::new("escapee", G, Outcome::Failed, e.to_string()).fix(BUG),
     };
     let mut left = Vec::new();
     if until(Duration::from_secs(3), || {

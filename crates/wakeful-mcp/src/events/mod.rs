@@ -156,6 +156,12 @@ impl From<ClientError> for EventsError {
     }
 }
 
+impl From<crate::server::ToolError> for EventsError {
+    fn from(e: crate::server::ToolError) -> Self {
+        EventsError::Daemon(e.to_string())
+    }
+}
+
 /// What `capabilities.extensions` holds for this extension (no settings).
 pub fn capability() -> (String, JsonObject) {
     (EXTENSION.to_string(), JsonObject::new())
@@ -370,7 +376,7 @@ async fn subscribe(
     )
     .ok_or_else(|| EventsError::UnknownEvent(name.to_string()))?;
     let after = p.cursor.as_deref().map(|c| target.decode(c)).transpose()?;
-    let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+    let mut conn = server.connect().await?;
     let status = conn.call(wakeful_protocol::GetStatus {}).await?;
     let info = conn
         .call(wakeful_protocol::SubscribeEvents {
@@ -403,7 +409,7 @@ async fn unsubscribe(
     session: &str,
 ) -> Result<(), EventsError> {
     let (_, _, session, id) = webhook_subscription(server, UNSUBSCRIBE, &p, session)?;
-    let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+    let mut conn = server.connect().await?;
     conn.call(wakeful_protocol::UnsubscribeEvents { session, id })
         .await
         .map_err(|e| refused(UNSUBSCRIBE, e))?;
@@ -501,7 +507,7 @@ async fn poll(
         }
     };
     let sub = Subscription::check(server, POLL, p, session)?;
-    let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+    let mut conn = server.connect().await?;
     let status = conn.call(wakeful_protocol::GetStatus {}).await?;
     let Some(after) = sub.after else {
         // No cursor: from now, nothing returned.

@@ -70,7 +70,7 @@ pub(super) async fn open(
     open.after = match open.sub.after {
         Some(after) => after,
         None => {
-            let mut conn = server.connect().await.map_err(EventsError::Daemon)?;
+            let mut conn = server.connect().await?;
             conn.call(wakeful_protocol::GetStatus {}).await?.last_seq
         }
     };

@@ -43,7 +43,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::UnixStream;
 use tokio_tungstenite::tungstenite::Message;
-use wakeful_core::wake::Outcome;
+use wakeful_core::wake_machine::Outcome;
 
 use super::probe::{codex_home, control_socket, thread_holder, Holder};
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use wakeful_core::wake::Outcome;
+use wakeful_core::wake_machine::Outcome;
 use wakeful_engine::NetPolicy;
 
 use wakeful_engine::net::http::{self, Reach};
@@ -18,7 +18,7 @@ use crate::delivery::{http_refusal, run};
 #[derive(Debug, Default)]
 pub struct Memory {
     /// The Codex adapter's.
-    pub codex: crate::codex::wake::Memory,
+    pub codex: crate::codex::wake_adapter::Memory,
 }
 
 /// Hands `wake` to the agent through `adapter`.
@@ -35,7 +35,7 @@ pub async fn deliver(
             codex_home,
         } => {
             let thread = thread.as_deref().unwrap_or(wake.session);
-            crate::codex::wake::deliver(
+            crate::codex::wake_adapter::deliver(
                 thread,
                 binary.as_deref(),
                 codex_home.as_deref(),

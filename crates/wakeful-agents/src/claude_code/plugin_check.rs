@@ -7,7 +7,7 @@ use std::path::Path;
 use wakeful_client::Paths;
 use wakeful_protocol::ConsumerInfo;
 
-use crate::doctor::{Check, Level};
+use crate::doctor_check::{Check, Level};
 
 /// The Claude Code plugin: written by `integrate claude-code`, current,
 /// and which of its paths serves this session (`claude` is the session's

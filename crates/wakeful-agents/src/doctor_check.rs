@@ -1,5 +1,5 @@
 //! What `wakeful doctor` reports: one [`Check`] per finding. The agent
-//! modules add their own (`codex::doctor`, `claude_code::doctor`), so that
+//! modules add their own (`codex::route_check`, `claude_code::plugin_check`), so that
 //! what doctor knows of an agent lives with the rest of that agent's code;
 //! [`crate::route_probe`] checks a wake route's target. This module is the
 //! vocabulary they share and imports none of them.

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use wakeful_agents::doctor::{Check, Level};
+use wakeful_agents::doctor_check::{Check, Level};
 use wakeful_client::{connect_existing, ClientError, Paths};
 use wakeful_protocol::{ConsumerInfo, Status, WakeReport, WakeStatus};
 
@@ -84,7 +84,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
     let claude = consumers
         .iter()
         .find(|c| c.consumer == wakeful_agents::claude_code::CONSUMER);
-    checks.extend(wakeful_agents::claude_code::doctor::checks(
+    checks.extend(wakeful_agents::claude_code::plugin_check::checks(
         paths, &session, claude,
     ));
     let live = report.as_ref().is_some_and(|r| r.wake.live);

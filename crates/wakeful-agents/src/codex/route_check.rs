@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::probe;
-use crate::doctor::{Check, Level, PROBE};
+use crate::doctor_check::{Check, Level, PROBE};
 
 /// The checks of a Codex route named `name`: `binary` is the route's
 /// program (`codex` on `PATH` when `None`), `codex_home` its `CODEX_HOME`,
