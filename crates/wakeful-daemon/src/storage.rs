@@ -347,7 +347,7 @@ impl Storage {
             .filter(|p| !is_manifest(p))
             .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
             .sum();
-        let known = wakeful_engine::output::read_manifest(&path)
+        let known = wakeful_engine::output_writer::read_manifest(&path)
             .ok()
             .flatten()
             .map(|m| (m.lines(), m.bytes()));
@@ -355,7 +355,7 @@ impl Storage {
             lines.max(known.map_or(0, |k| k.0)),
             known.map_or(bytes, |k| k.1.max(bytes)),
         );
-        if let Err(e) = wakeful_engine::output::write_manifest(&path, &pruned) {
+        if let Err(e) = wakeful_engine::output_writer::write_manifest(&path, &pruned) {
             tracing::warn!("cannot record that the output of {id} was pruned: {e}");
         }
         for p in file_group(&self.output_dir, id) {

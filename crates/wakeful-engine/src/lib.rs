@@ -39,10 +39,6 @@ pub use hub::{
 };
 pub use id::{new_id, new_monitor_id};
 pub use net::NetPolicy;
-/// The module's name before it was [`output_writer`]; `wakeful-daemon`'s
-/// storage still reaches the manifest through it.
-#[doc(hidden)]
-pub use output_writer as output;
 pub use output_writer::OutputBudget;
 pub use registry::{
     HandedMonitor, MonitorRegistry, RecvError, Registry, RegistryConfig, StartError, StartOptions,
