@@ -47,7 +47,9 @@ fn every_guarantee_holds_or_is_a_limit_and_nothing_is_left() {
         for c in v["checks"].as_array().unwrap() {
             assert_ne!(c["outcome"], "failed", "{backend}: {c}");
         }
-        for name in ["stop", "follow", "latency", "space", "crash", "cleanup"] {
+        for name in [
+            "stop", "follow", "latency", "space", "crash", "upgrade", "cleanup",
+        ] {
             assert_eq!(outcome(&v, name), "ok", "{backend}: {v}");
         }
         let (handover, lock) = (outcome(&v, "handover"), outcome(&v, "framelock"));
@@ -112,6 +114,11 @@ fn a_repeated_line_fails_the_crash_check() {
 #[test]
 fn a_survivor_of_the_next_daemon_fails_the_die_check() {
     breaks("die", &["linux", "posix"]);
+}
+
+#[test]
+fn a_command_that_does_not_outlive_the_upgrade_fails_the_upgrade_check() {
+    breaks("upgrade", &["linux", "posix"]);
 }
 
 #[test]

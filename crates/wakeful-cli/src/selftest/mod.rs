@@ -12,6 +12,7 @@ mod handover;
 mod scratch;
 mod space;
 mod stop;
+mod upgrade;
 
 use serde::Serialize;
 
@@ -222,6 +223,7 @@ pub fn run(exe: &std::path::Path) -> (Setting, Vec<Check>) {
         follow::latency(&scratch, brk),
         handover::stdout(&scratch, brk, backend),
         handover::frame_lock(brk, backend),
+        upgrade::keeps_running(&scratch, exe, brk),
         space::free(&scratch),
         crash::no_loss(&scratch, brk),
         die::with_daemon(&scratch, brk, backend),
