@@ -37,7 +37,7 @@ impl TimerArgs {
 
     /// The timer these flags name, if any; `--say` alone is an error.
     pub fn to_source(&self) -> Result<Option<Source>, wakeful_core::timer::TimerError> {
-        wakeful_core::timer::source_of(
+        wakeful_core::Source::timer_of(
             self.in_.as_deref(),
             self.at.as_deref(),
             self.cron.as_deref(),

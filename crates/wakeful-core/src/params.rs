@@ -151,6 +151,24 @@ pub const MIN_REPLAY_SPEED: f64 = 0.01;
 pub const MAX_REPLAY_SPEED: f64 = 1000.0;
 
 impl Source {
+    /// The timer source that `--in`, `--at` or `--cron` names (see
+    /// [`crate::timer::deadline_of`]), as of `now` in `tz`; `Ok(None)` when
+    /// none is given. `say`: whether `--say` was given, which needs a timer.
+    pub fn timer_of<Tz: chrono::TimeZone>(
+        in_: Option<&str>,
+        at: Option<&str>,
+        cron: Option<&str>,
+        say: bool,
+        now: chrono::DateTime<chrono::Utc>,
+        tz: &Tz,
+    ) -> Result<Option<Source>, crate::timer::TimerError> {
+        match crate::timer::deadline_of(in_, at, cron, now, tz)? {
+            Some((due, cron)) => Ok(Some(Source::Timer { due, cron })),
+            None if say => Err(crate::timer::TimerError::SayAlone),
+            None => Ok(None),
+        }
+    }
+
     /// A one-line human summary, used in `started` events and listings.
     pub fn summary(&self) -> String {
         match self {

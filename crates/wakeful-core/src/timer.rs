@@ -252,24 +252,6 @@ pub fn deadline_of<Tz: TimeZone>(
     }
 }
 
-/// The timer source that `--in`, `--at` or `--cron` names (see
-/// [`deadline_of`]), as of `now` in `tz`; `Ok(None)` when none is given.
-/// `say`: whether `--say` was given, which needs a timer.
-pub fn source_of<Tz: TimeZone>(
-    in_: Option<&str>,
-    at: Option<&str>,
-    cron: Option<&str>,
-    say: bool,
-    now: DateTime<Utc>,
-    tz: &Tz,
-) -> Result<Option<crate::params::Source>, TimerError> {
-    match deadline_of(in_, at, cron, now, tz)? {
-        Some((due, cron)) => Ok(Some(crate::params::Source::Timer { due, cron })),
-        None if say => Err(TimerError::SayAlone),
-        None => Ok(None),
-    }
-}
-
 /// A fire: the deadline it was for, and how late it came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fire {

@@ -89,7 +89,36 @@ pub struct Handover {
     /// The background tasks (MCP tasks): their clients fetch them by id
     /// from the next program.
     #[serde(default)]
-    pub tasks: Vec<crate::server::tasks::HandedTask>,
+    pub tasks: Vec<HandedTask>,
+}
+
+/// A task the program before this one handed over (an upgrade).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandedTask {
+    /// Its id, as its client knows it.
+    pub id: String,
+    /// What it was created with.
+    pub request: wakeful_protocol::CreateTask,
+    /// When it was created (ms since the epoch).
+    pub created_ms: i64,
+    /// When its status last changed.
+    pub updated_ms: i64,
+    /// Its outcome, when it stays as it is; `None`: its wait runs again.
+    pub kept: Option<Kept>,
+}
+
+/// The outcome of a task handed over that stays as it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Kept {
+    /// Completed with these events, already handed to its client.
+    Events(Vec<wakeful_core::Event>),
+    /// Completed without an event within this many ms, handed over.
+    TimedOut(u64),
+    /// Failed.
+    Failed(String),
+    /// Cancelled.
+    Cancelled,
 }
 
 /// Why an upgrade did not happen (nothing changed) or failed.

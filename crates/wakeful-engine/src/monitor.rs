@@ -18,8 +18,7 @@ use wakeful_core::{
 use crate::feed::{stamp, Feed};
 use crate::hub::Hub;
 use crate::output_writer::OutputFile;
-use crate::registry::HandedMonitor;
-use crate::source::{resolve, Alarm, Control, Ended, Input, InputSource, Launch};
+use crate::source::{resolve, Alarm, Control, Ended, HandedMonitor, Input, InputSource, Launch};
 use crate::sources;
 
 /// Everything a monitor task needs.

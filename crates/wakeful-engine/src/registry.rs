@@ -37,7 +37,7 @@ use tokio::sync::watch;
 
 use wakeful_core::{Event, MonitorInfo, MonitorSpec, MonitorStopReason, ParamError};
 
-pub use crate::source::Control;
+pub use crate::source::{Control, HandedMonitor};
 
 use crate::hub::{Filter, FollowError, Hub};
 use crate::monitor::{self, MonitorTask};
@@ -96,22 +96,6 @@ pub struct StartOptions {
     /// checked, nothing is recorded and no `started` is emitted; a
     /// command goes on with its own process. Needs `id`.
     pub adopt: Option<HandedMonitor>,
-}
-
-/// A running monitor handed to the program that replaces this one
-/// ([`MonitorRegistry::hand_over`]), and what that program needs to go on
-/// with it ([`StartOptions::adopt`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HandedMonitor {
-    /// The monitor's id.
-    pub id: String,
-    /// When it started (under the first program that ran it).
-    pub started_at: chrono::DateTime<Utc>,
-    /// Its counters so far.
-    pub counters: wakeful_core::machine::Counters,
-    /// Its command's process and pipes (command monitors); other sources
-    /// are made again from their spec.
-    pub process: Option<crate::process::HandedProcess>,
 }
 
 /// The result of a start.

@@ -1,6 +1,7 @@
 //! What every source shares: how commands are launched ([`Launch`]), what
-//! an owner can ask of a monitor ([`Control`]), and the one interface every
-//! source implements ([`InputSource`]), which the monitor loop
+//! an owner can ask of a monitor ([`Control`]), what a monitor hands to the
+//! program that replaces this one ([`HandedMonitor`], [`HandedProcess`]),
+//! and the one interface every source implements ([`InputSource`]), which the monitor loop
 //! (`crate::monitor`) drives. Sources depend on this module only, never on
 //! the monitor loop.
 
@@ -62,6 +63,38 @@ pub enum Control {
     HandOver,
 }
 
+/// A command this process hands to the program that replaces it (an
+/// upgrade): what that program needs to go on reading it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandedProcess {
+    /// The `sh`'s process id (and group id).
+    pub pid: i32,
+    /// Its start time, in clock ticks after boot.
+    pub start_ticks: u64,
+    /// The read end of its stdout pipe, while it is read.
+    pub stdout: Option<i32>,
+    /// The read end of its stderr pipe, while it is read.
+    pub stderr: Option<i32>,
+    /// Its wait status, when it already exited (its pipes still drained).
+    pub exit: Option<i32>,
+}
+
+/// A running monitor handed to the program that replaces this one
+/// ([`crate::MonitorRegistry::hand_over`]), and what that program needs
+/// to go on with it ([`crate::StartOptions::adopt`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandedMonitor {
+    /// The monitor's id.
+    pub id: String,
+    /// When it started (under the first program that ran it).
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Its counters so far.
+    pub counters: wakeful_core::machine::Counters,
+    /// Its command's process and pipes (command monitors); other sources
+    /// are made again from their spec.
+    pub process: Option<HandedProcess>,
+}
+
 /// How a source ended: its exit as the state machines see it, and the
 /// processes that survived its stop (commands only; normally none).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,7 +150,7 @@ pub(crate) trait InputSource {
     /// (a command). The caller then keeps the source alive until the
     /// program is replaced. `None` (the default): the source is closed and
     /// made again from its spec.
-    fn hand_over(&mut self) -> Option<crate::process::driver::HandedProcess> {
+    fn hand_over(&mut self) -> Option<HandedProcess> {
         None
     }
     /// The monitor is ending: release what the source holds.

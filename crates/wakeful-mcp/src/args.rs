@@ -139,6 +139,20 @@ pub struct MonitorStartArgs {
 }
 
 impl MonitorStartArgs {
+    /// The timer that `in`, `at` or `cron` name, read as of now in local
+    /// time ([`wakeful_core::timer`]), if any; `say` without one (or with
+    /// a `pid`) is an error.
+    fn timer_source(&self) -> Result<Option<Source>, TimerError> {
+        Source::timer_of(
+            self.r#in.as_deref(),
+            self.at.as_deref(),
+            self.cron.as_deref(),
+            self.say.is_some() && self.pid.is_none(),
+            chrono::Utc::now(),
+            &chrono::Local,
+        )
+    }
+
     /// The one source these arguments name.
     fn source(&self) -> Result<Source, ArgsError> {
         let mut sources: Vec<(&str, Source)> = Vec::new();
@@ -175,7 +189,7 @@ impl MonitorStartArgs {
             };
             sources.push(("file", Source::File { path }));
         }
-        if let Some(timer) = crate::timer::source(self)? {
+        if let Some(timer) = self.timer_source()? {
             sources.push(("in, at or cron", timer));
         }
         if let Some(pid) = self.pid {
@@ -492,5 +506,40 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("command is required"));
+    }
+
+    fn args(json: serde_json::Value) -> MonitorStartArgs {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_timer_is_a_persistent_source_saying_say() {
+        let spec = args(serde_json::json!({"in": "20m", "say": "check the deploy"}))
+            .to_spec()
+            .unwrap();
+        assert!(matches!(spec.source, Source::Timer { cron: None, .. }));
+        assert!(spec.persistent);
+        assert_eq!(spec.description, "check the deploy");
+        let spec = args(serde_json::json!({"cron": "0 9 * * *", "description": "standup"}))
+            .to_spec()
+            .unwrap();
+        assert!(matches!(spec.source, Source::Timer { cron: Some(_), .. }));
+    }
+
+    #[test]
+    fn bad_timers_are_refused_with_the_format() {
+        let err = |j| args(j).to_spec().unwrap_err().to_string();
+        assert!(err(serde_json::json!({"in": "0", "say": "x"})).contains("more than 0"));
+        assert!(err(serde_json::json!({"at": "3pm", "say": "x"})).contains("HH:MM"));
+        assert!(err(serde_json::json!({"cron": "often", "say": "x"})).contains("five fields"));
+        assert!(
+            err(serde_json::json!({"in": "1m", "command": "x", "say": "x"}))
+                .contains("exactly one source")
+        );
+        assert!(err(serde_json::json!({"command": "x", "say": "x"})).contains("goes with a timer"));
+        assert!(
+            err(serde_json::json!({"in": "1m", "say": "x", "timeout_ms": 5000}))
+                .contains("no timeout")
+        );
     }
 }

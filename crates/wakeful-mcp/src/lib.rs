@@ -30,7 +30,6 @@ pub mod server;
 pub mod session;
 pub mod stdout;
 pub mod tasks;
-pub mod timer;
 pub mod tools;
 pub mod written;
 

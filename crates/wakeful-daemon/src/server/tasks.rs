@@ -17,7 +17,6 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 use wakeful_client::{ClientError, Connection, ErrorKind as ClientKind};
 use wakeful_core::task::{Book, Entry, State as TaskState, TaskError};
@@ -28,6 +27,7 @@ use wakeful_protocol::{
 
 use super::conn::Handled;
 use crate::state::{Failure, State};
+use crate::upgrade::{HandedTask, Kept};
 
 /// Live tasks one session may hold: working, or completed and not yet
 /// handed over.
@@ -248,35 +248,6 @@ fn start_runner(state: &Arc<State>, id: String, r: CreateTask) {
         },
     );
     tokio::spawn(run(state.clone(), id, r, cancelled, decided));
-}
-
-/// A task the program before this one handed over (an upgrade).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HandedTask {
-    /// Its id, as its client knows it.
-    pub id: String,
-    /// What it was created with.
-    pub request: CreateTask,
-    /// When it was created (ms since the epoch).
-    pub created_ms: i64,
-    /// When its status last changed.
-    pub updated_ms: i64,
-    /// Its outcome, when it stays as it is; `None`: its wait runs again.
-    pub kept: Option<Kept>,
-}
-
-/// The outcome of a task handed over that stays as it was.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
-pub enum Kept {
-    /// Completed with these events, already handed to its client.
-    Events(Vec<Event>),
-    /// Completed without an event within this many ms, handed over.
-    TimedOut(u64),
-    /// Failed.
-    Failed(String),
-    /// Cancelled.
-    Cancelled,
 }
 
 /// Goes on with the tasks the program before this one handed over: those

@@ -27,7 +27,7 @@ use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
 use super::{GroupGuard, Managed, Target};
-use crate::source::Alarm;
+use crate::source::{Alarm, HandedProcess};
 use wakeful_platform::tree::{self as platform, ContainerRoot};
 
 /// Read size per pipe read: "whatever is already readable", up to this much.
@@ -173,22 +173,6 @@ impl Leader {
             }
         }
     }
-}
-
-/// A command this process hands to the program that replaces it (an
-/// upgrade): what that program needs to go on reading it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HandedProcess {
-    /// The `sh`'s process id (and group id).
-    pub pid: i32,
-    /// Its start time, in clock ticks after boot.
-    pub start_ticks: u64,
-    /// The read end of its stdout pipe, while it is read.
-    pub stdout: Option<i32>,
-    /// The read end of its stderr pipe, while it is read.
-    pub stderr: Option<i32>,
-    /// Its wait status, when it already exited (its pipes still drained).
-    pub exit: Option<i32>,
 }
 
 /// A running command; see the module docs.

@@ -25,7 +25,7 @@ pub mod reaper;
 pub mod spawner;
 pub mod target;
 
-pub use driver::HandedProcess;
+pub use crate::source::HandedProcess;
 pub use reaper::{spawn, Managed};
 pub use target::Target;
 

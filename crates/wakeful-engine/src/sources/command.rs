@@ -5,8 +5,8 @@
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::MonitorSpec;
 
-use crate::process::driver::{HandedProcess, ProcEnd, ProcEvent, ProcessDriver, SpawnRequest};
-use crate::source::{monitor_cwd, Ended, Input, InputSource, Launch};
+use crate::process::driver::{ProcEnd, ProcEvent, ProcessDriver, SpawnRequest};
+use crate::source::{monitor_cwd, Ended, HandedProcess, Input, InputSource, Launch};
 
 /// The spawn request of a command monitor, poll run or terminal.
 pub(crate) fn spawn_request<'a>(
