@@ -69,7 +69,7 @@ pub async fn probe(session: &str, adapter: &WakeAdapter) -> Vec<Check> {
                 Ok(Err(e)) => out.push(Check::problem(
                     &name,
                     format!("nothing answers at {target}: {e}"),
-                    if adapter.name() == "opencode" {
+                    if matches!(adapter, wakeful_protocol::WakeAdapter::Opencode { .. }) {
                         "start the OpenCode server (`opencode serve --port PORT`) or set the route with its URL: `wakeful wake set opencode --url URL`"
                     } else {
                         "start the webhook's receiver or set the route with the right URL"

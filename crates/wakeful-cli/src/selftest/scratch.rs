@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use wakeful_core::session;
 use wakeful_platform::tree::{self, ProcInfo};
 
 use super::{Check, Outcome};
@@ -133,9 +134,9 @@ impl Scratch {
         let mut c = Command::new(&self.exe);
         c.args(args)
             .env("WAKEFUL_HOME", &self.dir)
-            .env("WAKEFUL_SESSION", SESSION)
-            .env_remove("CLAUDE_CODE_SESSION_ID")
-            .env_remove("CODEX_THREAD_ID")
+            .env(session::WAKEFUL_SESSION, SESSION)
+            .env_remove(session::CLAUDE_CODE_SESSION_ID)
+            .env_remove(session::CODEX_THREAD_ID)
             .env_remove("WAKEFUL_SELFTEST_BREAK")
             .stdin(Stdio::null());
         c
