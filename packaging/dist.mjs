@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Makes wakeful's release files from a release build, in one command:
 //
-//   node packaging/dist.mjs [--target TRIPLE] [--bin PATH] [--out DIR]
-//                           [--notices FILE] [--with-platform TGZ]...
+//   node packaging/dist.mjs [--target TRIPLE] [--bin PATH] [--host-bin PATH]
+//                           [--out DIR] [--notices FILE] [--with-platform TGZ]...
 //
 // - wakeful-<version>-<target>.tar.gz: the binary, shell completions, man
 //   pages, README, the licences and the third-party licence notices;
@@ -18,9 +18,12 @@
 // (for --target, default this machine's). --with-platform adds platform
 // packages built on other machines to the `wakeful` package (a release
 // builds each platform where its toolchain is, then makes `wakeful` once
-// with all of them). The notices come from cargo-about
-// (packaging/about.toml) unless --notices names a file. Nothing is
-// downloaded. docs/RELEASING.md describes the whole release.
+// with all of them). --host-bin: a build of the same version that runs here,
+// for a --bin that cannot (a cross build for macOS): the completions, man
+// pages and version check come from it, and the binary itself is checked by
+// its Mach-O header (cpu, the libraries it loads). The notices come from
+// cargo-about (packaging/about.toml) unless --notices names a file. Nothing
+// is downloaded. docs/RELEASING.md describes the whole release.
 
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -31,7 +34,7 @@ import { createRequire } from "node:module";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { PLATFORMS, glibcAtLeast } = require("./npm/wakeful/lib/platforms.js");
+const { PLATFORMS, PREVIEW_NOTE, glibcAtLeast } = require("./npm/wakeful/lib/platforms.js");
 const MARKER = ".wakeful-dist";
 
 function fail(message) {
@@ -58,6 +61,7 @@ function parseArgs(argv) {
     };
     if (flag === "--target") a.target = value();
     else if (flag === "--bin") a.bin = path.resolve(value());
+    else if (flag === "--host-bin") a.hostBin = path.resolve(value());
     else if (flag === "--out") a.out = path.resolve(value());
     else if (flag === "--notices") a.notices = path.resolve(value());
     else if (flag === "--with-platform") a.with.push(path.resolve(value()));
@@ -156,7 +160,8 @@ const SHELLS = [
   ["powershell", "_wakeful.ps1"],
 ];
 
-function archive(bin, version, target, out, noticesFile, epoch) {
+/** `runner` writes the completions and man pages: `bin` itself, or the --host-bin. */
+function archive(bin, runner, version, target, out, noticesFile, epoch) {
   const name = `wakeful-${version}-${target}`;
   const stage = path.join(out, ".stage");
   const root = path.join(stage, name);
@@ -167,9 +172,9 @@ function archive(bin, version, target, out, noticesFile, epoch) {
   copy(noticesFile, path.join(root, "THIRD-PARTY-LICENSES.md"), 0o644);
   fs.mkdirSync(path.join(root, "completions"));
   for (const [shell, file] of SHELLS) {
-    fs.writeFileSync(path.join(root, "completions", file), run(bin, ["completions", shell]));
+    fs.writeFileSync(path.join(root, "completions", file), run(runner, ["completions", shell]));
   }
-  run(bin, ["man", "--dir", path.join(root, "man", "man1")]);
+  run(runner, ["man", "--dir", path.join(root, "man", "man1")]);
   const tgz = path.join(out, `${name}.tar.gz`);
   run("sh", [
     "-c",
@@ -204,6 +209,41 @@ function neededGlibc(bin) {
   return versions.reduce((a, b) => (glibcAtLeast(a, b) ? a : b), "0");
 }
 
+// Mach-O (docs/PLATFORMS.md, "Linking for macOS"): the header's cpu and
+// the load commands that name a library or the oldest macOS.
+const MACHO_CPU = { 0x0100000c: "arm64", 0x01000007: "x64" };
+const LC_DYLIBS = new Set([0xc, 0x20, 0x80000018, 0x8000001f, 0x80000023]);
+const LC_BUILD_VERSION = 0x32;
+const LC_VERSION_MIN_MACOSX = 0x24;
+
+/** A 64-bit Mach-O executable's cpu, libraries and oldest macOS, or a failure. */
+function machO(bin) {
+  const b = fs.readFileSync(bin);
+  if (b.length < 32 || b.readUInt32LE(0) !== 0xfeedfacf) fail(`${bin} is not a 64-bit Mach-O file`);
+  if (b.readUInt32LE(12) !== 2) fail(`${bin} is a Mach-O file but not an executable`);
+  const cpu = MACHO_CPU[b.readUInt32LE(4)] ?? `cpu type 0x${b.readUInt32LE(4).toString(16)}`;
+  const ncmds = b.readUInt32LE(16);
+  const dylibs = [];
+  let minos = null;
+  let at = 32;
+  for (let i = 0; i < ncmds; i++) {
+    if (at + 8 > b.length) fail(`${bin}: load command ${i} runs past the end`);
+    const cmd = b.readUInt32LE(at);
+    const size = b.readUInt32LE(at + 4);
+    if (size < 8 || at + size > b.length) fail(`${bin}: load command ${i} has size ${size}`);
+    if (LC_DYLIBS.has(cmd)) {
+      const start = at + b.readUInt32LE(at + 8);
+      const end = b.indexOf(0, start);
+      dylibs.push(b.toString("utf8", start, end < 0 || end > at + size ? at + size : end));
+    } else if (cmd === LC_BUILD_VERSION || cmd === LC_VERSION_MIN_MACOSX) {
+      const v = b.readUInt32LE(at + (cmd === LC_BUILD_VERSION ? 12 : 8));
+      minos = `${v >>> 16}.${(v >>> 8) & 0xff}.${v & 0xff}`;
+    }
+    at += size;
+  }
+  return { cpu, dylibs, minos };
+}
+
 function platformPackage(bin, version, target, cli, noticesFile, dir) {
   const p = PLATFORMS[target];
   if (!p) {
@@ -215,23 +255,36 @@ function platformPackage(bin, version, target, cli, noticesFile, dir) {
       fail(`${bin} needs glibc ${needed}, platforms.js promises ${p.glibc}: build on an older system or change it`);
     }
   }
+  if (p.dylibs) {
+    const m = machO(bin);
+    if (m.cpu !== p.cpu) fail(`${bin} is a Mach-O binary for ${m.cpu}, not ${p.cpu} (${target})`);
+    const extra = m.dylibs.filter((d) => !p.dylibs.includes(d));
+    if (extra.length > 0) {
+      fail(`${bin} loads ${extra.join(", ")}, which platforms.js does not allow for ${target}`);
+    }
+    process.stderr.write(`dist: ${bin}: Mach-O ${m.cpu}, macOS ${m.minos ?? "?"}+, loads ${m.dylibs.join(", ")}\n`);
+  }
+  const what = `${p.os} ${p.cpu}${p.libc ? ` (${p.libc})` : ""}`;
+  const preview = p.preview ? `**Preview**: ${PREVIEW_NOTE}.\n\n` : "";
   copy(bin, path.join(dir, "bin", "wakeful"), 0o755);
   for (const f of ["LICENSE-MIT", "LICENSE-APACHE"]) copy(path.join(repo, f), path.join(dir, f));
   copy(noticesFile, path.join(dir, "THIRD-PARTY-LICENSES.md"));
   fs.writeFileSync(
     path.join(dir, "README.md"),
-    `# ${p.pkg}\n\nThe \`wakeful\` binary for ${p.os} ${p.cpu} (${p.libc}), built for \`${target}\`.\n` +
+    `# ${p.pkg}\n\nThe \`wakeful\` binary for ${what}, built for \`${target}\`.\n` +
       "Install the `wakeful` package instead (`npm install -g wakeful`): it depends on this one\n" +
-      "where it fits and runs it.\n",
+      `where it fits and runs it.\n\n${preview}`.trimEnd() + "\n",
   );
   writeJson(path.join(dir, "package.json"), {
     name: p.pkg,
     version,
-    description: `The wakeful binary for ${p.os} ${p.cpu} (${p.libc}); the wakeful package runs it.`,
+    description: p.preview
+      ? `Preview: the wakeful binary for ${what}, ${PREVIEW_NOTE}; the wakeful package runs it.`
+      : `The wakeful binary for ${what}; the wakeful package runs it.`,
     ...common(cli),
     os: [p.os],
     cpu: [p.cpu],
-    libc: [p.libc],
+    ...(p.libc ? { libc: [p.libc] } : {}),
     files: ["bin/wakeful", "THIRD-PARTY-LICENSES.md"],
     preferUnplugged: true,
     publishConfig: { access: "public" },
@@ -324,7 +377,9 @@ function mainPackage(version, cli, platforms, dir) {
       "bin/", "lib/", ".claude-plugin/", "hooks/", "monitors/", ".mcp.json", "skills/",
       "npm-shrinkwrap.json", "LICENSE-MIT", "LICENSE-APACHE",
     ],
-    os: ["linux"],
+    // Where a platform package given here runs (linux, darwin): npm refuses
+    // the package elsewhere rather than installing a launcher with no binary.
+    os: [...new Set(platforms.flatMap((p) => p.manifest.os))],
     engines: { node: ">=18" },
     optionalDependencies: optional,
   };
@@ -375,9 +430,11 @@ function main() {
   const out = args.out ?? path.join(repo, "target", "dist");
   const bin = args.bin ?? buildBinary(target, host);
   if (!fs.existsSync(bin)) fail(`${bin} does not exist`);
-  const said = run(bin, ["--version"]).trim();
+  const runner = args.hostBin ?? bin;
+  if (!fs.existsSync(runner)) fail(`${runner} does not exist`);
+  const said = run(runner, ["--version"]).trim();
   if (!said.startsWith(`wakeful ${version}`)) {
-    fail(`${bin} says "${said}", not wakeful ${version}: build this checkout first`);
+    fail(`${runner} says "${said}", not wakeful ${version}: build this checkout first`);
   }
   prepareOut(out);
   const epoch = sourceDateEpoch();
@@ -386,7 +443,7 @@ function main() {
   const noticesFile = path.join(work, "THIRD-PARTY-LICENSES.md");
   notices(args, target, noticesFile);
 
-  const made = [archive(bin, version, target, out, noticesFile, epoch)];
+  const made = [archive(bin, runner, version, target, out, noticesFile, epoch)];
 
   const npmOut = path.join(out, "npm");
   fs.mkdirSync(npmOut);

@@ -125,6 +125,20 @@ async fn print_file(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // Off Linux the watcher is kqueue's (macOS, the BSDs; not FSEvents, which
+    // needs Apple's SDK to link), which tells of a directory's entries but not
+    // of appends to a file in it: there the follow also looks every 100 ms,
+    // as the posix backend's followed files do (docs/PLATFORMS.md).
+    #[cfg(not(target_os = "linux"))]
+    if follow {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while !tx.is_closed() {
+                let _ = tx.try_send(());
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        });
+    }
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let ours = res.map_or(true, |ev| {
             ev.paths.iter().any(|p| {

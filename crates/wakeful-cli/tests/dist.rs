@@ -367,3 +367,370 @@ fn no_locked_dependency_needs_a_newer_rust_than_the_declared_one() {
         env!("CARGO_PKG_RUST_VERSION")
     );
 }
+
+/// What the launcher and a preview package say on macOS (lib/platforms.js).
+const PREVIEW_NOTE: &str =
+    "built by cross-compilation, not run by our CI; run `wakeful doctor --selftest` first";
+
+/// The launcher's table picks the darwin packages on macOS, and a preview
+/// build is announced once per version: the first run whose stderr is a
+/// terminal says so and leaves a marker in wakeful's state directory, the
+/// next is silent; a run whose stderr is not a terminal neither says nor
+/// remembers it.
+/// (This machine is Linux: the functions are called with darwin's values.)
+#[test]
+fn the_launcher_picks_the_macos_preview_and_says_so_once() {
+    if !have("node (Node.js 18+)", Command::new("node").arg("--version")) {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let script = r#"
+        const p = require(process.argv[1]);
+        const said = [];
+        const stderr = { isTTY: true, write: (s) => said.push(s) };
+        const env = { WAKEFUL_HOME: process.argv[2] };
+        const arm = p.candidates("darwin", "arm64", null);
+        const x64 = p.candidates("darwin", "x64", null);
+        const piped = p.notePreviewOnce(arm[0], "9.9.9", env, { write: (s) => said.push(s) });
+        const first = p.notePreviewOnce(arm[0], "9.9.9", env, stderr);
+        const second = p.notePreviewOnce(arm[0], "9.9.9", env, stderr);
+        const next = p.notePreviewOnce(arm[0], "9.9.10", { HOME: process.argv[3] }, stderr);
+        console.log(JSON.stringify({ arm, x64, piped, first, second, next, said,
+            linux: p.candidates("linux", "x64", "glibc").map((c) => c.pkg) }));
+    "#;
+    let out = Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .arg(repo().join("packaging/npm/wakeful/lib/platforms.js"))
+        .arg(home.path().join("wk"))
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pkgs = |k: &str| -> Vec<(String, bool)> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["pkg"].as_str().unwrap().to_string(), c["preview"] == true))
+            .collect()
+    };
+    assert_eq!(pkgs("arm"), [("@wakeful/darwin-arm64".to_string(), true)]);
+    assert_eq!(pkgs("x64"), [("@wakeful/darwin-x64".to_string(), true)]);
+    assert_eq!(
+        v["linux"],
+        serde_json::json!(["@wakeful/linux-x64-gnu", "@wakeful/linux-x64-musl"]),
+        "Linux picks what it picked before"
+    );
+    assert_eq!(
+        (&v["piped"], &v["first"], &v["second"], &v["next"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(true),
+            &serde_json::json!(false),
+            &serde_json::json!(true)
+        ),
+        "said once per version, to a terminal: {v}"
+    );
+    let said = v["said"].as_array().unwrap();
+    assert_eq!(said.len(), 2, "{said:?}");
+    for s in said {
+        let s = s.as_str().unwrap();
+        assert!(
+            s.contains("@wakeful/darwin-arm64")
+                && s.contains("preview")
+                && s.contains(PREVIEW_NOTE),
+            "{s}"
+        );
+    }
+    // WAKEFUL_HOME is the state directory; without it ~/.local/state/wakeful.
+    assert!(home.path().join("wk/npm-preview-noted-9.9.9").is_file());
+    assert!(home
+        .path()
+        .join(".local/state/wakeful/npm-preview-noted-9.9.10")
+        .is_file());
+}
+
+/// A 64-bit Mach-O executable's cpu type and the libraries its load
+/// commands name (LC_LOAD_DYLIB and its weak, re-export, lazy and upward
+/// kinds); panics on anything else.
+fn mach_o(bin: &[u8]) -> (u32, Vec<String>) {
+    let u32_at = |at: usize| u32::from_le_bytes(bin[at..at + 4].try_into().unwrap());
+    assert_eq!(u32_at(0), 0xfeed_facf, "not a 64-bit Mach-O file");
+    assert_eq!(u32_at(12), 2, "not MH_EXECUTE");
+    let mut dylibs = Vec::new();
+    let mut at = 32;
+    for _ in 0..u32_at(16) {
+        let (cmd, size) = (u32_at(at), u32_at(at + 4) as usize);
+        if [0xc, 0x20, 0x8000_0018, 0x8000_001f, 0x8000_0023].contains(&cmd) {
+            let name = &bin[at + u32_at(at + 8) as usize..at + size];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            dylibs.push(String::from_utf8(name[..end].to_vec()).unwrap());
+        }
+        at += size;
+    }
+    (u32_at(4), dylibs)
+}
+
+/// Whether the binary's code signature (LC_CODE_SIGNATURE: an ad-hoc one
+/// from the linker) matches its bytes: every page's SHA-256 in the
+/// CodeDirectory is that of the page as shipped. macOS on arm64 kills an
+/// executable without a signature or whose signature does not match; on
+/// x86_64 none is needed (zig's linker writes none there).
+fn signature_matches(bin: &[u8]) -> Result<usize, String> {
+    let le = |at: usize| u32::from_le_bytes(bin[at..at + 4].try_into().unwrap()) as usize;
+    let be = |at: usize| u32::from_be_bytes(bin[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 32;
+    let mut signature = None;
+    for _ in 0..le(16) {
+        if le(at) == 0x1d {
+            signature = Some(le(at + 8));
+        }
+        at += le(at + 4);
+    }
+    let sig = signature.ok_or("no LC_CODE_SIGNATURE")?;
+    if be(sig) != 0xfade_0cc0 {
+        return Err(format!("no embedded signature at {sig}"));
+    }
+    for i in 0..be(sig + 8) {
+        let blob = sig + be(sig + 16 + 8 * i);
+        if be(blob) != 0xfade_0c02 {
+            continue;
+        }
+        let (hash_at, pages, limit) = (blob + be(blob + 16), be(blob + 28), be(blob + 32));
+        let (hash_size, hash_type, page) = (bin[blob + 36], bin[blob + 37], 1 << bin[blob + 39]);
+        if (hash_size, hash_type) != (32, 2) {
+            return Err(format!(
+                "hash type {hash_type}, size {hash_size}: not SHA-256"
+            ));
+        }
+        if limit != sig || pages != limit.div_ceil(page) {
+            return Err(format!(
+                "{pages} pages up to {limit}, the signature is at {sig}"
+            ));
+        }
+        for k in 0..pages {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(&bin[k * page..((k + 1) * page).min(limit)]);
+            if digest[..] != bin[hash_at + 32 * k..hash_at + 32 * (k + 1)] {
+                return Err(format!("page {k} does not match its hash"));
+            }
+        }
+        return Ok(pages);
+    }
+    Err("no CodeDirectory".into())
+}
+
+/// The macOS preview builds (docs/PLATFORMS.md, "Linking for macOS"), as
+/// `.ci/cross-darwin` left them in the cargo target directory that
+/// `WAKEFUL_DIST_DARWIN_DIR` names: `<triple>/release/wakeful` and, made
+/// from it by `dist.mjs` with the host build's completions and man pages
+/// (`--host-bin`), the archive and npm package in `dist-darwin/<triple>/`.
+/// `.ci/run` runs the script after the tests, then this test. Without the
+/// variable the test says so and passes (the workspace's test run comes
+/// before the cross build). It also makes the `wakeful` package with both
+/// darwin packages and checks it.
+#[test]
+fn the_macos_preview_archives_and_npm_packages_hold_mach_o_binaries() {
+    let Some(darwin) = std::env::var_os("WAKEFUL_DIST_DARWIN_DIR").filter(|d| !d.is_empty()) else {
+        eprintln!("skipped: WAKEFUL_DIST_DARWIN_DIR is not set (.ci/cross-darwin sets it)");
+        return;
+    };
+    let host = std::env::var_os("WAKEFUL_DIST_BIN")
+        .filter(|b| !b.is_empty())
+        .expect("WAKEFUL_DIST_BIN: the host's release build writes the completions and man pages");
+    let host = std::fs::canonicalize(repo().join(host)).unwrap();
+    for (what, program) in [("node (Node.js 18+)", "node"), ("npm", "npm")] {
+        if !have(what, Command::new(program).arg("--version")) {
+            return;
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("wkdarwin")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dist = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new("node")
+            .arg(repo().join("packaging/dist.mjs"))
+            .args(args)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "dist.mjs: {said}");
+        said
+    };
+    // A binary that is not Mach-O is refused for a darwin target.
+    let refused = Command::new("node")
+        .arg(repo().join("packaging/dist.mjs"))
+        .args(["--target", "aarch64-apple-darwin", "--bin"])
+        .arg(&host)
+        .arg("--out")
+        .arg(dir.path().join("refused"))
+        .arg("--notices")
+        .arg(repo().join("LICENSE-MIT"))
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("not a 64-bit Mach-O file"),
+        "{refused:?}"
+    );
+
+    let darwin = repo().join(darwin);
+    let mut with = Vec::new();
+    for (triple, pkg, cpu, cpu_type) in [
+        ("aarch64-apple-darwin", "darwin-arm64", "arm64", 0x0100_000c),
+        ("x86_64-apple-darwin", "darwin-x64", "x64", 0x0100_0007),
+    ] {
+        let bin = darwin.join(triple).join("release/wakeful");
+        let out = darwin.join("dist-darwin").join(triple);
+        let check = sh(&out, "sha256sum --strict -c SHA256SUMS");
+        assert!(check.status.success(), "{triple}: sha256sum -c: {check:?}");
+        let binary = std::fs::read(&bin).unwrap();
+        let (cpu_seen, dylibs) = mach_o(&binary);
+        assert_eq!(cpu_seen, cpu_type, "{triple}");
+        assert!(
+            dylibs.iter().any(|d| d == "/usr/lib/libSystem.B.dylib"),
+            "{dylibs:?}"
+        );
+        assert!(
+            dylibs.iter().all(|d| d.starts_with("/usr/lib/")
+                || d.starts_with("/System/Library/Frameworks/")),
+            "{triple} loads a library macOS does not have: {dylibs:?}"
+        );
+        match (signature_matches(&binary), cpu) {
+            (Ok(pages), _) => println!("{triple}: signature matches its {pages} pages"),
+            (Err(e), "x64") if e == "no LC_CODE_SIGNATURE" => println!("{triple}: {e}"),
+            (Err(e), _) => panic!("{triple}: the code signature does not hold: {e}"),
+        }
+
+        // The archive: the cross build itself, with the host's completions and pages.
+        let name = format!("wakeful-{VERSION}-{triple}");
+        let unpacked = dir.path().join(format!("{triple}-unpacked"));
+        std::fs::create_dir(&unpacked).unwrap();
+        let tar = Command::new("tar")
+            .arg("-xzf")
+            .arg(out.join(format!("{name}.tar.gz")))
+            .arg("-C")
+            .arg(&unpacked)
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        let root = unpacked.join(&name);
+        assert_eq!(
+            std::fs::read(root.join("wakeful")).unwrap(),
+            binary,
+            "{triple}"
+        );
+        for f in [
+            "completions/_wakeful",
+            "man/man1/wakeful.1",
+            "THIRD-PARTY-LICENSES.md",
+            "README.md",
+        ] {
+            assert!(root.join(f).is_file(), "{triple}: {f}");
+        }
+        let zsh = Command::new(&host)
+            .args(["completions", "zsh"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::fs::read(root.join("completions/_wakeful")).unwrap(),
+            zsh.stdout,
+            "{triple}: the completions are not the host build's"
+        );
+        // The notices are this target's: the macOS-only crates are in them.
+        let notices = std::fs::read_to_string(root.join("THIRD-PARTY-LICENSES.md")).unwrap();
+        assert!(notices.contains("`security-framework "), "{triple}");
+
+        // The npm package: darwin, this cpu, no libc, marked preview.
+        let tgz = out.join(format!("npm/wakeful-{pkg}-{VERSION}.tgz"));
+        let package = dir.path().join(format!("{triple}-npm"));
+        std::fs::create_dir(&package).unwrap();
+        let tar = Command::new("tar")
+            .arg("-xzf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(&package)
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        let manifest = json_file(&package.join("package/package.json"));
+        assert_eq!(manifest["name"], format!("@wakeful/{pkg}"));
+        assert_eq!(manifest["os"], serde_json::json!(["darwin"]));
+        assert_eq!(manifest["cpu"], serde_json::json!([cpu]));
+        assert!(manifest.get("libc").is_none(), "{manifest}");
+        let description = manifest["description"].as_str().unwrap();
+        assert!(
+            description.starts_with("Preview") && description.contains(PREVIEW_NOTE),
+            "{description}"
+        );
+        let readme = std::fs::read_to_string(package.join("package/README.md")).unwrap();
+        assert!(
+            readme.contains("**Preview**") && readme.contains(PREVIEW_NOTE),
+            "{readme}"
+        );
+        assert_eq!(
+            std::fs::read(package.join("package/bin/wakeful")).unwrap(),
+            binary
+        );
+        with.push("--with-platform".into());
+        with.push(tgz.into_os_string());
+    }
+
+    // The `wakeful` package with the host's platform package and both darwin
+    // ones. (Its own archive's notices are not what is checked here: the
+    // darwin archive's stand in, sparing a cargo-about run.)
+    let all = dir.path().join("all");
+    let notices = dir
+        .path()
+        .join("aarch64-apple-darwin-unpacked")
+        .join(format!("wakeful-{VERSION}-aarch64-apple-darwin"))
+        .join("THIRD-PARTY-LICENSES.md");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--bin".into(),
+        host.clone().into(),
+        "--out".into(),
+        all.clone().into(),
+        "--notices".into(),
+        notices.into(),
+    ];
+    args.extend(with);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    dist(&args);
+    let main = Command::new("tar")
+        .arg("-xzOf")
+        .arg(all.join(format!("npm/wakeful-{VERSION}.tgz")))
+        .arg("package/package.json")
+        .output()
+        .unwrap();
+    let main: serde_json::Value = serde_json::from_slice(&main.stdout).unwrap();
+    assert_eq!(main["os"], serde_json::json!(["linux", "darwin"]));
+    for pkg in [
+        "@wakeful/linux-x64-gnu",
+        "@wakeful/darwin-arm64",
+        "@wakeful/darwin-x64",
+    ] {
+        assert_eq!(main["optionalDependencies"][pkg], VERSION, "{main}");
+    }
+    let shrinkwrap = Command::new("tar")
+        .arg("-xzOf")
+        .arg(all.join(format!("npm/wakeful-{VERSION}.tgz")))
+        .arg("package/npm-shrinkwrap.json")
+        .output()
+        .unwrap();
+    let shrinkwrap: serde_json::Value = serde_json::from_slice(&shrinkwrap.stdout).unwrap();
+    let arm = &shrinkwrap["packages"]["node_modules/@wakeful/darwin-arm64"];
+    assert_eq!(arm["os"], serde_json::json!(["darwin"]), "{shrinkwrap}");
+    assert_eq!(arm["cpu"], serde_json::json!(["arm64"]));
+    assert!(arm.get("libc").is_none());
+    let sums = std::fs::read_to_string(all.join("SHA256SUMS")).unwrap();
+    assert!(
+        sums.contains(&format!("  npm/wakeful-darwin-x64-{VERSION}.tgz\n")),
+        "{sums}"
+    );
+}
