@@ -39,11 +39,12 @@ fn bumped_build(dir: &Path) -> (PathBuf, String) {
     let mut i = 0;
     let mut replaced = 0;
     while i < bytes.len() {
+        // Not part of a longer number (`10.1.0`, `0.1.01`); a `.` next to
+        // it is fine: string literals sit end to end in the binary (a
+        // sentence's full stop, then the version).
         if bytes[i..].starts_with(old)
-            && !bytes
-                .get(i + old.len())
-                .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
-            && !(i > 0 && (bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.'))
+            && !bytes.get(i + old.len()).is_some_and(|b| b.is_ascii_digit())
+            && !(i > 0 && bytes[i - 1].is_ascii_digit())
         {
             out.extend_from_slice(new);
             i += old.len();
@@ -58,6 +59,13 @@ fn bumped_build(dir: &Path) -> (PathBuf, String) {
     std::fs::write(&path, out).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The copy says it is the other version, where an upgrade looks.
+    let check = std::process::Command::new(&path)
+        .args(["daemon", "handover-check"])
+        .output()
+        .unwrap();
+    let check: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(check["version"], new_version.as_str(), "{check}");
     (path, new_version)
 }
 
