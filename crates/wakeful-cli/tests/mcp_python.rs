@@ -7,7 +7,8 @@
 //! server's own responses. `long_wait.py` waits 5 minutes in one
 //! monitor_wait with a progress token, and `auto.py` is the SDK's dual-era
 //! client, which probes with `server/discover` (MCP 2026-07-28) and falls
-//! back to `initialize`. Python is
+//! back to `initialize`. `upgrade.py` stays attached while the daemon is
+//! upgraded six times (`wakeful daemon upgrade`). Python is
 //! `$WAKEFUL_MCP_PYTHON`, else `python3`; without the `mcp` package they are
 //! skipped, except under CI.
 // A test's helpers may unwrap too: a failure is the test's (clippy.toml
@@ -95,4 +96,17 @@ fn the_mcp_python_sdk_pinned_to_2026_07_28_is_refused_by_the_legacy_mode() {
     if let Some(stdout) = auto(&["2025-11-25"], "2025-11-25", 3) {
         assert!(stdout.contains("gets error -32022"), "{stdout}");
     }
+}
+
+#[test]
+fn the_mcp_python_sdk_stays_attached_while_the_daemon_is_upgraded() {
+    let Some(stdout) = run_script("upgrade.py", &[]) else {
+        return;
+    };
+    assert_eq!(
+        stdout.matches("1 monitor went on running").count(),
+        6,
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with(r#""ok": true}"#), "{stdout}");
 }
