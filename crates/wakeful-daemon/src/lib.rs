@@ -35,8 +35,10 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod storage;
+mod task_book;
 pub mod upgrade;
 pub mod wake;
+mod webhook_book;
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;

@@ -37,9 +37,9 @@ pub struct State {
     /// The store's share of the disk.
     pub(crate) storage: Arc<crate::storage::Storage>,
     /// Background tasks (`task_create`).
-    pub(crate) tasks: crate::server::tasks::Tasks,
+    pub(crate) tasks: crate::task_book::Tasks,
     /// Webhook subscriptions of MCP Events (`event_subscribe`).
-    pub(crate) subscriptions: crate::server::subscriptions::Subscriptions,
+    pub(crate) subscriptions: crate::webhook_book::Subscriptions,
     /// The new program of an upgrade that was asked for (`upgrade`): the
     /// socket server stops accepting, and the daemon hands over.
     pub(crate) upgrade_to: watch::Sender<Option<std::path::PathBuf>>,

@@ -6,7 +6,7 @@
 //! old file or the new one), with its secret, lifetime and position (the
 //! last seq delivered or passed over). The file is private (the daemon's
 //! umask) and nothing else shows the secret: `status` shows
-//! [`EventSubscriptionInfo`], logs name the id and the URL.
+//! [`EventSubscriptionInfo`](wakeful_protocol::EventSubscriptionInfo), logs name the id and the URL.
 //!
 //! Each active subscription has one delivery task: a follower of the
 //! session's events from its position. Each occurrence is POSTed, signed
@@ -19,88 +19,23 @@
 //! a daemon that dies mid-delivery sends it again after its restart: at
 //! least once, with the same `eventId`.
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use wakeful_engine::hub::{Filter, FollowError};
 use wakeful_engine::net::http::{self, Reach};
 use wakeful_mcp::events::webhook::{
     self, Attempt, Backoff, Next, Secret, Target, SUBSCRIPTION_HEADER,
 };
-use wakeful_protocol::{ErrorKind, EventSubscriptionInfo, SubscribeEvents, UnsubscribeEvents};
+use wakeful_protocol::{ErrorKind, SubscribeEvents, UnsubscribeEvents};
 
 use super::conn::Handled;
 use crate::state::{Failure, State};
+use crate::webhook_book::{Entry, File, Record, Subscriptions, ACTIVE, GIVEN_UP};
 
-/// The file of the subscriptions, in the state directory.
-pub const FILE: &str = "event-webhooks.json";
-/// `state` of a subscription that delivers.
-const ACTIVE: &str = "active";
-/// `state` of a subscription whose deliveries stopped.
-const GIVEN_UP: &str = "given_up";
-
-/// One subscription as the file keeps it.
-#[derive(Clone, Serialize, Deserialize)]
-struct Record {
-    id: String,
-    session: String,
-    name: String,
-    #[serde(default)]
-    monitor: Option<String>,
-    #[serde(default)]
-    wake_on: Option<String>,
-    url: String,
-    secret: String,
-    expires_ms: i64,
-    position: u64,
-    state: String,
-    #[serde(default)]
-    delivered: u64,
-    #[serde(default)]
-    failures: u32,
-    #[serde(default)]
-    last_error: Option<String>,
-}
-
-impl Record {
-    fn info(&self) -> EventSubscriptionInfo {
-        EventSubscriptionInfo {
-            id: self.id.clone(),
-            session: self.session.clone(),
-            name: self.name.clone(),
-            monitor: self.monitor.clone(),
-            url: self.url.clone(),
-            expires_ms: self.expires_ms,
-            position: self.position,
-            state: self.state.clone(),
-            delivered: self.delivered,
-            failures: self.failures,
-            last_error: self.last_error.clone(),
-        }
-    }
-}
-
-#[derive(Default, Serialize, Deserialize)]
-struct File {
-    subscriptions: Vec<Record>,
-}
-
-struct Entry {
-    record: Record,
-    /// The delivery task, while one runs; a refresh or an unsubscribe
-    /// aborts it.
-    task: Option<tokio::task::AbortHandle>,
-}
-
-/// The daemon's webhook subscriptions.
-#[derive(Default)]
-pub(crate) struct Subscriptions {
-    book: Mutex<HashMap<String, Entry>>,
-}
+pub use crate::webhook_book::FILE;
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -112,52 +47,6 @@ fn path(state: &State) -> PathBuf {
 
 fn invalid(message: impl Into<String>) -> Failure {
     (ErrorKind::Invalid, message.into())
-}
-
-impl Subscriptions {
-    fn book(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.book.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Every subscription as `status` shows it, by session and id (not
-    /// the expired ones: a given-up subscription has no task to forget it
-    /// when its lifetime ends).
-    pub(crate) fn infos(&self) -> Vec<EventSubscriptionInfo> {
-        let now = now_ms();
-        let mut out: Vec<_> = self
-            .book()
-            .values()
-            .filter(|e| e.record.expires_ms > now)
-            .map(|e| e.record.info())
-            .collect();
-        out.sort_by(|a, b| (&a.session, &a.id).cmp(&(&b.session, &b.id)));
-        out
-    }
-
-    /// Writes the whole book to its file.
-    fn save(book: &HashMap<String, Entry>, file: &Path) -> std::io::Result<()> {
-        let mut records: Vec<&Record> = book.values().map(|e| &e.record).collect();
-        records.sort_by(|a, b| a.id.cmp(&b.id));
-        let json = serde_json::to_vec_pretty(&serde_json::json!({ "subscriptions": records }))
-            .map_err(std::io::Error::other)?;
-        let tmp = file.with_extension("json.tmp");
-        {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&tmp)?;
-            f.write_all(&json)?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, file)
-    }
-
-    fn save_logged(book: &HashMap<String, Entry>, file: &Path) {
-        if let Err(e) = Self::save(book, file) {
-            tracing::warn!("cannot write {}: {e}", file.display());
-        }
-    }
 }
 
 /// At start: reads the file and starts a delivery for each active

@@ -9,29 +9,25 @@
 //! acknowledged only when the task's client was handed it
 //! ([`HandTask`]). A cancel, a time to live that runs out, or a daemon that
 //! stops drops the pair unacknowledged, and the consumer's next reader gets
-//! those events. The book of tasks ([`wakeful_core::task::Book`]) is pure;
-//! this module runs the waits beside it.
+//! those events. The book of tasks (`task_book`, around the pure
+//! [`wakeful_core::task::Book`]) is kept in the daemon's state; this module
+//! answers the requests and runs the waits beside it.
 
-use std::collections::HashMap;
 use std::io::Read;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use wakeful_client::{ClientError, Connection, ErrorKind as ClientKind};
-use wakeful_core::task::{Book, Entry, State as TaskState, TaskError};
 use wakeful_core::Event;
-use wakeful_protocol::{
-    CancelTask, CreateTask, ErrorKind, GetTask, HandTask, TaskInfo, WaitEvents,
-};
+use wakeful_protocol::{CancelTask, CreateTask, ErrorKind, GetTask, HandTask, WaitEvents};
 
 use super::conn::Handled;
-use crate::state::{Failure, State};
-use crate::upgrade::{HandedTask, Kept};
+use crate::state::State;
+use crate::task_book::{failure, Decision, Outcome, Runner};
+use crate::upgrade::HandedTask;
 
-/// Live tasks one session may hold: working, or completed and not yet
-/// handed over.
-pub const PER_SESSION: usize = 16;
+pub use crate::task_book::PER_SESSION;
 
 /// The longest `ttl_ms` a task may ask for: a day.
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
@@ -44,122 +40,6 @@ pub const HANDED_KEEP_MS: u64 = 10 * 60 * 1000;
 /// The longest a `task_get` may wait for its task to end.
 pub const MAX_GET_WAIT_MS: u64 = 10 * 60 * 1000;
 
-/// What a task's wait brought.
-#[derive(Debug, Clone)]
-pub(crate) enum Outcome {
-    /// A batch of events.
-    Events(Vec<Event>),
-    /// No event that wakes within this many ms.
-    TimedOut(u64),
-}
-
-/// What the runner of a completed task is told.
-enum Decision {
-    /// Acknowledge the first `keep` events.
-    Hand(usize),
-}
-
-/// The daemon's tasks: the book, and a line to each runner.
-pub(crate) struct Tasks {
-    book: Mutex<Book<Outcome>>,
-    runners: Mutex<HashMap<String, Runner>>,
-    /// What each task was created with (its wait, the client's note).
-    specs: Mutex<HashMap<String, CreateTask>>,
-    /// Bumped whenever a task changes: `task_get` with `wait_ms` waits on it.
-    changed: watch::Sender<u64>,
-}
-
-/// A running task's controls.
-struct Runner {
-    /// Ends the wait (cancel): dropping it does the same.
-    cancel: Option<oneshot::Sender<()>>,
-    /// Tells a completed task's runner to acknowledge.
-    decide: Option<oneshot::Sender<Decision>>,
-}
-
-impl Default for Tasks {
-    fn default() -> Self {
-        Tasks {
-            book: Mutex::new(Book::new(PER_SESSION)),
-            runners: Mutex::new(HashMap::new()),
-            specs: Mutex::new(HashMap::new()),
-            changed: watch::channel(0).0,
-        }
-    }
-}
-
-impl Tasks {
-    fn book(&self) -> MutexGuard<'_, Book<Outcome>> {
-        // A panic while holding this lock leaves consistent data behind.
-        self.book.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn runners(&self) -> MutexGuard<'_, HashMap<String, Runner>> {
-        self.runners.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Task `id` of `session` as a reply shows it.
-    fn info(&self, id: &str, session: &str, now: i64) -> Result<TaskInfo, Failure> {
-        let mut found = self
-            .book()
-            .get(id, session, now)
-            .map(|t| info(id, t))
-            .ok_or_else(unknown)?;
-        found.note = self.specs().get(id).and_then(|c| c.note.clone());
-        Ok(found)
-    }
-
-    fn specs(&self) -> MutexGuard<'_, HashMap<String, CreateTask>> {
-        self.specs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// What the program that replaces this one needs to go on with every
-    /// task (an upgrade): each task as its client sees it; one whose
-    /// outcome was not handed over yet is run again there (what it held
-    /// was not acknowledged, so its wait finds it again).
-    pub(crate) fn hand_over(&self) -> Vec<HandedTask> {
-        let book = self.book();
-        let specs = self.specs();
-        book.entries()
-            .filter_map(|(id, t)| {
-                let request = specs.get(id)?.clone();
-                let kept = match &t.state {
-                    TaskState::Working => None,
-                    TaskState::Completed(_) if !t.handed => None,
-                    TaskState::Completed(Outcome::Events(events)) => {
-                        Some(Kept::Events(events.clone()))
-                    }
-                    TaskState::Completed(Outcome::TimedOut(ms)) => Some(Kept::TimedOut(*ms)),
-                    TaskState::Failed(why) => Some(Kept::Failed(why.clone())),
-                    TaskState::Cancelled => Some(Kept::Cancelled),
-                };
-                Some(HandedTask {
-                    id: id.clone(),
-                    request,
-                    created_ms: t.created_ms,
-                    updated_ms: t.updated_ms,
-                    kept,
-                })
-            })
-            .collect()
-    }
-
-    /// Forgets expired tasks; their runners (if any still run) let go.
-    fn expire(&self, now: i64) {
-        let gone = self.book().expire(now);
-        let mut runners = self.runners();
-        let mut specs = self.specs();
-        for id in gone {
-            runners.remove(&id);
-            specs.remove(&id);
-        }
-    }
-}
-
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -169,41 +49,6 @@ fn new_id() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn info(id: &str, t: &Entry<Outcome>) -> TaskInfo {
-    let (events, timed_out_ms, error) = match &t.state {
-        TaskState::Completed(Outcome::Events(events)) => (events.clone(), None, None),
-        TaskState::Completed(Outcome::TimedOut(ms)) => (Vec::new(), Some(*ms), None),
-        TaskState::Failed(why) => (Vec::new(), None, Some(why.clone())),
-        TaskState::Working | TaskState::Cancelled => (Vec::new(), None, None),
-    };
-    TaskInfo {
-        id: id.to_string(),
-        status: t.status().as_str().to_string(),
-        created_ms: t.created_ms,
-        updated_ms: t.updated_ms,
-        ttl_ms: t.ttl_ms,
-        events,
-        timed_out_ms,
-        error,
-        handed: t.handed,
-        note: None,
-    }
-}
-
-fn failure(e: TaskError) -> Failure {
-    let kind = match e {
-        TaskError::TooMany { .. } => ErrorKind::Limit,
-        TaskError::Unknown => ErrorKind::NotFound,
-        TaskError::Ended(_) => ErrorKind::Invalid,
-        TaskError::Taken => ErrorKind::Internal,
-    };
-    (kind, e.to_string())
-}
-
-fn unknown() -> Failure {
-    failure(TaskError::Unknown)
 }
 
 /// `task_create`: see [`CreateTask`].
@@ -256,37 +101,8 @@ fn start_runner(state: &Arc<State>, id: String, r: CreateTask) {
 pub(crate) fn adopt(state: &Arc<State>, handed: Vec<HandedTask>) {
     let now = now_ms();
     for t in handed {
-        let HandedTask {
-            id,
-            mut request,
-            created_ms,
-            updated_ms,
-            kept,
-        } = t;
-        let (task_state, handed) = match kept {
-            None => (TaskState::Working, false),
-            Some(Kept::Events(events)) => (TaskState::Completed(Outcome::Events(events)), true),
-            Some(Kept::TimedOut(ms)) => (TaskState::Completed(Outcome::TimedOut(ms)), true),
-            Some(Kept::Failed(why)) => (TaskState::Failed(why), false),
-            Some(Kept::Cancelled) => (TaskState::Cancelled, false),
-        };
-        let working = matches!(task_state, TaskState::Working);
-        state.tasks.book().restore(
-            id.clone(),
-            Entry {
-                session: request.session.clone(),
-                created_ms,
-                updated_ms,
-                ttl_ms: request.ttl_ms,
-                state: task_state,
-                handed,
-            },
-        );
-        state.tasks.specs().insert(id.clone(), request.clone());
-        if working {
-            let ran = u64::try_from(now.saturating_sub(created_ms)).unwrap_or(0);
-            request.ttl_ms = request.ttl_ms.saturating_sub(ran).max(1);
-            request.timeout_ms = request.timeout_ms.map(|t| t.saturating_sub(ran).max(1));
+        let id = t.id.clone();
+        if let Some(request) = state.tasks.restore(t, now) {
             start_runner(state, id, request);
         }
     }
@@ -397,7 +213,7 @@ pub(crate) async fn get(state: &State, r: GetTask) -> Handled<GetTask> {
     let tasks = &state.tasks;
     let wait = Duration::from_millis(r.wait_ms.unwrap_or(0).min(MAX_GET_WAIT_MS));
     let deadline = tokio::time::Instant::now() + wait;
-    let mut changed = tasks.changed.subscribe();
+    let mut changed = tasks.changes();
     let mut upgrading = state.upgrading.subscribe();
     loop {
         let now = now_ms();
