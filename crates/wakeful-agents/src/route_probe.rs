@@ -120,8 +120,13 @@ mod tests {
         let up = probe("s1", &hook(port)).await;
         assert_eq!(up[0].level, Level::Ok, "{up:?}");
         assert!(up[0].detail.contains("accepts connections"), "{up:?}");
-        drop(listener);
-        let down = probe("s1", &hook(port)).await;
+        // A port that is bound but not listening refuses connections, and
+        // no other test can take it meanwhile (a dropped listener's port can
+        // be bound again at once).
+        let closed = tokio::net::TcpSocket::new_v4().unwrap();
+        closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let down_port = closed.local_addr().unwrap().port();
+        let down = probe("s1", &hook(down_port)).await;
         assert_eq!(down[0].level, Level::Problem, "{down:?}");
         assert!(
             down[0].detail.starts_with("nothing answers at 127.0.0.1:"),
@@ -130,7 +135,7 @@ mod tests {
         let opencode = probe(
             "s1",
             &WakeAdapter::Opencode {
-                url: format!("http://127.0.0.1:{port}"),
+                url: format!("http://127.0.0.1:{down_port}"),
                 opencode_session: None,
                 directory: None,
             },
