@@ -95,6 +95,17 @@ pub fn resolve_session(
     session::resolve(&session::hook(agent_var), &known).map(|(s, _)| s)
 }
 
+/// The session the agent itself runs in ([`session::agent_own`]): the hook
+/// input's `session_id`, else the agent's variable `agent_var`.
+pub fn agent_session(
+    env: impl Fn(&str) -> Option<String>,
+    input: &HookInput,
+    agent_var: &'static str,
+) -> Option<String> {
+    let known = Known::new(None, &env).hook_input(input.session_id.as_deref());
+    session::resolve(&session::agent_own(agent_var), &known).map(|(s, _)| s)
+}
+
 pub(crate) fn env(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }

@@ -77,8 +77,16 @@ pub const MCP: [Source; 6] = [
 /// `wakeful acp-proxy`'s order; with none of these it makes a new name.
 pub const ACP: [Source; 2] = [Source::Flag, Source::Var(WAKEFUL_SESSION)];
 
+/// The session the agent itself runs in, as its hooks see it (what a hook
+/// records for the agent's process): the hook input's, else the agent's
+/// own session variable `agent_var`. The tail of [`hook`].
+pub const fn agent_own(agent_var: &'static str) -> [Source; 2] {
+    [Source::HookInput, Source::Var(agent_var)]
+}
+
 /// The order of a hook (or the Claude Code bridge) of the agent whose own
-/// session variable is `agent_var`.
+/// session variable is `agent_var`: an explicit or recorded session, else
+/// [`agent_own`].
 pub const fn hook(agent_var: &'static str) -> [Source; 5] {
     [
         Source::Flag,
@@ -261,6 +269,16 @@ mod tests {
         assert_eq!(resolve(&order, &Known::new(None, &g)).unwrap().0, "g");
         let none = env(&[]);
         assert_eq!(resolve(&order, &Known::new(None, &none)), None);
+    }
+
+    #[test]
+    fn the_agents_own_session_is_the_tail_of_a_hooks_order() {
+        assert_eq!(hook(GEMINI_SESSION_ID)[3..], agent_own(GEMINI_SESSION_ID));
+        let g = env(&[("GEMINI_SESSION_ID", "g"), ("WAKEFUL_SESSION", "w")]);
+        let order = agent_own(GEMINI_SESSION_ID);
+        let known = Known::new(Some("flag"), &g).hook_input(Some("stdin"));
+        assert_eq!(resolve(&order, &known).unwrap().0, "stdin");
+        assert_eq!(resolve(&order, &Known::new(None, &g)).unwrap().0, "g");
     }
 
     #[test]

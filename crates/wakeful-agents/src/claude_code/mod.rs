@@ -65,8 +65,8 @@ use wakeful_core::present::{self, sanitize_for_model};
 #[cfg(test)]
 use crate::hook::parse_input;
 use crate::hook::{
-    digest_text, env, read_input, resolve_session, stop_may_block, take_batch, take_now,
-    AgentProcess, HookInput, MAX_EVENT_BYTES,
+    agent_session, digest_text, env, read_input, resolve_session, stop_may_block, take_batch,
+    take_now, AgentProcess, HookInput, MAX_EVENT_BYTES,
 };
 use crate::{process_record, Error};
 
@@ -84,15 +84,6 @@ const MAX_RETRY: Duration = Duration::from_secs(1);
 
 /// Claude Code's session variable.
 const CLAUDE_VAR: &str = wakeful_core::session::CLAUDE_CODE_SESSION_ID;
-
-/// The session id the hook or bridge itself runs in (not yet mapped to the
-/// process's recorded one).
-fn current_session(env: impl Fn(&str) -> Option<String>, input: &HookInput) -> Option<String> {
-    input
-        .session_id
-        .clone()
-        .or_else(|| env(CLAUDE_VAR).filter(|s| !s.is_empty()))
-}
 
 /// The Stop hook's answer for framed events.
 pub fn stop_output(reason: &str) -> String {
@@ -112,8 +103,9 @@ pub fn env_file_line(session: &str) -> String {
 /// The session for a hook with `input`, recording the Claude Code process's
 /// session when this is its first hook.
 fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
-    let recorded =
-        || current_session(env, input).and_then(|current| process_session(paths, &current));
+    let recorded = || {
+        agent_session(env, input, CLAUDE_VAR).and_then(|current| process_session(paths, &current))
+    };
     resolve_session(explicit, env, recorded, input, CLAUDE_VAR).ok_or_else(|| {
         Error::usage("no session: run this from a Claude Code hook or monitor (session_id on stdin, or $CLAUDE_CODE_SESSION_ID), or pass --session",
         )
@@ -515,9 +507,12 @@ mod tests {
             resolve_session(None, vars(&[]), || None, &HookInput::default(), CLAUDE_VAR),
             None
         );
-        assert_eq!(current_session(cc, &input).as_deref(), Some("stdin"));
         assert_eq!(
-            current_session(cc, &HookInput::default()).as_deref(),
+            agent_session(cc, &input, CLAUDE_VAR).as_deref(),
+            Some("stdin")
+        );
+        assert_eq!(
+            agent_session(cc, &HookInput::default(), CLAUDE_VAR).as_deref(),
             Some("cc")
         );
     }

@@ -6,6 +6,8 @@
 //! SessionStart and Stop hooks ([`hooks`]) and their installer into
 //! Codex's `config.toml` ([`config`]).
 
+use std::path::{Path, PathBuf};
+
 pub mod auto_route;
 #[cfg(feature = "hooks")]
 pub mod config;
@@ -15,3 +17,9 @@ pub mod probe;
 pub mod route_check;
 #[cfg(feature = "daemon")]
 pub mod wake_adapter;
+
+/// The `codex` executable a route runs: its `binary`, else `codex` on
+/// `PATH`.
+pub fn program(binary: Option<&Path>) -> PathBuf {
+    binary.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf)
+}

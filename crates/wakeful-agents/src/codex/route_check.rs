@@ -3,7 +3,7 @@
 //! turn; otherwise it is queued), and whether a `codex exec` run holds the
 //! thread (wakes into it are refused).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::probe;
 use crate::doctor_check::{Check, Level, PROBE};
@@ -24,7 +24,7 @@ pub async fn route(
 
 /// `codex --version`, within [`PROBE`].
 async fn version(name: &str, binary: Option<&Path>, thread: &str) -> Check {
-    let program = binary.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf);
+    let program = super::program(binary);
     let version = tokio::time::timeout(
         PROBE,
         tokio::process::Command::new(&program)

@@ -36,7 +36,7 @@
 //! text, since `codex queue` picks its own message id).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -743,7 +743,7 @@ async fn fallback(
         Some(holder) => return Outcome::Failed(owned_reason(thread, Some(&holder), None)),
         None => {}
     }
-    let program = binary.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf);
+    let program = super::program(binary);
     // `--resume` makes a daemon that comes up meanwhile load the thread; it
     // starts none.
     let args = vec![
@@ -1183,6 +1183,9 @@ mod tests {
             control_socket(Path::new("/h/.codex")),
             Path::new("/h/.codex/app-server-control/app-server-control.sock")
         );
-        assert_eq!(codex_home(Some(Path::new("/x"))), Some(PathBuf::from("/x")));
+        assert_eq!(
+            codex_home(Some(Path::new("/x"))),
+            Some(std::path::PathBuf::from("/x"))
+        );
     }
 }

@@ -124,14 +124,10 @@ pub fn shell_session(paths: &Paths) -> Option<String> {
 /// session when this is its first hook.
 fn session_for(paths: &Paths, explicit: Option<&str>, input: &HookInput) -> Result<String, Error> {
     let recorded = || {
-        input
-            .session_id
-            .clone()
-            .or_else(|| env(GEMINI_SESSION_ID).filter(|s| !s.is_empty()))
-            .and_then(|current| {
-                let pid = gemini_ancestor()?;
-                process_record::recorded_or_record(paths, AGENT_DIR, pid, &current, "wakeful hook")
-            })
+        hook::agent_session(env, input, GEMINI_SESSION_ID).and_then(|current| {
+            let pid = gemini_ancestor()?;
+            process_record::recorded_or_record(paths, AGENT_DIR, pid, &current, "wakeful hook")
+        })
     };
     hook::resolve_session(explicit, env, recorded, input, GEMINI_SESSION_ID).ok_or_else(|| {
         Error::usage("no session: run this from a Gemini CLI hook (session_id on stdin, or $GEMINI_SESSION_ID), or pass --session",
