@@ -35,12 +35,13 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
                 target = wakeful_agents::route_probe::probe(&route.session, &route.route).await;
                 if let Some(broken) = target.iter().find(|c| c.level == Level::Problem) {
                     let name = route.route.name();
-                    for p in report.paths.iter_mut().filter(|p| p.path == name && p.live) {
+                    let via = wakeful_protocol::WakeVia::Route(name.to_string());
+                    for p in report.paths.iter_mut().filter(|p| p.path == via && p.live) {
                         p.live = false;
                         p.detail =
                             format!("the {name} wake route cannot deliver: {}", broken.detail);
                     }
-                    if report.wake.live && report.wake.route == name {
+                    if report.wake.live && report.wake.route == via {
                         report.wake = match report.paths.iter().find(|p| p.live) {
                             Some(p) => wakeful_protocol::WakeInfo {
                                 route: p.path.clone(),
@@ -48,7 +49,7 @@ pub async fn doctor(paths: &Paths, session: String, json: bool) -> Result<u8, Fa
                                 reason: p.detail.clone(),
                             },
                             None => wakeful_protocol::WakeInfo {
-                                route: name.to_string(),
+                                route: via,
                                 live: false,
                                 reason: format!(
                                     "nothing will wake you: the {name} wake route cannot deliver: {}",

@@ -3,7 +3,9 @@
 //! notifications, and its wake route's last outcome. Pure: the server
 //! gathers the facts, [`assess`] judges them.
 
-use wakeful_protocol::{Consumer, WakeDelivery, WakeInfo, WakePath, WakeReport, WakeStatus};
+use wakeful_protocol::{
+    Consumer, WakeDelivery, WakeInfo, WakePath, WakeReport, WakeStatus, WakeVia,
+};
 
 /// What is attached to a session now.
 #[derive(Debug, Default)]
@@ -17,18 +19,18 @@ pub struct Attached<'a> {
 }
 
 /// The path a consumer's waiters stand for.
-fn waiter_path(consumer: &Consumer) -> (String, String) {
+fn waiter_path(consumer: &Consumer) -> (WakeVia, String) {
     match consumer {
         Consumer::Claude => (
-            "claude-code".into(),
+            WakeVia::ClaudeCode,
             "the Claude Code plugin (monitor bridge or rewake hook, consumer `claude`) is waiting: events wake the session".into(),
         ),
         Consumer::Mcp => (
-            "monitor_wait".into(),
+            WakeVia::MonitorWait,
             "a monitor_wait call (consumer `mcp`) is waiting: events end it".into(),
         ),
         other => (
-            format!("wait:{other}"),
+            WakeVia::Wait(other.clone()),
             format!("`wakeful wait --consumer {other}` is waiting: events go to it"),
         ),
     }
@@ -62,7 +64,7 @@ pub fn assess(session: &str, attached: &Attached<'_>) -> WakeReport {
     }
     if attached.channel_pushers > 0 {
         paths.push(WakePath {
-            path: "mcp-channel".into(),
+            path: WakeVia::McpChannel,
             live: true,
             detail: "an MCP client that shows channel notifications follows this session: events wake it".into(),
         });
@@ -82,7 +84,7 @@ pub fn assess(session: &str, attached: &Attached<'_>) -> WakeReport {
                 |p| p.detail.clone(),
             );
             WakeInfo {
-                route: paths.first().map_or_else(|| "none".into(), |p| p.path.clone()),
+                route: paths.first().map_or(WakeVia::None, |p| p.path.clone()),
                 live: false,
                 reason: format!(
                     "nothing will wake you: {why}. Call `wakeful wait --session {session}` (or the monitor_wait tool) before ending your turn, or `wakeful doctor --session {session}` to see what is missing."
@@ -125,7 +127,7 @@ fn route_path(route: &WakeStatus) -> WakePath {
         ),
     };
     WakePath {
-        path: name,
+        path: WakeVia::Route(name),
         live,
         detail,
     }
@@ -156,7 +158,7 @@ mod tests {
     fn nothing_attached_is_not_live_and_says_what_to_do() {
         let r = assess("s", &Attached::default());
         assert!(!r.wake.live);
-        assert_eq!(r.wake.route, "none");
+        assert_eq!(r.wake.route, WakeVia::None);
         assert!(r
             .wake
             .reason
@@ -178,8 +180,8 @@ mod tests {
         };
         let r = assess("s", &a);
         assert!(r.wake.live);
-        assert_eq!(r.wake.route, "claude-code");
-        let names: Vec<&str> = r.paths.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(r.wake.route, WakeVia::ClaudeCode);
+        let names: Vec<String> = r.paths.iter().map(|p| p.path.name()).collect();
         assert_eq!(names, ["claude-code", "wait:default", "mcp-channel"]);
         assert!(r.paths[0].detail.ends_with("(2 waiters)"));
     }
@@ -195,7 +197,7 @@ mod tests {
             },
         );
         assert!(r.wake.live);
-        assert_eq!(r.wake.route, "exec");
+        assert_eq!(r.wake.route, WakeVia::Route("exec".into()));
         let fresh = route(WakeDelivery::Idle, 0, None);
         assert!(
             assess(
@@ -225,7 +227,7 @@ mod tests {
             },
         );
         assert!(!r.wake.live);
-        assert_eq!(r.wake.route, "exec");
+        assert_eq!(r.wake.route, WakeVia::Route("exec".into()));
         assert!(
             r.wake.reason.contains("connection refused"),
             "{}",
@@ -261,6 +263,6 @@ mod tests {
         };
         let r = assess("s", &a);
         assert!(r.wake.live);
-        assert_eq!(r.wake.route, "monitor_wait");
+        assert_eq!(r.wake.route, WakeVia::MonitorWait);
     }
 }

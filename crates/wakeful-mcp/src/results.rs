@@ -146,7 +146,7 @@ mod tests {
 
     fn wake() -> WakeInfo {
         WakeInfo {
-            route: "none".into(),
+            route: wakeful_protocol::WakeVia::None,
             live: false,
             reason: "r".into(),
         }

@@ -46,7 +46,7 @@ pub mod view;
 pub use cluster::{ClusterStatus, HostMonitor, HostStatus, LinkState, LinkStatus};
 pub use consumer::Consumer;
 pub use frame_lock::FrameLock;
-pub use liveness::{WakeInfo, WakePath, WakeReport};
+pub use liveness::{WakeInfo, WakePath, WakeReport, WakeVia};
 pub use paths::{Paths, PathsError};
 pub use reply::{
     Acked, ConsumerInfo, DaemonInfo, DeliveryAttempt, ErrorKind, EventSubscriptionInfo,
