@@ -25,6 +25,7 @@ pub mod args;
 pub mod channel;
 pub mod era;
 pub mod events;
+mod listeners;
 pub mod results;
 pub mod server;
 pub mod session;

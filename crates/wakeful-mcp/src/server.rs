@@ -154,7 +154,7 @@ struct Inner {
     /// The Claude Code above this process runs with channels on.
     claude_channels: bool,
     /// Open `subscriptions/listen` streams, for `notifications/tasks`.
-    listeners: crate::tasks::Listeners,
+    listeners: crate::listeners::Listeners,
 }
 
 /// The state of channel push.
@@ -225,7 +225,7 @@ impl WakefulServer {
     }
 
     /// The open `subscriptions/listen` streams.
-    pub(crate) fn listeners(&self) -> &crate::tasks::Listeners {
+    pub(crate) fn listeners(&self) -> &crate::listeners::Listeners {
         &self.inner.listeners
     }
 
@@ -364,7 +364,7 @@ impl WakefulServer {
         let waited = self
             .monitor_wait(Value::Object(Default::default()), call)
             .await;
-        crate::tasks::with_monitor(waited, note.as_deref())
+        results::with_monitor(waited, note.as_deref())
     }
 
     pub(crate) async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
