@@ -18,25 +18,13 @@
 //! `server/discover` first, stays modern if the server answers with a
 //! `DiscoverResult`, and falls back to `initialize` on an error that is not
 //! a modern one (here `-32601`, method not found, whose message names the
-//! revisions to use with `initialize`).
+//! revisions to use with `initialize`: [`crate::handler::discover_error`]).
 //!
 //! A probe without the `_meta` 2026-07-28 requires gets `-32602`; a request
 //! that names a revision the mode does not serve gets `-32022` with the
 //! supported revisions (both answered by [`rmcp`]).
 
-use std::borrow::Cow;
-
-use rmcp::model::{
-    ClientRequest, ErrorCode, ProtocolVersion, RequestMetaObject, ServerConfig, ServerResult,
-};
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
-use rmcp::ErrorData;
-use serde_json::json;
-
-use crate::server::WakefulServer;
-
-/// The message of the answer to `server/discover`.
-pub const DISCOVER_MESSAGE: &str = "Method not found: server/discover. wakeful speaks the MCP revisions that open with initialize (2024-11-05 to 2025-11-25): its channel push needs the session that initialize opens. Send initialize.";
+use rmcp::model::{ProtocolVersion, RequestMetaObject};
 
 /// The name Claude Code gives itself in `clientInfo`.
 pub const CLAUDE_CODE: &str = "claude-code";
@@ -135,64 +123,10 @@ impl Protocol {
     }
 }
 
-/// [`WakefulServer`] as the transport sees it: every request goes to the
-/// server, except a `server/discover` probe that [`Protocol::modern_for`]
-/// sends to the legacy handshake, which gets [`discover_error`].
-pub struct Era(pub WakefulServer);
-
-/// The error that answers `server/discover`.
-pub fn discover_error() -> ErrorData {
-    let versions: Vec<&str> =
-        ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
-            .iter()
-            .map(ProtocolVersion::as_str)
-            .collect();
-    ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        DISCOVER_MESSAGE,
-        Some(json!({ "initializeVersions": versions })),
-    )
-}
-
-impl Service<RoleServer> for Era {
-    async fn handle_request(
-        &self,
-        request: ClientRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ServerResult, ErrorData> {
-        if matches!(request, ClientRequest::DiscoverRequest(_)) {
-            self.0.note_discovered();
-            if !self
-                .0
-                .protocol()
-                .modern_for(&context.meta, self.0.claude_channels())
-            {
-                return Err(discover_error());
-            }
-        }
-        <WakefulServer as Service<RoleServer>>::handle_request(&self.0, request, context).await
-    }
-
-    async fn handle_notification(
-        &self,
-        notification: rmcp::model::ClientNotification,
-        context: NotificationContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        <WakefulServer as Service<RoleServer>>::handle_notification(&self.0, notification, context)
-            .await
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        <WakefulServer as Service<RoleServer>>::get_info(&self.0)
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        <WakefulServer as Service<RoleServer>>::supported_protocol_versions(&self.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn meta(client: &str, capabilities: serde_json::Value) -> RequestMetaObject {

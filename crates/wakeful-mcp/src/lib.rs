@@ -16,6 +16,7 @@
 //! It speaks the MCP revisions that open with `initialize` and MCP
 //! 2026-07-28; which one a dual-era client gets is chosen by
 //! [`era::Protocol`] from what the client says about itself ([`era`]).
+//! [`handler`] sends each request to the part of the server that answers it.
 //!
 //! [`serve_stdio`] runs the server until the client closes stdin.
 
@@ -25,6 +26,8 @@ pub mod args;
 pub mod channel;
 pub mod era;
 pub mod events;
+pub mod handler;
+mod listeners;
 pub mod results;
 pub mod server;
 pub mod session;
@@ -96,7 +99,7 @@ pub async fn serve_stdio(
         ),
         server.receipts(),
     );
-    let running = match era::Era(server.clone()).serve(transport).await {
+    let running = match handler::Era(server.clone()).serve(transport).await {
         Ok(running) => running,
         // A 2026-07-28 client that probed with `server/discover` and left
         // (it may cache the answer) ended the connection normally.

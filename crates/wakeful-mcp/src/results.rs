@@ -140,6 +140,18 @@ pub fn to_value<T: Serialize>(result: &T) -> Result<Value, serde_json::Error> {
     serde_json::to_value(result)
 }
 
+/// A wait's result with the start result a `monitor_start` task kept
+/// (`note`) under `monitor`.
+pub(crate) fn with_monitor<E>(result: Result<Value, E>, note: Option<&str>) -> Result<Value, E> {
+    let started = note.and_then(|n| serde_json::from_str::<Value>(n).ok());
+    result.map(|mut value| {
+        if let (Some(started), Some(obj)) = (started, value.as_object_mut()) {
+            obj.insert("monitor".into(), started);
+        }
+        value
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +207,19 @@ mod tests {
             .unwrap(),
             serde_json::json!({"events": [], "last_seq": 3, "more": true})
         );
+    }
+
+    #[test]
+    fn a_wait_carries_the_start_result_it_kept_under_monitor() {
+        let waited = || Ok::<_, ()>(serde_json::json!({"events": []}));
+        assert_eq!(
+            with_monitor(waited(), Some(r#"{"id": "mon-1"}"#)).unwrap(),
+            serde_json::json!({"events": [], "monitor": {"id": "mon-1"}})
+        );
+        assert_eq!(
+            with_monitor(waited(), Some("not JSON")).unwrap(),
+            serde_json::json!({"events": []})
+        );
+        assert_eq!(with_monitor(Err::<Value, _>(()), Some("{}")), Err(()));
     }
 }

@@ -1,20 +1,16 @@
-//! The MCP server: capabilities, instructions, and the tools, each a thin
-//! translation of its arguments into a daemon request.
+//! The MCP server: its state, its instructions, and the tools, each a thin
+//! translation of its arguments into a daemon request. [`crate::handler`]
+//! sends requests here; [`crate::tasks`] and [`crate::events`] add to
+//! [`WakefulServer`] what they serve.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CustomRequest, CustomResult, DiscoverResult, ExperimentalCapabilities, GetTaskParams,
-    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken, RequestId, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
-use rmcp::{ErrorData, ServerHandler};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
@@ -154,7 +150,7 @@ struct Inner {
     /// The Claude Code above this process runs with channels on.
     claude_channels: bool,
     /// Open `subscriptions/listen` streams, for `notifications/tasks`.
-    listeners: crate::tasks::Listeners,
+    listeners: crate::listeners::Listeners,
 }
 
 /// The state of channel push.
@@ -225,7 +221,7 @@ impl WakefulServer {
     }
 
     /// The open `subscriptions/listen` streams.
-    pub(crate) fn listeners(&self) -> &crate::tasks::Listeners {
+    pub(crate) fn listeners(&self) -> &crate::listeners::Listeners {
         &self.inner.listeners
     }
 
@@ -289,7 +285,7 @@ impl WakefulServer {
     /// Notes where channel push starts: the daemon's last seq (starting the
     /// daemon if needed). Runs while answering `initialize`, before the
     /// client can start anything.
-    async fn note_start_seq(&self) {
+    pub(crate) async fn note_start_seq(&self) {
         let status = async {
             let mut conn = connect(&self.inner.paths).await?;
             conn.call(wakeful_protocol::GetStatus {}).await
@@ -302,7 +298,7 @@ impl WakefulServer {
     }
 
     /// Starts channel push to `peer`, once.
-    fn start_push(&self, peer: &Peer<RoleServer>) {
+    pub(crate) fn start_push(&self, peer: &Peer<RoleServer>) {
         let mut push = self.push();
         if push.stopped || push.task.is_some() {
             return;
@@ -326,7 +322,13 @@ impl WakefulServer {
         })));
     }
 
-    async fn call(&self, name: &str, args: Value, call: &Call) -> Option<Result<Value, ToolError>> {
+    /// Runs the tool `name` for `call`; `None` when there is no such tool.
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        call: &Call,
+    ) -> Option<Result<Value, ToolError>> {
         Some(match name {
             MONITOR_START if wants_wait(&args) => self.monitor_start_and_wait(args, call).await,
             MONITOR_START => self.monitor_start(args, call).await,
@@ -364,7 +366,7 @@ impl WakefulServer {
         let waited = self
             .monitor_wait(Value::Object(Default::default()), call)
             .await;
-        crate::tasks::with_monitor(waited, note.as_deref())
+        results::with_monitor(waited, note.as_deref())
     }
 
     pub(crate) async fn monitor_start(&self, args: Value, call: &Call) -> Result<Value, ToolError> {
@@ -565,6 +567,28 @@ impl WakefulServer {
         self.inner.session.for_call(meta).0
     }
 
+    /// The tool call a `tools/call` request with `context` makes: the
+    /// session and Codex thread its `_meta` names, and the client to report
+    /// progress to when it asked for progress.
+    pub(crate) fn call_for(&self, context: &RequestContext<RoleServer>) -> Call {
+        let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
+        Call {
+            id: context.id.clone(),
+            ct: context.ct.clone(),
+            session,
+            codex_thread,
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (token, context.peer.clone())),
+        }
+    }
+
+    /// The tools this server offers.
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
     pub(crate) async fn connect(&self) -> Result<Connection, ToolError> {
         Ok(connect(&self.inner.paths).await?)
     }
@@ -572,7 +596,7 @@ impl WakefulServer {
     /// The session's resume digest, once per connection and session: what
     /// ran and ended before the connection's first call for it (taken
     /// before that call runs), or `None` when there is nothing to say.
-    async fn first_digest(&self, session: &str) -> Option<String> {
+    pub(crate) async fn first_digest(&self, session: &str) -> Option<String> {
         let first = self
             .inner
             .digested
@@ -585,200 +609,6 @@ impl WakefulServer {
         wakeful_client::digest(&self.inner.paths, session)
             .await
             .and_then(|d| d.text(wakeful_core::digest::Reader::Mcp))
-    }
-}
-
-impl ServerHandler for WakefulServer {
-    fn get_info(&self) -> ServerConfig {
-        let mut experimental = ExperimentalCapabilities::new();
-        experimental.insert(channel::CAPABILITY.to_string(), JsonObject::new());
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_experimental_with(experimental)
-            .enable_tools()
-            .enable_tasks()
-            .build();
-        let (id, settings) = crate::events::capability();
-        capabilities
-            .extensions
-            .get_or_insert_with(Default::default)
-            .insert(id, settings);
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("wakeful", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
-    }
-
-    /// The revisions of the server's [`crate::era::Protocol`] (a
-    /// `server/discover` probe that should fall back is answered by
-    /// [`crate::era::Era`]).
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(self.inner.protocol.versions())
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        self.note_start_seq().await;
-        let mut result = self.negotiate_initialize(&request)?;
-        // The tasks extension is a 2026-07-28 matter; MCP Events is served
-        // on both eras.
-        let (id, settings) = crate::events::capability();
-        result.capabilities.extensions = Some([(id, settings)].into_iter().collect());
-        Ok(result)
-    }
-
-    /// The answer to a probe that stays on 2026-07-28: the revisions served,
-    /// the tools and the tasks extension, without the channel capability
-    /// (a modern connection has no channel).
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let mut info = ServerHandler::get_info(self);
-        info.capabilities.experimental = None;
-        info.instructions = Some(INSTRUCTIONS_TASKS.into());
-        Ok(DiscoverResult::from_server_info(
-            self.inner.protocol.versions().to_vec(),
-            info,
-        ))
-    }
-
-    /// Opens a `subscriptions/listen` stream: it is acknowledged with the
-    /// categories wakeful sends (none of the list categories: its tool list
-    /// never changes) and stays open until the client cancels it. While it
-    /// is open, the tasks this connection creates are pushed on it as
-    /// `notifications/tasks` when they end ([`crate::tasks`]).
-    fn accepted_subscription_filter(
-        &self,
-        _requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::default())
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let request = context.request_context();
-        let id = request.id.clone();
-        self.listeners().open(id.clone(), request.peer.clone());
-        context.cancelled().await;
-        self.listeners().close(&id);
-        Ok(())
-    }
-
-    /// A task of the request's session, kept by the daemon
-    /// ([`crate::tasks`]); an id that is unknown, expired or another
-    /// session's gets the same error, which says no more.
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        let (session, _) = self.inner.session.for_call(&context.meta.0 .0);
-        self.task_get(request.task_id, &session, context.id.clone())
-            .await
-    }
-
-    /// Cancels a working task: it acknowledges nothing.
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let (session, _) = self.inner.session.for_call(&context.meta.0 .0);
-        self.task_cancel(request.task_id, &session).await
-    }
-
-    /// MCP Events (`events/*`, [`crate::events`]); anything else is not
-    /// found.
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        crate::events::handle(self, request, context).await
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.start_push(&context.peer);
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.iter().find(|t| t.name == name).cloned()
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // A client that skipped `notifications/initialized` still gets push;
-        // a client that sent its requests without `initialize` (each with its
-        // version in `_meta`) has no session, so no peer info, and gets none:
-        // nothing may reach it outside its requests.
-        if context.peer.peer_info().is_some() {
-            self.start_push(&context.peer);
-        }
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let (session, codex_thread) = self.inner.session.for_call(&context.meta.0 .0);
-        // A wait whose request declares the tasks extension runs in the
-        // background (crate::tasks); a legacy request never does.
-        if request.name == MONITOR_WAIT && crate::tasks::declared(&context) {
-            return Ok(match self.monitor_wait_task(args, &session).await {
-                Ok(task) => task.into(),
-                Err(bad) => bad.into(),
-            });
-        }
-        let start_task =
-            request.name == MONITOR_START && wants_wait(&args) && crate::tasks::declared(&context);
-        let call = Call {
-            id: context.id.clone(),
-            ct: context.ct.clone(),
-            session,
-            codex_thread,
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| (token, context.peer.clone())),
-        };
-        if start_task {
-            return Ok(match self.monitor_start_task(args, &call).await {
-                Ok(task) => task.into(),
-                Err(bad) => bad.into(),
-            });
-        }
-        let digest = self.first_digest(&call.session).await;
-        let Some(result) = self.call(&request.name, args, &call).await else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{}`; wakeful's tools are {}",
-                    request.name,
-                    self.inner
-                        .tools
-                        .iter()
-                        .map(|t| t.name.as_ref())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None,
-            ));
-        };
-        // The first call for a session carries its digest (`digest`).
-        let result = result.map(|mut value| {
-            if let (Some(text), Some(obj)) = (digest, value.as_object_mut()) {
-                obj.insert("digest".into(), Value::String(text));
-            }
-            value
-        });
-        Ok(tool_result(result).into())
     }
 }
 
@@ -795,7 +625,7 @@ pub(crate) fn tool_result(result: Result<Value, ToolError>) -> CallToolResult {
 }
 
 /// Whether a `monitor_start` call asks to wait (`wait: true`).
-fn wants_wait(args: &Value) -> bool {
+pub(crate) fn wants_wait(args: &Value) -> bool {
     args.get("wait").and_then(Value::as_bool) == Some(true)
 }
 

@@ -16,16 +16,12 @@
 //! never asks acknowledges nothing, and those events go to the consumer's
 //! next reader. docs/agents/mcp.md, "Monitors as tasks", has the rules.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CreateTaskResult, DetailedTask, GetMeta, GetTaskResult, JsonObject, RequestId,
-    ServerNotification, Task, TaskPayload, TaskStatus, TaskStatusNotification,
-    TaskStatusNotificationParams,
+    CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, RequestId, Task,
+    TaskPayload, TaskStatus,
 };
-use rmcp::service::{Peer, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 use wakeful_client::{ClientError, ErrorKind};
@@ -151,66 +147,9 @@ fn completed(info: &TaskInfo) -> (CallToolResult, usize) {
         }
     };
     (
-        crate::server::tool_result(with_monitor(value, info.note.as_deref())),
+        crate::server::tool_result(results::with_monitor(value, info.note.as_deref())),
         keep,
     )
-}
-
-/// A wait's result with the start result a `monitor_start` task kept
-/// (`note`) under `monitor`.
-pub(crate) fn with_monitor(
-    result: Result<Value, ToolError>,
-    note: Option<&str>,
-) -> Result<Value, ToolError> {
-    let started = note.and_then(|n| serde_json::from_str::<Value>(n).ok());
-    result.map(|mut value| {
-        if let (Some(started), Some(obj)) = (started, value.as_object_mut()) {
-            obj.insert("monitor".into(), started);
-        }
-        value
-    })
-}
-
-/// The open `subscriptions/listen` streams of a connection, and how many
-/// of its tasks are followed for them.
-#[derive(Default)]
-pub struct Listeners {
-    open: Mutex<Vec<(RequestId, Peer<RoleServer>)>>,
-    followed: AtomicUsize,
-}
-
-impl Listeners {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(RequestId, Peer<RoleServer>)>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A listen stream `id` opened.
-    pub fn open(&self, id: RequestId, peer: Peer<RoleServer>) {
-        self.lock().push((id, peer));
-    }
-
-    /// Listen stream `id` ended.
-    pub fn close(&self, id: &RequestId) {
-        self.lock().retain(|(open, _)| open != id);
-    }
-
-    fn any(&self) -> bool {
-        !self.lock().is_empty()
-    }
-
-    /// Sends `task` to every open listen stream; whether one took it.
-    async fn notify(&self, task: &DetailedTask) -> bool {
-        let open = self.lock().clone();
-        let mut sent = false;
-        for (id, peer) in open {
-            let mut note = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(
-                TaskStatusNotificationParams::new(task.clone()),
-            ));
-            note.get_meta_mut().set_subscription_id(id);
-            sent |= peer.send_notification(note).await.is_ok();
-        }
-        sent
-    }
 }
 
 fn object(result: &CallToolResult) -> JsonObject {
@@ -305,15 +244,13 @@ impl WakefulServer {
     /// pushes `notifications/tasks` when it ends; a completed task's events
     /// are acknowledged once the notification was written.
     pub(crate) fn follow(&self, id: String, session: String) {
-        let listeners = self.listeners();
-        if !listeners.any() || listeners.followed.load(Ordering::SeqCst) >= MAX_FOLLOWED {
+        if !self.listeners().follow(MAX_FOLLOWED) {
             return;
         }
-        listeners.followed.fetch_add(1, Ordering::SeqCst);
         let server = self.clone();
         tokio::spawn(async move {
             server.follow_until_ended(&id, &session).await;
-            server.listeners().followed.fetch_sub(1, Ordering::SeqCst);
+            server.listeners().unfollow();
         });
     }
 
