@@ -26,7 +26,9 @@ use tokio::process::Child;
 use wakeful_core::machine::SourceEnd;
 use wakeful_core::Stream;
 
-use super::{GroupGuard, Managed, Target};
+use super::group::GroupGuard;
+use super::reaper::{spawn, Managed};
+use super::target::Target;
 use crate::source::{Alarm, HandedProcess};
 use wakeful_platform::tree::{self as platform, ContainerRoot};
 
@@ -239,9 +241,9 @@ impl ProcessDriver {
         let mut cmd = tokio::process::Command::from(cmd);
         // From the thread that starts every command (`spawner`): the
         // parent-death signal is tied to it.
-        let (mut child, managed) = super::spawner::on_spawner(move || super::spawn(&mut cmd))?;
+        let (mut child, managed) = super::spawner::on_spawner(move || spawn(&mut cmd))?;
         let pid = managed.pid();
-        let leader_start = super::proc_info(pid).map_or(0, |p| p.start_ticks);
+        let leader_start = wakeful_platform::tree::proc_info(pid).map_or(0, |p| p.start_ticks);
         let out = child
             .stdout
             .take()

@@ -89,11 +89,11 @@ pub fn reap_adopted() -> usize {
     let me = std::process::id() as i32;
     let set = managed();
     let mut reaped = 0;
-    for pid in super::children_of(me) {
+    for pid in wakeful_platform::tree::children_of(me) {
         if set.contains_key(&pid) {
             continue;
         }
-        let zombie = super::proc_info(pid).is_some_and(|p| !p.is_live());
+        let zombie = wakeful_platform::tree::proc_info(pid).is_some_and(|p| !p.is_live());
         if zombie && waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)).is_ok() {
             reaped += 1;
         }

@@ -7,8 +7,11 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use wakeful_core::stop::{self, Next, StopPlan};
 
-use super::{children_of, has_env, proc_info, reaper, signal_group, subtree, ProcInfo};
-use wakeful_platform::tree::Container;
+use super::group::{reap_group_zombies, signal_group};
+use super::reaper;
+use wakeful_platform::tree::{
+    all_processes, children_of, has_env, is_subreaper, proc_info, subtree, Container, ProcInfo,
+};
 
 /// The environment marker every process of a command inherits.
 pub const MARKER: &str = "WAKEFUL_MONITOR_ID";
@@ -61,7 +64,7 @@ impl Target {
             take(subtree(self.leader), &mut found);
         }
         let belongs = |p: &ProcInfo| p.pgrp == self.leader || has_env(p.pid, MARKER, &self.marker);
-        if super::is_subreaper() {
+        if is_subreaper() {
             // Every orphan of the command was reparented to us.
             for pid in children_of(me) {
                 if pid == self.leader || reaper::is_managed(pid) {
@@ -74,7 +77,7 @@ impl Target {
                 }
             }
         } else {
-            for p in super::all_processes() {
+            for p in all_processes() {
                 if p.pid != me && p.is_live() && belongs(&p) {
                     take(subtree(p.pid), &mut found);
                 }
@@ -115,8 +118,8 @@ impl Target {
             }
             match step.next {
                 Next::Done { survivors } => {
-                    super::reap_group_zombies(self.leader);
-                    if super::is_subreaper() {
+                    reap_group_zombies(self.leader);
+                    if is_subreaper() {
                         reaper::reap_adopted();
                     }
                     return survivors;
