@@ -13,8 +13,6 @@ mod terminal;
 mod wake_route;
 mod web;
 
-use std::collections::BTreeMap;
-
 use wakeful_client::Paths;
 
 use crate::cli::{Cli, Command, PluginCommand, SessionCommand, TerminalCommand};
@@ -30,7 +28,7 @@ use start::{spec_of, start, watch};
 use status::{cluster_status, status};
 use terminal::{run_terminal, terminal_kill, terminal_list};
 use wake_route::wake;
-use web::web;
+use web::{view_failure, web};
 
 /// Runs the parsed command line; returns the exit code.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -235,33 +233,5 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Completions { shell } => crate::package::completions(shell),
         Command::Man { dir } => crate::package::man(dir.as_deref(), json),
-    }
-}
-
-/// A view that could not run: usage (no terminal, bad `[view]`) exits 2.
-fn view_failure(e: wakeful_view::ViewError) -> Failure {
-    let code = match e {
-        wakeful_view::ViewError::NoTerminal | wakeful_view::ViewError::Config { .. } => exit::USAGE,
-        _ => exit::FAILURE,
-    };
-    Failure::new(code, e.to_string())
-}
-
-fn client_env() -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = std::env::vars().collect();
-    // Under `wakeful acp-proxy` the proxy delivers the session's events; a
-    // Codex agent's CODEX_THREAD_ID would give the session a `codex` wake
-    // route too, and every event would be delivered twice.
-    if env.contains_key(wakeful_acp::PROXY_ENV) {
-        env.remove(wakeful_core::session::CODEX_THREAD_ID);
-    }
-    env
-}
-
-/// On stderr (stdout holds only the id, for scripts): when no wake will
-/// come, say so and what to do.
-fn say_wake(wake: &wakeful_protocol::WakeInfo) {
-    if !wake.live {
-        eprintln!("wakeful: {}", wake.reason);
     }
 }

@@ -9,7 +9,6 @@ use wakeful_client::{connect, connect_existing, ClientError, Connection, ErrorKi
 use wakeful_core::{EventBody, MonitorSpec, MonitorStopReason};
 use wakeful_protocol::{OutputForm, StartResult};
 
-use super::{client_env, say_wake};
 use crate::render::{self, print_json};
 use crate::{exit, Failure};
 
@@ -247,5 +246,25 @@ async fn let_go(paths: &Paths, id: &str, detach: bool, say: bool) {
         let _ = conn
             .call(wakeful_protocol::StopMonitor { id: id.to_string() })
             .await;
+    }
+}
+
+/// The environment a started command or terminal gets: this process's.
+pub(super) fn client_env() -> std::collections::BTreeMap<String, String> {
+    let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    // Under `wakeful acp-proxy` the proxy delivers the session's events; a
+    // Codex agent's CODEX_THREAD_ID would give the session a `codex` wake
+    // route too, and every event would be delivered twice.
+    if env.contains_key(wakeful_acp::PROXY_ENV) {
+        env.remove(wakeful_core::session::CODEX_THREAD_ID);
+    }
+    env
+}
+
+/// On stderr (stdout holds only the id, for scripts): when no wake will
+/// come, say so and what to do.
+pub(super) fn say_wake(wake: &wakeful_protocol::WakeInfo) {
+    if !wake.live {
+        eprintln!("wakeful: {}", wake.reason);
     }
 }

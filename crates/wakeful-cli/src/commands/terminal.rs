@@ -2,7 +2,7 @@
 
 use wakeful_client::Paths;
 
-use super::{client_env, say_wake};
+use super::start::{client_env, say_wake};
 use crate::render::{self, print_json, print_list, show};
 use crate::{ask, exit, Failure};
 

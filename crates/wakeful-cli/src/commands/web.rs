@@ -3,7 +3,6 @@
 use serde_json::json;
 use wakeful_client::Paths;
 
-use super::view_failure;
 use crate::render::print_json;
 use crate::Failure;
 
@@ -46,4 +45,15 @@ pub(super) async fn web(
         _ = interrupt.recv() => Ok(0),
         _ = terminate.recv() => Ok(0),
     }
+}
+
+/// A view that could not run: usage (no terminal, bad `[view]`) exits 2.
+pub(super) fn view_failure(e: wakeful_view::ViewError) -> Failure {
+    let code = match e {
+        wakeful_view::ViewError::NoTerminal | wakeful_view::ViewError::Config { .. } => {
+            crate::exit::USAGE
+        }
+        _ => crate::exit::FAILURE,
+    };
+    Failure::new(code, e.to_string())
 }
