@@ -11,7 +11,7 @@ use wakeful_protocol::{
 #[derive(Debug, Default)]
 pub struct Attached<'a> {
     /// (consumer, waiters attached now), for consumers with waiters.
-    pub waiters: Vec<(String, usize)>,
+    pub waiters: Vec<(Consumer, usize)>,
     /// Event streams that push to an agent woken by them (MCP channel).
     pub channel_pushers: usize,
     /// The session's wake route and where its delivery stands.
@@ -45,8 +45,8 @@ pub fn assess(session: &str, attached: &Attached<'_>) -> WakeReport {
     let mut waiters: Vec<(Consumer, usize)> = attached
         .waiters
         .iter()
-        .map(|(c, n)| (Consumer::from_name(c), *n))
         .filter(|(c, n)| *n > 0 && !c.is_one_monitor())
+        .cloned()
         .collect();
     waiters.sort_by_key(|(c, _)| (*c != Consumer::Claude, c.name().to_string()));
     for (consumer, n) in waiters {
@@ -171,9 +171,9 @@ mod tests {
     fn the_plugin_comes_first_among_live_paths() {
         let a = Attached {
             waiters: vec![
-                ("default".into(), 1),
-                ("claude".into(), 2),
-                ("idle".into(), 0),
+                (Consumer::Default, 1),
+                (Consumer::Claude, 2),
+                (Consumer::Named("idle".into()), 0),
             ],
             channel_pushers: 1,
             route: None,
@@ -257,7 +257,7 @@ mod tests {
         );
         // A waiter makes it live all the same.
         let a = Attached {
-            waiters: vec![("mcp".into(), 1)],
+            waiters: vec![(Consumer::Mcp, 1)],
             route: Some(&gave_up),
             ..Default::default()
         };

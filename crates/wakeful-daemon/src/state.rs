@@ -174,13 +174,13 @@ impl State {
     /// Whether, and through what, `session`'s events would wake its agent
     /// now.
     pub fn wake_report(&self, session: &str) -> wakeful_protocol::WakeReport {
-        let waiters: Vec<(String, usize)> = {
+        let waiters: Vec<(wakeful_protocol::Consumer, usize)> = {
             let map = self.consumers.lock().unwrap_or_else(|p| p.into_inner());
             map.iter()
                 .filter(|((s, _), _)| s == session)
                 .map(|((_, c), slot)| {
                     (
-                        c.clone(),
+                        wakeful_protocol::Consumer::from_name(c),
                         slot.waiters.load(std::sync::atomic::Ordering::SeqCst),
                     )
                 })
