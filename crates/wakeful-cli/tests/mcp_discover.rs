@@ -16,130 +16,31 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Home;
+use mcp_stdio::Raw;
 use serde_json::{json, Value};
 
 /// One deadline for each condition a test waits for.
 const DEADLINE: Duration = Duration::from_secs(20);
 const MODERN: &str = "2026-07-28";
 
-/// A `wakeful mcp` spoken to line by line.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<Value>,
-    /// Every frame read so far, in order.
-    seen: Vec<Value>,
+/// `wakeful mcp ARGS…` in session `session`, its stderr kept for
+/// [`Raw::close`].
+fn start_with(home: &Home, session: &str, args: &[&str]) -> Raw {
+    let mut cmd = home.cmd(&[&["mcp"], args].concat());
+    cmd.env("WAKEFUL_SESSION", session).stderr(Stdio::piped());
+    Raw::spawn(&mut cmd, DEADLINE)
 }
 
-impl Raw {
-    fn start(home: &Home, session: &str) -> Raw {
-        Raw::start_with(home, session, &[])
-    }
-
-    /// `wakeful mcp ARGS…`.
-    fn start_with(home: &Home, session: &str, args: &[&str]) -> Raw {
-        let mut child = Command::new(common::BIN)
-            .arg("mcp")
-            .args(args)
-            .env("WAKEFUL_HOME", home.path())
-            .env("WAKEFUL_SESSION", session)
-            .env_remove("CLAUDE_CODE_SESSION_ID")
-            .env_remove("CODEX_THREAD_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn wakeful mcp");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("not a JSON-RPC frame ({e}): {line}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Raw {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, frame: Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The response to request `id`; frames before it are kept in `seen`.
-    fn response(&mut self, id: u64) -> Value {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no response to request {id}: {:?}", self.seen));
-            self.seen.push(frame.clone());
-            if frame["id"] == json!(id) {
-                return frame;
-            }
-        }
-    }
-
-    /// The first notification `method` (seen before, or read now).
-    fn notification(&mut self, method: &str) -> Value {
-        if let Some(f) = self.seen.iter().find(|f| f["method"] == method) {
-            return f.clone();
-        }
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no {method}: {:?}", self.seen));
-            self.seen.push(frame.clone());
-            if frame["method"] == method {
-                return frame;
-            }
-        }
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.response(id)
-    }
-
-    /// Closes stdin; the exit status and stderr of `wakeful mcp`.
-    fn close(mut self) -> (std::process::ExitStatus, String) {
-        drop(self.stdin.take());
-        let mut status = None;
-        assert!(
-            common::eventually(DEADLINE, || {
-                status = self.child.try_wait().unwrap();
-                status.is_some()
-            }),
-            "wakeful mcp did not exit"
-        );
-        let status = status.unwrap();
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
-        (status, stderr)
-    }
+fn start(home: &Home, session: &str) -> Raw {
+    start_with(home, session, &[])
 }
 
 /// The `_meta` every 2026-07-28 request carries.
@@ -154,7 +55,7 @@ fn modern_meta(version: &str) -> Value {
 #[test]
 fn a_client_that_opens_with_server_discover_is_told_to_fall_back_to_initialize() {
     let home = Home::new();
-    let mut mcp = Raw::start_with(&home, "modern", &["--protocol", "2025-11-25"]);
+    let mut mcp = start_with(&home, "modern", &["--protocol", "2025-11-25"]);
 
     // Without the `_meta` 2026-07-28 requires: an error, and the server goes on.
     let r = mcp.request(1, "server/discover", json!({}));
@@ -234,7 +135,7 @@ fn a_client_that_opens_with_server_discover_is_told_to_fall_back_to_initialize()
 #[test]
 fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "probe");
+    let mut mcp = start(&home, "probe");
     let r = mcp.request(1, "server/discover", json!({"_meta": modern_meta(MODERN)}));
     assert_eq!(r["error"]["code"], -32601, "{r}");
 
@@ -285,13 +186,8 @@ fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() 
             .then(|| f["params"]["meta"]["kind"].as_str().unwrap().to_string())
     };
     let mut kinds: Vec<String> = mcp.seen.iter().filter_map(kind).collect();
-    let deadline = Instant::now() + DEADLINE;
     while !kinds.contains(&"stopped".to_string()) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let frame = mcp
-            .lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("channel notifications so far: {kinds:?}"));
+        let frame = mcp.next_where("channel notification `stopped`", |f| kind(f).is_some());
         kinds.extend(kind(&frame));
     }
     assert_eq!(kinds, ["started", "lines", "stopped"]);
@@ -302,7 +198,7 @@ fn a_dual_era_client_that_probes_and_then_initializes_gets_the_legacy_session() 
 #[test]
 fn a_client_that_only_probes_and_leaves_ends_wakeful_mcp_cleanly() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "probe-only");
+    let mut mcp = start(&home, "probe-only");
     let r = mcp.request(1, "server/discover", json!({"_meta": modern_meta(MODERN)}));
     assert_eq!(r["error"]["code"], -32601, "{r}");
     let (status, stderr) = mcp.close();
@@ -310,7 +206,7 @@ fn a_client_that_only_probes_and_leaves_ends_wakeful_mcp_cleanly() {
     assert_eq!(stderr, "");
 
     // Without a probe, closing at once is still the misuse it was.
-    let mcp = Raw::start(&home, "nothing");
+    let mut mcp = start(&home, "nothing");
     let (status, stderr) = mcp.close();
     assert!(!status.success());
     assert!(stderr.contains("handshake"), "{stderr}");
@@ -332,7 +228,7 @@ fn tasks() -> Value {
 #[test]
 fn auto_serves_a_tasks_client_2026_07_28_and_keeps_channel_clients_on_initialize() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "auto");
+    let mut mcp = start(&home, "auto");
     // A client that declares the channel, and one without the tasks
     // extension: the legacy answer (Claude Code started with channels on is
     // the third case: tests/mcp_era.rs).
@@ -531,7 +427,7 @@ fn auto_serves_a_tasks_client_2026_07_28_and_keeps_channel_clients_on_initialize
 #[test]
 fn the_2026_07_28_mode_keeps_even_claude_code_modern() {
     let home = Home::new();
-    let mut mcp = Raw::start_with(&home, "modern-only", &["--protocol", "2026-07-28"]);
+    let mut mcp = start_with(&home, "modern-only", &["--protocol", "2026-07-28"]);
     let r = mcp.request(
         1,
         "server/discover",
@@ -570,7 +466,7 @@ fn a_bad_protocol_mode_is_refused_with_the_accepted_ones() {
 #[test]
 fn a_task_that_ends_is_pushed_on_an_open_listen_stream_and_then_acknowledged() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "push");
+    let mut mcp = start(&home, "push");
     mcp.send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
                "params": {"notifications": {}, "_meta": meta_of("other", tasks())}}),
@@ -622,7 +518,7 @@ fn a_task_that_ends_is_pushed_on_an_open_listen_stream_and_then_acknowledged() {
 #[test]
 fn monitor_start_with_wait_is_one_task_that_ends_with_the_monitor() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, "startwait");
+    let mut mcp = start(&home, "startwait");
     let r = mcp.request(
         1,
         "tools/call",

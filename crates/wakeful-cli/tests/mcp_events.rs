@@ -10,115 +10,47 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use common::Home;
+use mcp_stdio::Raw;
 use serde_json::{json, Value};
 
 /// One deadline for each condition a test waits for.
 const DEADLINE: Duration = Duration::from_secs(20);
 const SESSION: &str = "ev";
 
-/// A `wakeful mcp` spoken to line by line.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<Value>,
-    seen: Vec<Value>,
+/// `wakeful mcp` in session [`SESSION`], with `env`.
+fn command(home: &Home, env: &[(&str, &str)]) -> std::process::Command {
+    let mut cmd = home.cmd(&["mcp"]);
+    cmd.env("WAKEFUL_SESSION", SESSION)
+        .envs(env.iter().copied())
+        .stderr(Stdio::null());
+    cmd
 }
 
-impl Raw {
-    fn start(home: &Home, env: &[(&str, &str)]) -> Raw {
-        let mut child = Command::new(common::BIN)
-            .arg("mcp")
-            .env("WAKEFUL_HOME", home.path())
-            .env("WAKEFUL_SESSION", SESSION)
-            .envs(env.iter().copied())
-            .env_remove("CLAUDE_CODE_SESSION_ID")
-            .env_remove("CODEX_THREAD_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn wakeful mcp");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("not a JSON-RPC frame ({e}): {line}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Raw {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
+fn start(home: &Home, env: &[(&str, &str)]) -> Raw {
+    Raw::spawn(&mut command(home, env), DEADLINE)
+}
 
-    /// `initialize` and `notifications/initialized`; the result.
-    fn initialized(home: &Home, env: &[(&str, &str)]) -> (Raw, Value) {
-        let mut mcp = Raw::start(home, env);
-        let r = mcp.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        (mcp, r)
-    }
+fn initialized(home: &Home, env: &[(&str, &str)]) -> (Raw, Value) {
+    Raw::initialized(&mut command(home, env), DEADLINE)
+}
 
-    fn send(&mut self, frame: Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-    }
+trait Poll {
+    /// `events/poll`'s result.
+    fn poll(&mut self, id: u64, params: Value) -> Value;
+}
 
-    /// The next frame that `pick` accepts, read within one deadline; every
-    /// frame read is kept in `seen`.
-    fn next_where(&mut self, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no {what}: {:#?}", self.seen));
-            self.seen.push(frame.clone());
-            if pick(&frame) {
-                return frame;
-            }
-        }
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.next_where(&format!("response {id}"), |f| f["id"] == json!(id))
-    }
-
+impl Poll for Raw {
     fn poll(&mut self, id: u64, params: Value) -> Value {
         let r = self.request(id, "events/poll", params);
         assert!(r["result"].is_object(), "{r}");
         r["result"].clone()
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -140,7 +72,7 @@ fn texts(result: &Value) -> Vec<String> {
 #[test]
 fn events_are_listed_and_polled_from_a_cursor_that_survives_kill_9_of_the_daemon() {
     let home = Home::new();
-    let (mut mcp, init) = Raw::initialized(&home, &[]);
+    let (mut mcp, init) = initialized(&home, &[]);
     assert_eq!(
         init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/events"],
         json!({}),
@@ -254,7 +186,7 @@ fn events_are_listed_and_polled_from_a_cursor_that_survives_kill_9_of_the_daemon
 #[test]
 fn bad_cursors_names_and_params_get_the_extension_errors_and_reveal_nothing() {
     let home = Home::new();
-    let (mut mcp, _) = Raw::initialized(&home, &[]);
+    let (mut mcp, _) = initialized(&home, &[]);
     let mine = mcp.poll(1, json!({"name": "monitor.wake"}))["cursor"].clone();
     let theirs = mcp.poll(
         2,
@@ -306,7 +238,7 @@ fn bad_cursors_names_and_params_get_the_extension_errors_and_reveal_nothing() {
 #[test]
 fn a_stream_pushes_each_line_beats_with_the_cursor_and_ends_when_cancelled() {
     let home = Home::new();
-    let (mut mcp, _) = Raw::initialized(&home, &[("WAKEFUL_MCP_EVENTS_HEARTBEAT_MS", "300")]);
+    let (mut mcp, _) = initialized(&home, &[("WAKEFUL_MCP_EVENTS_HEARTBEAT_MS", "300")]);
     mcp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "events/stream",
                     "params": {"name": "monitor.lines"}}));
     let active = mcp.next_where("active", |f| f["method"] == "notifications/events/active");
@@ -354,13 +286,8 @@ fn a_stream_pushes_each_line_beats_with_the_cursor_and_ends_when_cancelled() {
     let mark = mcp.seen.len();
     let r = mcp.request(4, "events/list", json!({}));
     assert!(r["result"].is_object(), "{r}");
-    let quiet_since = Instant::now();
     // Over three heartbeat periods, no frame of the stream.
-    while quiet_since.elapsed() < Duration::from_millis(1000) {
-        if let Ok(f) = mcp.lines.recv_timeout(Duration::from_millis(100)) {
-            mcp.seen.push(f);
-        }
-    }
+    mcp.read_for(Duration::from_millis(1000));
     let late: Vec<&Value> = mcp.seen[mark..]
         .iter()
         .filter(|f| f["method"] == "notifications/events/heartbeat")
@@ -371,7 +298,7 @@ fn a_stream_pushes_each_line_beats_with_the_cursor_and_ends_when_cancelled() {
 #[test]
 fn a_2026_07_28_request_polls_with_its_meta() {
     let home = Home::new();
-    let mut mcp = Raw::start(&home, &[("WAKEFUL_MCP_PROTOCOL", "2026-07-28")]);
+    let mut mcp = start(&home, &[("WAKEFUL_MCP_PROTOCOL", "2026-07-28")]);
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
@@ -398,7 +325,7 @@ fn a_2026_07_28_request_polls_with_its_meta() {
 #[test]
 fn a_wake_on_argument_keeps_only_the_events_that_wake_under_it() {
     let home = Home::new();
-    let (mut mcp, _) = Raw::initialized(&home, &[]);
+    let (mut mcp, _) = initialized(&home, &[]);
     let now = mcp.poll(1, json!({"name": "monitor.lines", "arguments": {}}));
     let from = now["cursor"].as_str().unwrap().to_string();
     start_monitor(

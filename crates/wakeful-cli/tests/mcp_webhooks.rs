@@ -11,100 +11,33 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use common::Home;
 use hmac::{Hmac, Mac};
+use mcp_stdio::Raw;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 const SESSION: &str = "wh";
 
-/// A `wakeful mcp` spoken to line by line.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Raw {
-    fn initialized(home: &Home) -> (Raw, Value) {
-        let mut child = Command::new(common::BIN)
-            .arg("mcp")
-            .env("WAKEFUL_HOME", home.path())
-            .env("WAKEFUL_SESSION", SESSION)
-            .env_remove("CLAUDE_CODE_SESSION_ID")
-            .env_remove("CODEX_THREAD_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn wakeful mcp");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line).unwrap();
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut mcp = Raw {
-            child,
-            stdin,
-            lines,
-        };
-        let init = mcp.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        (mcp, init)
-    }
-
-    fn send(&mut self, frame: Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{frame}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let frame = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no response {id} to {method}"));
-            if frame["id"] == json!(id) {
-                return frame;
-            }
-        }
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `wakeful mcp` in session [`SESSION`], initialized.
+fn initialized(home: &Home) -> (Raw, Value) {
+    let mut cmd = home.cmd(&["mcp"]);
+    cmd.env("WAKEFUL_SESSION", SESSION).stderr(Stdio::null());
+    Raw::initialized(&mut cmd, DEADLINE)
 }
 
 /// One request the receiver took.
@@ -291,7 +224,7 @@ fn webhooks_are_signed_retried_survive_kill_9_are_given_up_and_end_on_unsubscrib
     .unwrap();
     let key: Vec<u8> = (0u8..32).map(|b| b.wrapping_mul(7)).collect();
     let rx = Receiver::start(key.clone());
-    let (mut mcp, init) = Raw::initialized(&home);
+    let (mut mcp, init) = initialized(&home);
     assert_eq!(
         init["result"]["capabilities"]["events"],
         json!({}),
@@ -506,7 +439,7 @@ fn bad_secrets_refused_urls_other_modes_and_the_limit_are_refused() {
     .unwrap();
     let key = vec![9u8; 24];
     let rx = Receiver::start(key.clone());
-    let (mut mcp, _) = Raw::initialized(&home);
+    let (mut mcp, _) = initialized(&home);
     let sub = |mcp: &mut Raw, id: u64, url: &str, secret: &str, mode: &str| {
         mcp.request(
             id,

@@ -13,15 +13,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/mcp_stdio.rs"]
+mod mcp_stdio;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{Home, BIN};
+use mcp_stdio::Raw;
 use serde_json::{json, Value};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -349,56 +352,12 @@ fn a_counter_lives_through_twenty_upgrades_with_a_follower_and_a_waiter_attached
     );
 }
 
-/// `wakeful mcp` over stdio, spoken to line by line.
-struct Mcp {
-    child: Child,
-    stdin: std::process::ChildStdin,
-    frames: mpsc::Receiver<String>,
-}
-
-impl Mcp {
-    fn start(home: &Home, session: &str) -> Mcp {
-        let mut child = home
-            .cmd(&["mcp", "--protocol", "2025-11-25"])
-            .env("WAKEFUL_SESSION", session)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let frames = lines_of(&mut child);
-        let mut mcp = Mcp {
-            child,
-            stdin,
-            frames,
-        };
-        mcp.call(0, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
-        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        mcp
-    }
-
-    fn send(&mut self, frame: Value) {
-        writeln!(self.stdin, "{frame}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.answer(id)
-    }
-
-    fn answer(&mut self, id: u64) -> Value {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.frames.recv_timeout(left).expect("an answer");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
+/// `wakeful mcp` (the 2025-11-25 handshake) in session `session`,
+/// initialized.
+fn mcp_start(home: &Home, session: &str) -> Raw {
+    let mut cmd = home.cmd(&["mcp", "--protocol", "2025-11-25"]);
+    cmd.env("WAKEFUL_SESSION", session).stderr(Stdio::null());
+    Raw::initialized(&mut cmd, DEADLINE).0
 }
 
 #[test]
@@ -406,8 +365,8 @@ fn an_mcp_client_waiting_on_a_monitor_gets_every_line_across_upgrades() {
     let home = Home::new();
     let (next, _) = bumped_build(home.path());
     let this = PathBuf::from(BIN);
-    let mut mcp = Mcp::start(&home, "t");
-    let started = mcp.call(
+    let mut mcp = mcp_start(&home, "t");
+    let started = mcp.request(
         1,
         "tools/call",
         json!({"name": "monitor_start", "arguments": {"description": "counter", "command": COUNTER}}),
@@ -418,8 +377,8 @@ fn an_mcp_client_waiting_on_a_monitor_gets_every_line_across_upgrades() {
         .to_string();
     let leader = leader_of(&id).expect("the counter's sh");
     let mut numbers: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-    let mut wait = |mcp: &mut Mcp, n: u64| {
-        let r = mcp.call(
+    let mut wait = |mcp: &mut Raw, n: u64| {
+        let r = mcp.request(
             100 + n,
             "tools/call",
             json!({"name": "monitor_wait", "arguments": {"timeout_ms": 30000}}),
@@ -450,24 +409,23 @@ fn an_mcp_client_waiting_on_a_monitor_gets_every_line_across_upgrades() {
         "lines came after the upgrades: {}",
         all.len()
     );
-    drop(mcp.stdin);
-    let _ = mcp.child.wait();
+    mcp.close();
 
     // A monitor_wait in flight while the daemon is upgraded twice is
     // answered by the new one, once its line comes.
-    let mut quiet = Mcp::start(&home, "quiet");
+    let mut quiet = mcp_start(&home, "quiet");
     let poke = home.path().join("poke");
     let command = format!(
         "while :; do if [ -e {p} ]; then rm {p}; echo poked; fi; sleep 0.05; done",
         p = poke.display()
     );
-    quiet.call(
+    quiet.request(
         1,
         "tools/call",
         json!({"name": "monitor_start", "arguments": {"description": "quiet", "command": command}}),
     );
     for n in 2.. {
-        let r = quiet.call(
+        let r = quiet.request(
             n,
             "tools/call",
             json!({"name": "monitor_wait", "arguments": {"timeout_ms": 300}}),
@@ -481,7 +439,7 @@ fn an_mcp_client_waiting_on_a_monitor_gets_every_line_across_upgrades() {
     upgrade(&home, &this, &next);
     upgrade(&home, &next, &this);
     std::fs::write(&poke, "").unwrap();
-    let r = quiet.answer(900);
+    let r = quiet.response(900);
     let texts: Vec<&str> = r["result"]["structuredContent"]["events"]
         .as_array()
         .unwrap_or_else(|| panic!("{r}"))
@@ -489,8 +447,7 @@ fn an_mcp_client_waiting_on_a_monitor_gets_every_line_across_upgrades() {
         .filter_map(|e| e["text"].as_str())
         .collect();
     assert_eq!(texts, ["poked"], "{r}");
-    drop(quiet.stdin);
-    let _ = quiet.child.wait();
+    quiet.close();
 }
 
 #[test]
