@@ -171,14 +171,7 @@ fn the_release_archive_unpacks_runs_and_renders_its_man_pages() {
     }
 
     let unpacked = tempfile::tempdir().unwrap();
-    let tar = Command::new("tar")
-        .arg("-xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(unpacked.path())
-        .status()
-        .unwrap();
-    assert!(tar.success());
+    untar(&archive, unpacked.path());
     let root = unpacked.path().join(&name);
     let bin = root.join("wakeful");
     assert_eq!(
@@ -296,6 +289,30 @@ fn npm_installs_and_runs_wakeful_without_cargo() {
         );
     }
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Unpacks the gzipped tar `archive` into `into`.
+fn untar(archive: &Path, into: &Path) {
+    let tar = Command::new("tar")
+        .arg("-xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .unwrap();
+    assert!(tar.success(), "tar -xzf {}", archive.display());
+}
+
+/// The JSON file `member` of the gzipped tar `archive`.
+fn json_in_tgz(archive: &Path, member: &str) -> serde_json::Value {
+    let out = Command::new("tar")
+        .arg("-xzOf")
+        .arg(archive)
+        .arg(member)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{member} in {}", archive.display());
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn json_file(path: &Path) -> serde_json::Value {
@@ -612,14 +629,7 @@ fn the_macos_preview_archives_and_npm_packages_hold_mach_o_binaries() {
         let name = format!("wakeful-{VERSION}-{triple}");
         let unpacked = dir.path().join(format!("{triple}-unpacked"));
         std::fs::create_dir(&unpacked).unwrap();
-        let tar = Command::new("tar")
-            .arg("-xzf")
-            .arg(out.join(format!("{name}.tar.gz")))
-            .arg("-C")
-            .arg(&unpacked)
-            .status()
-            .unwrap();
-        assert!(tar.success());
+        untar(&out.join(format!("{name}.tar.gz")), &unpacked);
         let root = unpacked.join(&name);
         assert_eq!(
             std::fs::read(root.join("wakeful")).unwrap(),
@@ -651,14 +661,7 @@ fn the_macos_preview_archives_and_npm_packages_hold_mach_o_binaries() {
         let tgz = out.join(format!("npm/wakeful-{pkg}-{VERSION}.tgz"));
         let package = dir.path().join(format!("{triple}-npm"));
         std::fs::create_dir(&package).unwrap();
-        let tar = Command::new("tar")
-            .arg("-xzf")
-            .arg(&tgz)
-            .arg("-C")
-            .arg(&package)
-            .status()
-            .unwrap();
-        assert!(tar.success());
+        untar(&tgz, &package);
         let manifest = json_file(&package.join("package/package.json"));
         assert_eq!(manifest["name"], format!("@wakeful/{pkg}"));
         assert_eq!(manifest["os"], serde_json::json!(["darwin"]));
@@ -702,13 +705,8 @@ fn the_macos_preview_archives_and_npm_packages_hold_mach_o_binaries() {
     args.extend(with);
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     dist(&args);
-    let main = Command::new("tar")
-        .arg("-xzOf")
-        .arg(all.join(format!("npm/wakeful-{VERSION}.tgz")))
-        .arg("package/package.json")
-        .output()
-        .unwrap();
-    let main: serde_json::Value = serde_json::from_slice(&main.stdout).unwrap();
+    let main_tgz = all.join(format!("npm/wakeful-{VERSION}.tgz"));
+    let main = json_in_tgz(&main_tgz, "package/package.json");
     assert_eq!(main["os"], serde_json::json!(["linux", "darwin"]));
     for pkg in [
         "@wakeful/linux-x64-gnu",
@@ -717,13 +715,7 @@ fn the_macos_preview_archives_and_npm_packages_hold_mach_o_binaries() {
     ] {
         assert_eq!(main["optionalDependencies"][pkg], VERSION, "{main}");
     }
-    let shrinkwrap = Command::new("tar")
-        .arg("-xzOf")
-        .arg(all.join(format!("npm/wakeful-{VERSION}.tgz")))
-        .arg("package/npm-shrinkwrap.json")
-        .output()
-        .unwrap();
-    let shrinkwrap: serde_json::Value = serde_json::from_slice(&shrinkwrap.stdout).unwrap();
+    let shrinkwrap = json_in_tgz(&main_tgz, "package/npm-shrinkwrap.json");
     let arm = &shrinkwrap["packages"]["node_modules/@wakeful/darwin-arm64"];
     assert_eq!(arm["os"], serde_json::json!(["darwin"]), "{shrinkwrap}");
     assert_eq!(arm["cpu"], serde_json::json!(["arm64"]));
