@@ -42,11 +42,14 @@ impl Listeners {
     /// `max` tasks are followed already; whether it was counted (then call
     /// [`Listeners::unfollow`] when the task is no longer followed).
     pub(crate) fn follow(&self, max: usize) -> bool {
-        if !self.any() || self.followed.load(Ordering::SeqCst) >= max {
-            return false;
-        }
-        self.followed.fetch_add(1, Ordering::SeqCst);
-        true
+        // One step, so that two calls at once cannot both take the last place.
+        self.any()
+            && self
+                .followed
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok()
     }
 
     /// A task counted by [`Listeners::follow`] is no longer followed.
@@ -66,5 +69,17 @@ impl Listeners {
             sent |= peer.send_notification(note).await.is_ok();
         }
         sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_followed_without_a_listen_stream() {
+        let listeners = Listeners::default();
+        assert!(!listeners.follow(4));
+        assert_eq!(listeners.followed.load(Ordering::SeqCst), 0);
     }
 }
