@@ -21,6 +21,10 @@
 //!   every monitor goes on running (`wakeful daemon upgrade`).
 //! - [`storage`]: the store's share of the disk: pruning, the caps, and
 //!   refusing writes while the disk is full.
+//! - `task_book` and `webhook_book`: the background tasks and the MCP
+//!   Events webhook subscriptions that [`state::State`] holds and
+//!   `server::tasks` and `server::subscriptions` serve (an upgrade hands
+//!   the tasks over).
 //! - the cluster link (`[cluster]`, docs/CLUSTER.md): started only when
 //!   configured, through `wakeful-cluster`.
 
