@@ -477,7 +477,8 @@ pub(crate) mod testing {
         let (writer, reader) = wakeful_store::open(&paths.database()).unwrap();
         let pruner = writer.pruner().unwrap();
         let latest = reader.latest_seq().unwrap();
-        let replay: Arc<dyn wakeful_engine::Replay> = Arc::new(crate::StoreReplay(reader.clone()));
+        let replay: Arc<dyn wakeful_engine::Replay> =
+            Arc::new(crate::startup::StoreReplay(reader.clone()));
         let hub = Hub::new(writer, latest, Some(replay));
         let registry = MonitorRegistry::with_hub(
             RegistryConfig {

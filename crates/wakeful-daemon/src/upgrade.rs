@@ -42,9 +42,10 @@ pub const HANDOVER_FORMAT: u32 = 1;
 pub const HANDOVER_ENV: &str = "WAKEFUL_HANDOVER";
 /// How long the new binary has to answer its check.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long waits holding a batch get to have it acknowledged before the
-/// handover goes on without them (the batch is then handed out again).
-pub const WAITS_END: Duration = Duration::from_secs(3);
+/// How long each drain before the handover may take: waits holding a batch
+/// get this long to have it acknowledged (else the batch is handed out
+/// again), and then idle connections this long to close.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// What `wakeful daemon handover-check` prints: what the build is and
 /// which handover it reads.
